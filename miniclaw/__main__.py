@@ -1,0 +1,3 @@
+from miniclaw.cli import main
+
+main()

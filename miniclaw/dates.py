@@ -1,0 +1,53 @@
+"""Dates as users type them, and the UTC clock.
+
+"Today" is the UTC date everywhere (DESIGN.md). `parse_day` accepts ISO dates
+(`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), and, through
+python-dateutil (imported only then, since its parser is slow to import), forms like
+`14 Feb 2026`. Anything else is a `UsageError` naming the flag.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta, timezone
+
+from miniclaw.errors import UsageError
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_RELATIVE = re.compile(r"^(\d{1,5})\s*([dw])$", re.IGNORECASE)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
+    """The day a user means by `text`, relative to `today` (a UTC date)."""
+    value = text.strip().lower()
+    if _ISO.match(value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise UsageError(f"{flag} {text!r} is not a real date (expected YYYY-MM-DD)") from None
+    if value == "today":
+        return today
+    if value == "yesterday":
+        return today - timedelta(days=1)
+    relative = _RELATIVE.match(value)
+    if relative:
+        amount = int(relative.group(1)) * (7 if relative.group(2) == "w" else 1)
+        return today - timedelta(days=amount)
+    if not value or not re.search(r"\d", value):
+        raise UsageError(f"{flag} {text!r} is not a date (expected YYYY-MM-DD, 'yesterday' or '7d')")
+    from dateutil import parser  # slow to import: only for unusual forms
+
+    try:
+        return parser.parse(text, default=datetime(today.year, 1, 1)).date()
+    except (ValueError, OverflowError):
+        raise UsageError(f"{flag} {text!r} is not a date (expected YYYY-MM-DD, 'yesterday' or '7d')") from None
+
+
+def check_not_future(day: date, today: date, *, flag: str = "--date") -> date:
+    if day > today:
+        raise UsageError(f"{flag} {day.isoformat()} is in the future (today is {today.isoformat()} UTC)")
+    return day

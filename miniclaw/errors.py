@@ -1,0 +1,43 @@
+"""The one exception tree of miniclaw.
+
+    MiniclawError                  anything miniclaw raises on purpose
+    ├── UsageError                 the caller asked for something invalid (CLI exit code 2)
+    │   ├── QueryError             a search query that cannot be searched
+    │   └── WorkspaceNotFoundError the workspace (or its memory/ folder) does not exist
+    ├── MemoryFileError            reading or writing a memory file failed (exit code 1)
+    └── SearchIndexError           the search index could not be opened or updated (exit code 1)
+
+Library code raises these and never prints or exits; the CLI maps them to one line on
+stderr and an exit code in one place (`miniclaw.cli.app`). Low-level errors (`OSError`,
+`sqlite3.Error`) are converted where they first appear, with `raise ... from exc`.
+"""
+
+from __future__ import annotations
+
+
+class MiniclawError(Exception):
+    """Base of every error miniclaw raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(MiniclawError):
+    """Bad input from the caller: a person or a script can fix it by asking differently."""
+
+    exit_code = 2
+
+
+class QueryError(UsageError):
+    """A search query that cannot be searched (empty, too long, no words)."""
+
+
+class WorkspaceNotFoundError(UsageError):
+    """The workspace folder is missing: `miniclaw init` creates it."""
+
+
+class MemoryFileError(MiniclawError):
+    """A memory file could not be read or written; the file is left as it was."""
+
+
+class SearchIndexError(MiniclawError):
+    """The search index (a cache) could not be opened, rebuilt or updated."""

@@ -1,0 +1,38 @@
+"""The one record that flows through miniclaw: a memory entry.
+
+Parsing turns a file into entries; stores, index, ranker, context builder and CLI work on
+entries, never on raw text. An entry's text has its private parts already removed; its line
+numbers are 1-based and inclusive and point into the file as it is on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date as Date
+
+LONG_TERM = "long_term"
+DAILY_NOTE = "daily_note"
+
+SOURCE_LABELS = {LONG_TERM: "Long-term Memory", DAILY_NOTE: "Daily Note"}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One memory: a MEMORY.md bullet or paragraph, or one section of a daily note."""
+
+    text: str
+    source: str
+    path: str  # relative to the workspace, with forward slashes
+    line_start: int
+    line_end: int
+    date: Date | None = None
+    time: str | None = None  # "HH:MM:SS" (UTC) when the file records it
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+
+    @property
+    def citation(self) -> str:
+        """`path:line` (or `path:start-end`), the form agents quote back."""
+        if self.line_end == self.line_start:
+            return f"{self.path}:{self.line_start}"
+        return f"{self.path}:{self.line_start}-{self.line_end}"

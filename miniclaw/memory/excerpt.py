@@ -1,0 +1,54 @@
+"""Excerpts: the part of an entry that matched best, short enough for one line.
+
+A pure function: the window (at most `width` characters, `…` included) that holds the most
+distinct query terms, with a little context before the first match; whitespace runs are
+collapsed first. Also returns where the matched words sit in the excerpt, for highlighting.
+"""
+
+from __future__ import annotations
+
+from miniclaw.memory.tokenizer import token_spans
+
+EXCERPT_WIDTH = 150
+_ELLIPSIS = "…"
+_LEAD = 30  # characters of context kept before the first matched word
+
+
+def make_excerpt(text: str, terms: set[str] | frozenset[str],
+                 width: int = EXCERPT_WIDTH) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """(excerpt, highlight spans as (start, end) offsets into the excerpt)."""
+    flat = " ".join(text.split())
+    hits = [(start, end, set(found) & terms) for start, end, found in token_spans(flat)]
+    hits = [(start, end, found) for start, end, found in hits if found]
+    if len(flat) <= width:
+        return flat, tuple((s, e) for s, e, _ in hits)
+
+    best_start, best_count = 0, -1
+    room = width - 2  # leave room for an ellipsis on each side
+    for i, (start, _, _) in enumerate(hits):
+        seen: set[str] = set()
+        for other_start, other_end, found in hits[i:]:
+            if other_end - start > room:
+                break
+            seen |= found
+        if len(seen) > best_count:
+            best_start, best_count = start, len(seen)
+    begin = 0 if best_start <= _LEAD else best_start - _LEAD
+    if begin:  # start at a word boundary
+        space = flat.find(" ", begin, best_start)
+        begin = space + 1 if space != -1 else begin
+    begin = min(begin, max(len(flat) - room, 0))
+    prefix = _ELLIPSIS if begin > 0 else ""
+    end = begin + width - len(prefix)
+    if end < len(flat):
+        end -= 1
+        cut = flat.rfind(" ", begin, end)
+        if cut > begin + width // 2:
+            end = cut
+        body, suffix = flat[begin:end].rstrip(), _ELLIPSIS
+    else:
+        body, suffix = flat[begin:], ""
+    shift = len(prefix) - begin
+    spans = tuple((s + shift, e + shift) for s, e, _ in hits
+                  if s >= begin and e <= begin + len(body))
+    return prefix + body + suffix, spans

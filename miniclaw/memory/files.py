@@ -1,0 +1,129 @@
+"""Reading and writing memory files safely: the only module that touches their bytes.
+
+Guarantees: every write to a workspace's memory files holds one exclusive lock (an `flock`
+on the memory folder itself, so no lock files litter the user's notes); appends are a single
+`O_APPEND` write followed by fsync; a rewrite goes to a temporary file in the same folder,
+is fsynced, then atomically renamed over the old one, and the folder is fsynced; new files
+are created 0600 and new folders 0700. Reading never fails on bad bytes: they are replaced
+and the caller gets a warning naming the file. OS errors become `MemoryFileError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from miniclaw.errors import MemoryFileError
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def decode(raw: bytes, name: str) -> tuple[str, str | None]:
+    """Text of a memory file and a warning when its bytes were not valid UTF-8."""
+    try:
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        warning = (f"{name} is not valid UTF-8 (first bad byte at offset {exc.start}); "
+                   "bad bytes were replaced and the rest is searched")
+        return raw.decode("utf-8-sig", "replace"), warning
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise MemoryFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def ensure_dir(path: Path) -> None:
+    """Create a folder (and its parents) with mode 0700 where missing."""
+    try:
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MemoryFileError(f"cannot create folder {path}: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold the exclusive write lock of a memory folder (blocks until it is free)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise MemoryFileError(f"cannot open {folder} to lock it: {exc.strerror or exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_error(path: Path, exc: OSError) -> MemoryFileError:
+    reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    return MemoryFileError(f"cannot write {path}: {reason}; the file was left unchanged")
+
+
+def append_bytes(path: Path, make: Callable[[bytes], bytes]) -> None:
+    """Append `make(current bytes)` to a file, creating it 0600; call under `locked`.
+
+    If the write fails part-way, the file is truncated back to its old length.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
+    try:
+        with os.fdopen(fd, "rb+", buffering=0, closefd=False) as handle:
+            current = handle.read()
+        data = make(current)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, len(current))
+            raise _write_error(path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def replace_bytes(path: Path, data: bytes) -> None:
+    """Replace a file's content atomically: temp file, fsync, rename, fsync the folder."""
+    folder = path.parent
+    mode = FILE_MODE
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.stat(path).st_mode & 0o777
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        _fsync_dir(folder)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _write_error(path, exc) from exc

@@ -1,0 +1,561 @@
+"""The search index: an SQLite cache of the entries of a workspace, with an inverted index.
+
+Storage model (one file per workspace, under the user's cache directory):
+
+    files     one row per memory file: path, source, the (size, mtime_ns, inode) it had when
+              parsed, whether that was too close to its last write to trust ("racy"), and its
+              entry and term counts (the corpus statistics are sums over this table)
+    entries   one row per entry: the parser's record, its position in the file (`ordinal`,
+              for neighbours), its length in terms, and an empty `embedding` column kept for
+              semantic search later
+    postings  (term, entry_id) -> term frequency, the inverted index the scorers sum over
+
+It is a cache: files are the truth, deleting the index loses nothing, and a damaged or
+older-version index is rebuilt with a warning. `refresh()` runs before every search: it
+stats every memory file and re-parses only those whose signature changed (entries are
+diffed, so an append to a large MEMORY.md rewrites only the new entries), and drops the
+entries of deleted files. A file written within `RACY_NS` of being read is re-checked next
+time, since a same-size edit in the same clock tick would keep its mtime.
+
+Concurrency: WAL mode and a busy timeout; every update runs in a `BEGIN IMMEDIATE`
+transaction that re-reads the files table, so processes refreshing at once wait for each
+other instead of failing, and readers always see a consistent snapshot. One connection per
+thread (a connection belongs to the thread that opened it). `secure_delete` zeroes deleted
+rows, so text that later became private does not linger in free pages.
+
+Only what the parser lets through is stored: never private text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date as Date
+from pathlib import Path
+
+from miniclaw.errors import SearchIndexError
+from miniclaw.memory.entry import Entry
+from miniclaw.memory.files import DIR_MODE, FILE_MODE, decode, read_bytes
+from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
+from miniclaw.memory.tokenizer import TOKENIZER_VERSION, tokenize
+
+log = logging.getLogger("miniclaw")
+
+SCHEMA_VERSION = 100 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
+BUSY_TIMEOUT_S = 120.0
+RACY_NS = 2_000_000_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    racy INTEGER NOT NULL,
+    entry_count INTEGER NOT NULL,
+    term_count INTEGER NOT NULL,
+    warning TEXT
+);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    path TEXT NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    date TEXT,
+    time TEXT,
+    category TEXT,
+    tags TEXT NOT NULL,
+    content TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file_id, ordinal);
+CREATE TABLE IF NOT EXISTS postings (
+    term TEXT NOT NULL,
+    entry_id INTEGER NOT NULL,
+    tf INTEGER NOT NULL,
+    PRIMARY KEY (term, entry_id)
+) WITHOUT ROWID;
+"""
+
+_ENTRY_COLUMNS = "id, source, path, line_start, line_end, date, time, category, tags, content"
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which entries a search may return. Dates are inclusive; None means no bound."""
+
+    sources: tuple[str, ...]
+    window_start: Date | None = None  # the `--days` window, for windowed sources only
+    since: Date | None = None  # every dated entry; undated ones are then left out
+    until: Date | None = None
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class RefreshReport:
+    """What one refresh did."""
+
+    files_parsed: int = 0
+    files_removed: int = 0
+    entries_added: int = 0
+    entries_removed: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.files_parsed or self.files_removed)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    path: str
+    exists: bool
+    size_bytes: int
+    files: int
+    entries: int
+    terms: int
+    updated_at: str | None
+    stale_files: tuple[str, ...]  # on disk but new or changed since indexed
+    missing_files: tuple[str, ...]  # indexed but no longer on disk
+    files_on_disk: int
+
+    @property
+    def up_to_date(self) -> bool:
+        return not self.stale_files and not self.missing_files
+
+
+def _entry_key(ordinal: int, entry: Entry) -> tuple:
+    return (ordinal, entry.line_start, entry.line_end,
+            entry.date.isoformat() if entry.date else None, entry.time, entry.category,
+            json.dumps(list(entry.tags)), entry.text)
+
+
+def row_to_entry(row: Sequence) -> Entry:
+    """An `Entry` from a row selected with `_ENTRY_COLUMNS` (the id first)."""
+    _, source, path, line_start, line_end, day, clock, category, tags, content = row
+    return Entry(content, source, path, line_start, line_end,
+                 Date.fromisoformat(day) if day else None, clock, category,
+                 tuple(json.loads(tags)))
+
+
+class SearchIndex:
+    """The index of one workspace. Methods are blocking: call them off the event loop."""
+
+    def __init__(self, path: Path, workspace: Path,
+                 sources: Sequence[MemorySource] = SOURCES) -> None:
+        self.path = Path(path)
+        self.workspace = Path(workspace)
+        self.sources = tuple(sources)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    # -- connections -------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened (and the schema checked) on first use."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._open()
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect_checked()
+        except sqlite3.DatabaseError as exc:
+            log.warning("search index %s is damaged (%s); rebuilding it from the memory files",
+                        self.path, exc)
+            self._remove_files()
+            try:
+                return self._connect_checked()
+            except sqlite3.Error as again:
+                raise SearchIndexError(f"cannot create the search index {self.path}: {again}") from again
+        except sqlite3.Error as exc:
+            raise SearchIndexError(f"cannot open the search index {self.path}: {exc}") from exc
+
+    def _connect_checked(self) -> sqlite3.Connection:
+        self._create_file()
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                self._create_schema(conn, version)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("PRAGMA temp_store = MEMORY")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _create_file(self) -> None:
+        try:
+            self.path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+        except OSError as exc:
+            raise SearchIndexError(
+                f"cannot create the search index {self.path}: {exc.strerror or exc}; "
+                "set MINICLAW_INDEX to a writable path") from exc
+
+    def _create_schema(self, conn: sqlite3.Connection, seen: int) -> None:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:  # another process may have just done it
+                if version != 0:
+                    log.warning("search index %s has format %s, this miniclaw uses %s; "
+                                "rebuilding it", self.path, version, SCHEMA_VERSION)
+                    for table in ("postings", "entries", "files", "meta"):
+                        conn.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _remove_files(self) -> None:
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise SearchIndexError(f"cannot remove the damaged index {self.path}: {exc}") from exc
+
+    def _run(self, work: Callable[[sqlite3.Connection], object]):
+        """Run `work` on this thread's connection; a damaged index is rebuilt once."""
+        try:
+            return work(self.connection())
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" not in str(exc):
+                raise SearchIndexError(f"search index {self.path}: {exc}") from exc
+            log.warning("search index %s is damaged (%s); rebuilding it from the memory files",
+                        self.path, exc)
+            self._remove_files()
+            try:
+                return work(self.connection())
+            except sqlite3.Error as again:
+                raise SearchIndexError(f"search index {self.path}: {again}") from again
+
+    # -- keeping up to date --------------------------------------------------------------
+
+    def scan(self) -> list[SourceFile]:
+        """The memory files on disk now, across every source."""
+        return [f for source in self.sources for f in source.files(self.workspace)]
+
+    def refresh(self, *, rebuild: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> RefreshReport:
+        """Bring the index up to date with the files; with `rebuild`, start from nothing."""
+        return self._run(lambda conn: self._refresh(conn, rebuild, progress))
+
+    def _known(self, conn: sqlite3.Connection) -> dict[str, tuple]:
+        rows = conn.execute("SELECT path, id, size, mtime_ns, inode, racy FROM files")
+        return {row[0]: row[1:] for row in rows}
+
+    @staticmethod
+    def _todo(disk: list[SourceFile], known: dict[str, tuple]) -> tuple[list, list]:
+        stale = [f for f in disk
+                 if f.path not in known or known[f.path][4] or known[f.path][1:4] != f.signature]
+        on_disk = {f.path for f in disk}
+        gone = [path for path in known if path not in on_disk]
+        return stale, gone
+
+    def _refresh(self, conn, rebuild, progress) -> RefreshReport:
+        report = RefreshReport()
+        if not rebuild:
+            stale, gone = self._todo(self.scan(), self._known(conn))
+            if not stale and not gone:
+                return report
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if rebuild:
+                for table in ("postings", "entries", "files"):
+                    conn.execute(f"DELETE FROM {table}")
+            # Another process may have refreshed while we waited for the lock: look again.
+            disk = self.scan()
+            known = self._known(conn)
+            stale, gone = self._todo(disk, known)
+            for path in gone:
+                report.entries_removed += self._drop_file(conn, known[path][0])
+                report.files_removed += 1
+            for done, source_file in enumerate(stale, 1):
+                file_id = known[source_file.path][0] if source_file.path in known else None
+                self._index_file(conn, source_file, file_id, report)
+                if progress is not None:
+                    progress(done, len(stale))
+            if report.changed or rebuild:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)",
+                             (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return report
+
+    def _drop_file(self, conn, file_id: int) -> int:
+        rows = conn.execute("SELECT id, content FROM entries WHERE file_id = ?", (file_id,)).fetchall()
+        self._delete_entries(conn, rows)
+        conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
+        return len(rows)
+
+    @staticmethod
+    def _delete_entries(conn, rows: Iterable[tuple[int, str]]) -> None:
+        postings, ids = [], []
+        for entry_id, content in rows:
+            ids.append((entry_id,))
+            postings.extend((term, entry_id) for term in set(tokenize(content)))
+        conn.executemany("DELETE FROM postings WHERE term = ? AND entry_id = ?", postings)
+        conn.executemany("DELETE FROM entries WHERE id = ?", ids)
+
+    def _index_file(self, conn, source_file: SourceFile, file_id: int | None,
+                    report: RefreshReport) -> None:
+        source = next(s for s in self.sources if s.name == source_file.source)
+        raw = read_bytes(source_file.absolute)
+        if raw is None:  # deleted since the scan
+            if file_id is not None:
+                report.entries_removed += self._drop_file(conn, file_id)
+                report.files_removed += 1
+            return
+        text, warning = decode(raw, source_file.path)
+        entries = source.parse(text, source_file.path)
+        racy = int(time.time_ns() - source_file.mtime_ns < RACY_NS)
+        if warning:
+            report.warnings.append(warning)
+
+        if file_id is None:
+            file_id = conn.execute(
+                "INSERT INTO files (path, source, size, mtime_ns, inode, racy, entry_count,"
+                " term_count, warning) VALUES (?, ?, 0, 0, 0, 0, 0, 0, NULL)",
+                (source_file.path, source_file.source)).lastrowid
+            old = {}
+        else:
+            old = {}
+            for row in conn.execute(
+                    "SELECT id, ordinal, line_start, line_end, date, time, category, tags,"
+                    " content FROM entries WHERE file_id = ?", (file_id,)):
+                old[(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])] = row[0]
+
+        new = {_entry_key(i, entry): entry for i, entry in enumerate(entries)}
+        removed = [(entry_id, key[-1]) for key, entry_id in old.items() if key not in new]
+        self._delete_entries(conn, removed)
+        added = [(key, entry) for key, entry in new.items() if key not in old]
+        if added:
+            next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
+            entry_rows, posting_rows = [], []
+            for offset, (key, entry) in enumerate(added):
+                entry_id = next_id + offset
+                terms = Counter(tokenize(entry.text))
+                entry_rows.append((entry_id, file_id, key[0], entry.source, entry.path,
+                                   entry.line_start, entry.line_end, key[3], entry.time,
+                                   entry.category, key[6], entry.text, sum(terms.values())))
+                posting_rows.extend((term, entry_id, tf) for term, tf in terms.items())
+            conn.executemany(
+                "INSERT INTO entries (id, file_id, ordinal, source, path, line_start, line_end,"
+                " date, time, category, tags, content, length) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", entry_rows)
+            conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", posting_rows)
+        counts = conn.execute("SELECT COUNT(*), COALESCE(SUM(length), 0) FROM entries"
+                              " WHERE file_id = ?", (file_id,)).fetchone()
+        conn.execute(
+            "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, entry_count = ?,"
+            " term_count = ?, warning = ? WHERE id = ?",
+            (*source_file.signature, racy, counts[0], counts[1], warning, file_id))
+        report.files_parsed += 1
+        report.entries_added += len(added)
+        report.entries_removed += len(removed)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def warnings(self) -> list[str]:
+        """Warnings recorded for indexed files (bad bytes), re-reported on every search."""
+        rows = self._run(lambda c: c.execute(
+            "SELECT warning FROM files WHERE warning IS NOT NULL ORDER BY path").fetchall())
+        return [row[0] for row in rows]
+
+    def corpus(self, terms: Iterable[str]) -> tuple[int, float, dict[str, int]]:
+        """(entries, mean entry length, document frequency of each term) over all sources."""
+        terms = list(dict.fromkeys(terms))
+
+        def work(conn):
+            count, length = conn.execute(
+                "SELECT COALESCE(SUM(entry_count), 0), COALESCE(SUM(term_count), 0) FROM files"
+            ).fetchone()
+            df = {}
+            for term in terms:
+                df[term] = conn.execute(
+                    "SELECT COUNT(*) FROM postings WHERE term = ?", (term,)).fetchone()[0]
+            return count, (length / count if count else 0.0), df
+
+        return self._run(work)
+
+    @staticmethod
+    def _where(filters: Filters, source: str, windowed: bool) -> tuple[str, list]:
+        clauses, params = ["e.source = ?"], [source]
+        if windowed and filters.window_start is not None:
+            clauses.append("e.date >= ?")
+            params.append(filters.window_start.isoformat())
+        if filters.since is not None:
+            clauses.append("e.date >= ?")
+            params.append(filters.since.isoformat())
+        if filters.until is not None:
+            clauses.append("e.date <= ?")
+            params.append(filters.until.isoformat())
+        if filters.category is not None:
+            clauses.append("e.category = ?")
+            params.append(filters.category)
+        for tag in filters.tags:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE value = ?)")
+            params.append(tag)
+        return " AND ".join(clauses), params
+
+    @staticmethod
+    def _score_sql(weights: dict[str, float], term_score_sql: str,
+                   avgdl: float) -> tuple[str, str, list]:
+        """The query terms as a CTE with their weights, and an entry's score as a sum."""
+        values = ", ".join(["(?, ?)"] * len(weights))
+        expression = term_score_sql.replace(":avgdl", repr(float(avgdl or 1.0)))
+        params = [x for pair in weights.items() for x in pair]
+        return (f"WITH q(term, weight) AS (VALUES {values}) ",
+                f"SUM(q.weight * {expression})", params)
+
+    _FROM = "FROM q JOIN postings p ON p.term = q.term JOIN entries e ON e.id = p.entry_id "
+
+    def top(self, source: MemorySource, filters: Filters, weights: dict[str, float],
+            term_score_sql: str, avgdl: float, k: int) -> list[tuple[int, float, int]]:
+        """The `k` best (entry id, score, number of entries matched) of one source."""
+        if not weights:
+            return []
+        cte, score, params = self._score_sql(weights, term_score_sql, avgdl)
+        where, where_params = self._where(filters, source.name, source.windowed)
+        sql = (f"{cte}SELECT p.entry_id, {score} AS score, COUNT(*) OVER () {self._FROM}"
+               f"WHERE {where} GROUP BY p.entry_id "
+               "ORDER BY score DESC, e.date DESC, e.time DESC, e.path, e.line_start LIMIT ?")
+        args = params + where_params + [k]
+        return self._run(lambda c: c.execute(sql, args).fetchall())
+
+    def scores(self, entry_ids: Sequence[int], weights: dict[str, float],
+               term_score_sql: str, avgdl: float) -> dict[int, float]:
+        """The score of each given entry (0 when it holds no query term)."""
+        if not entry_ids or not weights:
+            return dict.fromkeys(entry_ids, 0.0)
+        cte, score, params = self._score_sql(weights, term_score_sql, avgdl)
+        ids = ", ".join(str(int(i)) for i in entry_ids)
+        sql = f"{cte}SELECT p.entry_id, {score} {self._FROM}WHERE p.entry_id IN ({ids}) GROUP BY p.entry_id"
+        found = dict(self._run(lambda c: c.execute(sql, params).fetchall()))
+        return {i: found.get(i, 0.0) for i in entry_ids}
+
+    def neighbours(self, entry_ids: Sequence[int]) -> dict[int, list[int]]:
+        """The entries right before and after each given one in its file."""
+        if not entry_ids:
+            return {}
+        ids = ", ".join(str(int(i)) for i in entry_ids)
+        sql = ("SELECT e.id, n.id FROM entries e JOIN entries n ON n.file_id = e.file_id"
+               " AND n.ordinal IN (e.ordinal - 1, e.ordinal + 1)"
+               f" WHERE e.id IN ({ids})")
+        out: dict[int, list[int]] = {i: [] for i in entry_ids}
+        for entry_id, other in self._run(lambda c: c.execute(sql).fetchall()):
+            out[entry_id].append(other)
+        return out
+
+    def filter_ids(self, entry_ids: Sequence[int], filters: Filters) -> list[int]:
+        """The given entries that pass the filters."""
+        if not entry_ids:
+            return []
+        ids = ", ".join(str(int(i)) for i in entry_ids)
+        keep = []
+        for source in self.sources:
+            if source.name not in filters.sources:
+                continue
+            where, params = self._where(filters, source.name, source.windowed)
+            sql = f"SELECT e.id FROM entries e WHERE e.id IN ({ids}) AND {where}"
+            keep.extend(row[0] for row in self._run(lambda c: c.execute(sql, params).fetchall()))
+        return keep
+
+    def entries(self, entry_ids: Sequence[int]) -> dict[int, Entry]:
+        if not entry_ids:
+            return {}
+        ids = ", ".join(str(int(i)) for i in entry_ids)
+        rows = self._run(lambda c: c.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})").fetchall())
+        return {row[0]: row_to_entry(row) for row in rows}
+
+    def term_frequencies(self, entry_ids: Sequence[int], terms: Iterable[str]) -> dict[int, dict[str, int]]:
+        """For `--explain`: how often each query term occurs in each given entry."""
+        terms = list(dict.fromkeys(terms))
+        if not entry_ids or not terms:
+            return {i: {} for i in entry_ids}
+        ids = ", ".join(str(int(i)) for i in entry_ids)
+        marks = ", ".join("?" * len(terms))
+        rows = self._run(lambda c: c.execute(
+            f"SELECT entry_id, term, tf FROM postings WHERE term IN ({marks})"
+            f" AND entry_id IN ({ids})", terms).fetchall())
+        out: dict[int, dict[str, int]] = {i: {} for i in entry_ids}
+        for entry_id, term, tf in rows:
+            out[entry_id][term] = tf
+        return out
+
+    def lengths(self, entry_ids: Sequence[int]) -> dict[int, int]:
+        if not entry_ids:
+            return {}
+        ids = ", ".join(str(int(i)) for i in entry_ids)
+        return dict(self._run(lambda c: c.execute(
+            f"SELECT id, length FROM entries WHERE id IN ({ids})").fetchall()))
+
+    def status(self) -> IndexStatus:
+        exists = self.path.exists()
+
+        def work(conn):
+            disk = self.scan()
+            known = self._known(conn)
+            stale, gone = self._todo(disk, known)
+            # A racy file is only "maybe" stale: report it when its signature moved.
+            stale = [f.path for f in stale
+                     if f.path not in known or known[f.path][1:4] != f.signature]
+            files, entries = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(entry_count), 0) FROM files").fetchone()
+            terms = conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT term FROM postings)"
+                                 ).fetchone()[0]
+            updated = conn.execute("SELECT value FROM meta WHERE key = 'updated_at'").fetchone()
+            size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal")
+                       if os.path.exists(f"{self.path}{s}"))
+            return IndexStatus(str(self.path), exists, size, files, entries, terms,
+                               updated[0] if updated else None, tuple(stale), tuple(gone),
+                               len(disk))
+
+        return self._run(work)
+

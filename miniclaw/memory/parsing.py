@@ -1,0 +1,234 @@
+"""Parsing memory Markdown into entries: a pure function of the text.
+
+Two layouts (DESIGN.md): MEMORY.md, whose entries are the bullets and paragraphs under
+`## YYYY-MM-DD` headers (other `##` headings start undated sections), and daily notes, whose
+entries are `## HH:MM:SS UTC` sections dated by the file name. Readers accept hand-edited
+files: CRLF, a BOM (stripped by the decoder), the older repeated `# Daily Note` title,
+multi-line bullets, two spaces after `added at`, a missing `(added at ...)` suffix.
+
+Invariants: private text is removed first (`privacy.redact_lines`), so no entry can carry
+it; line numbers are 1-based, inclusive, and count physical lines of the file; an entry's
+text is what the writer was given (see `writing.normalize_text`), unescaped.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date as Date
+
+from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
+from miniclaw.memory.privacy import front_matter_end, redact_lines
+
+DAILY_NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+
+_HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_TIME_HEADING = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*UTC)?$", re.IGNORECASE)
+_BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
+_ADDED_AT = re.compile(r"[ \t]*\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECASE)
+_ADDED_TIME = re.compile(r"T(\d{2}):(\d{2}):(\d{2})")
+_ANNOTATION = re.compile(r"^<!--\s*@(category|tag)\s*:\s*(.*?)\s*-->$", re.IGNORECASE)
+_CATEGORY = re.compile(r"^[a-z][a-z0-9-]*$")
+_TAG_NAME = re.compile(r"^[^\W_][\w-]*$")
+_SEPARATOR = re.compile(r"^ {0,3}(?:-[ \t]*){3,}$")
+# Lines the writer escaped with one backslash so that user text cannot look like structure.
+_ESCAPED = re.compile(r"^(\s*)\\(\\*(?:#|---|<!--))")
+
+
+def split_lines(text: str) -> list[str]:
+    """Physical lines, as an editor numbers them: split on LF, drop a CR before it."""
+    lines = text.removeprefix("\ufeff").split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def parse_annotation(line: str) -> tuple[str, str] | None:
+    """`("category", "decision")` or `("tag", "travel")` for a valid annotation line, else None."""
+    match = _ANNOTATION.match(line.strip())
+    if not match:
+        return None
+    kind, value = match.group(1).lower(), match.group(2).strip().lower()
+    pattern = _CATEGORY if kind == "category" else _TAG_NAME
+    return (kind, value) if pattern.match(value) else None
+
+
+def daily_note_date(filename: str) -> Date | None:
+    """The date a daily note's file name gives, or None when it is not `YYYY-MM-DD.md`."""
+    match = DAILY_NOTE_NAME.match(filename)
+    return _to_date(match.group(1)) if match else None
+
+
+def _to_date(text: str) -> Date | None:
+    match = _DATE.match(text.strip())
+    if not match:
+        return None
+    try:
+        return Date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    except ValueError:
+        return None
+
+
+def _unescape(line: str) -> str:
+    return _ESCAPED.sub(r"\1\2", line, count=1)
+
+
+class _Item:
+    """An entry being collected: its lines, where it is, and the annotations that follow it."""
+
+    __slots__ = ("lines", "numbers", "pending", "bullet", "date", "time", "category", "tags")
+
+    def __init__(self, start: int, first: str, *, bullet: bool, date: Date | None,
+                 time: str | None = None) -> None:
+        self.lines = [first]
+        self.numbers = [start]  # the physical line number of each line
+        self.pending: list[int] = []  # blank lines seen since the last text line
+        self.bullet = bullet
+        self.date = date
+        self.time = time
+        self.category: str | None = None
+        self.tags: list[str] = []
+
+    @property
+    def blank_run(self) -> int:
+        return len(self.pending)
+
+    def blank(self, number: int) -> None:
+        self.pending.append(number)
+
+    def add(self, number: int, text: str) -> None:
+        self.lines.extend([""] * len(self.pending))
+        self.numbers.extend(self.pending)
+        self.pending = []
+        self.lines.append(text)
+        self.numbers.append(number)
+
+    def annotate(self, kind: str, value: str) -> None:
+        if kind == "category":
+            self.category = value  # the last one wins
+        elif value not in self.tags:
+            self.tags.append(value)
+
+    def entry(self, source: str, path: str) -> Entry | None:
+        """The finished entry, or None when no visible text is left."""
+        kept = [i for i, line in enumerate(self.lines) if line.strip()]
+        if not kept:
+            return None
+        first, last = kept[0], kept[-1]
+        body = "\n".join(_unescape(line).rstrip() for line in self.lines[first : last + 1])
+        return Entry(body.strip(), source, path, self.numbers[first], self.numbers[last],
+                     self.date, self.time, self.category, tuple(self.tags))
+
+
+def _split_added_at(item: _Item) -> None:
+    """Move a trailing `(added at ...)` suffix from the item's text to its time."""
+    last = item.lines[-1]
+    suffix = _ADDED_AT.search(last)
+    if suffix:
+        item.lines[-1] = last[: suffix.start()]
+        found = _ADDED_TIME.search(suffix.group(1))
+        item.time = ":".join(found.groups()) if found else None
+
+
+def _visible_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of the lines after front matter, private parts removed."""
+    lines = redact_lines(split_lines(text))
+    skip = front_matter_end(lines)
+    return list(enumerate(lines, 1))[skip:]
+
+
+def parse_long_term(text: str, path: str) -> list[Entry]:
+    """Entries of a MEMORY.md-style file: bullets and paragraphs, dated by `## YYYY-MM-DD`."""
+    items: list[_Item] = []
+    section_date: Date | None = None
+    item: _Item | None = None  # the item being collected
+    labelled: _Item | None = None  # the item that an annotation on this line would label
+
+    for number, line in _visible_lines(text):
+        indent = len(line) - len(line.lstrip())
+        annotation = parse_annotation(line) if indent < 2 else None
+        if annotation:
+            item = None
+            if labelled is not None:
+                labelled.annotate(*annotation)
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            item = labelled = None
+            level = len(heading.group(1))
+            if level <= 2:
+                section_date = _to_date(heading.group(2) or "") if level == 2 else None
+            continue
+        if not line.strip():
+            if item is not None and item.bullet:
+                item.blank(number)
+            else:
+                item = None
+            continue
+        bullet = _BULLET.match(line) if indent < 2 else None
+        if bullet:
+            item = _Item(number, bullet.group(1) or "", bullet=True, date=section_date)
+        elif item is not None and item.bullet and indent >= 2:
+            item.add(number, line[2:])  # an indented continuation
+        elif item is not None and not item.blank_run:
+            item.add(number, line.strip() if item.bullet else line)  # a lazy continuation
+        else:
+            item = _Item(number, line, bullet=False, date=section_date)
+        if item is not labelled:
+            items.append(item)
+            labelled = item
+    entries = []
+    for found in items:
+        _split_added_at(found)
+        entry = found.entry(LONG_TERM, path)
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
+    """Entries of a daily note: one per `## HH:MM:SS UTC` section, dated by the file name.
+
+    Other `##` headings also start an entry (their text is its first line); `# ...` titles,
+    repeated or not, and `---` separators are structure, not content.
+    """
+    items: list[_Item] = []
+    item: _Item | None = None
+
+    for number, line in _visible_lines(text):
+        indent = len(line) - len(line.lstrip())
+        annotation = parse_annotation(line) if indent < 2 else None
+        if annotation:
+            if item is not None:
+                item.annotate(*annotation)
+            continue
+        heading = _HEADING.match(line)
+        if heading and len(heading.group(1)) <= 2:
+            item = None
+            if len(heading.group(1)) == 2:
+                title = heading.group(2) or ""
+                clock = _TIME_HEADING.match(title.strip())
+                if clock:
+                    hh, mm, ss = clock.group(1), clock.group(2), clock.group(3) or "00"
+                    item = _Item(number, "", bullet=False, date=day, time=f"{int(hh):02d}:{mm}:{ss}")
+                else:
+                    item = _Item(number, title, bullet=False, date=day)
+                items.append(item)
+            continue
+        if _SEPARATOR.match(line):
+            item = None
+            continue
+        if item is None:
+            if not line.strip():
+                continue
+            item = _Item(number, line, bullet=False, date=day)
+            items.append(item)
+        else:
+            if not line.strip():
+                item.blank(number)
+            else:
+                item.add(number, line)
+    entries = []
+    for found in items:
+        entry = found.entry(DAILY_NOTE, path)
+        if entry is not None:
+            entries.append(entry)
+    return entries

@@ -1,0 +1,32 @@
+"""The shape of a scoring mode, and the corpus statistics every mode may use.
+
+A mode is one small class: `weights()` gives each query term a weight from the corpus
+statistics (pure Python, no I/O), and `term_score_sql` is the SQL expression of one term's
+contribution to an entry, over `p.tf` (the term's count in the entry), `e.length` (the
+entry's length in terms) and `:avgdl` (the mean length). An entry's score is the sum over the
+query terms it contains of weight × term score, computed inside SQLite. `neighbor_weight` is
+the share of the adjacent entries' scores (same daily note) added to an entry's score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """Statistics shared by all sources, so scores compare across MEMORY.md and notes."""
+
+    entries: int
+    avg_length: float
+    df: dict[str, int] = field(default_factory=dict)  # entries containing each term
+
+
+class Scorer(Protocol):
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    neighbor_weight: float
+    term_score_sql: str
+
+    def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]: ...

@@ -1,0 +1,15 @@
+"""The story's ranker: an entry scores one point per distinct query term it contains."""
+
+from __future__ import annotations
+
+from miniclaw.memory.scoring.base import CorpusStats
+
+
+class KeywordScorer:
+    name = "keyword"
+    summary = "count of query words found in the entry (the original simple ranker)"
+    neighbor_weight = 0.0
+    term_score_sql = "1.0"
+
+    def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]:
+        return dict.fromkeys(terms, 1.0)

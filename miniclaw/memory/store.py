@@ -1,0 +1,281 @@
+"""MemoryStore: the facade over a workspace's three memories and their search.
+
+- short-term: `store.short_term`, the conversation in process (bounded, never persisted);
+- long-term: `memory/MEMORY.md`, entries under `## YYYY-MM-DD` headers;
+- daily notes: `memory/YYYY-MM-DD.md`, one `## HH:MM:SS UTC` section per entry.
+
+Writes hold the workspace's memory lock, append or replace atomically (`files`), and refuse
+to add text where an unclosed `<private>` block would swallow it. Reads go through the
+parser, so private text never comes out. Searches go through `MemoryRanker`, which keeps the
+index (a cache under the user's cache directory) up to date before every query.
+Every method that touches disk is a coroutine; blocking work runs in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date as Date
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import aiofiles
+
+from miniclaw import config
+from miniclaw.dates import utc_now
+from miniclaw.errors import UsageError, WorkspaceNotFoundError
+from miniclaw.memory import files
+from miniclaw.memory.entry import Entry
+from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
+from miniclaw.memory.parsing import _CATEGORY, _TAG_NAME, parse_daily_note, parse_long_term, split_lines
+from miniclaw.memory.privacy import open_at_end
+from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, RankedMemory,
+                                    SearchOptions, SearchResults)
+from miniclaw.memory.short_term import ShortTermMemory
+from miniclaw.memory.writing import append_daily, daily_entry, insert_long_term, long_term_item, normalize_text
+
+log = logging.getLogger("miniclaw")
+
+MAX_ENTRY_CHARS = 100_000
+
+
+class MemoryStore:
+    """A workspace's memory. `MemoryStore(path)`; use `async with` or call `close()`."""
+
+    def __init__(self, workspace: str | os.PathLike[str], *,
+                 index_path: str | os.PathLike[str] | None = None,
+                 now: Callable[[], datetime] = utc_now) -> None:
+        self.workspace = Path(workspace).expanduser().absolute()
+        self.memory_dir = self.workspace / config.MEMORY_DIR
+        self.long_term_path = self.memory_dir / config.LONG_TERM_FILE
+        self.short_term = ShortTermMemory()
+        self._now = now
+        self._index_path = Path(index_path) if index_path else None
+        self._index: SearchIndex | None = None
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The current time in UTC (injectable for tests)."""
+        current = self._now()
+        if current.tzinfo is None:
+            return current.replace(tzinfo=timezone.utc)
+        return current.astimezone(timezone.utc)
+
+    def today(self) -> Date:
+        return self.now().date()
+
+    @property
+    def index(self) -> SearchIndex:
+        if self._index is None:
+            path = self._index_path or config.index_path(self.workspace)
+            self._index = SearchIndex(path, self.workspace)
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.close()
+
+    def require_workspace(self) -> None:
+        if not self.workspace.is_dir():
+            raise WorkspaceNotFoundError(
+                f"no workspace at {self.workspace}: run `miniclaw init` to create one "
+                "(or pass --workspace / set MINICLAW_WORKSPACE)")
+
+    def _relative(self, path: Path) -> str:
+        return path.relative_to(self.workspace).as_posix()
+
+    def _day_path(self, day: Date) -> Path:
+        return self.memory_dir / f"{day.isoformat()}.md"
+
+    def _check_target(self, path: Path) -> None:
+        """Refuse to write through a symlink that leaves the workspace."""
+        if path.is_symlink():
+            target = os.path.realpath(path)
+            root = os.path.realpath(self.workspace)
+            if os.path.commonpath([target, root]) != root:
+                raise UsageError(f"{self._relative(path)} is a symlink out of the workspace; "
+                                 "refusing to write through it")
+
+    # -- writing -------------------------------------------------------------------------
+
+    @staticmethod
+    def _clean(text: str, category: str | None, tags: Iterable[str]) -> tuple[str, str | None, tuple[str, ...]]:
+        if not isinstance(text, str):
+            raise UsageError("memory text must be a string")
+        body = normalize_text(text)
+        if not body:
+            raise UsageError("the memory text is empty: give the text to remember")
+        if len(body) > MAX_ENTRY_CHARS:
+            raise UsageError(f"the memory text is {len(body)} characters; the limit is {MAX_ENTRY_CHARS}")
+        if category is not None:
+            category = category.strip().lower()
+            if not _CATEGORY.match(category):
+                raise UsageError(f"category {category!r} is not valid: use lowercase letters, "
+                                 "digits and dashes, starting with a letter (e.g. decision)")
+        clean_tags: list[str] = []
+        for tag in tags:
+            value = tag.strip().lower()
+            if not _TAG_NAME.match(value):
+                raise UsageError(f"tag {tag!r} is not valid: use letters, digits, '-' and '_'")
+            if value not in clean_tags:
+                clean_tags.append(value)
+        return body, category, tuple(clean_tags)
+
+    async def add_long_term(self, text: str, *, category: str | None = None,
+                            tags: Sequence[str] = ()) -> Entry | None:
+        """Add an entry to MEMORY.md under today's header; returns it as the reader sees it
+        (None when all of its text was private)."""
+        body, category, tags = self._clean(text, category, tags)
+        self.require_workspace()
+        now = self.now()
+        lines = long_term_item(body, now, category, tags)
+        path, rel = self.long_term_path, self._relative(self.long_term_path)
+
+        def write() -> Entry | None:
+            files.ensure_dir(self.memory_dir)
+            self._check_target(path)
+            with files.locked(self.memory_dir):
+                raw = files.read_bytes(path) or b""
+                new, line = insert_long_term(raw, now.date(), lines)
+                text_after, _ = files.decode(new, rel)
+                before = split_lines(text_after)[: line - 1]
+                if open_at_end(before):
+                    raise files.MemoryFileError(
+                        f"{rel} has a <private> block that is never closed before line {line}; "
+                        "close it with </private> so new memories stay visible")
+                files.replace_bytes(path, new)
+            return next((e for e in parse_long_term(text_after, rel) if e.line_start == line), None)
+
+        return await asyncio.to_thread(write)
+
+    async def add_daily_note(self, text: str, *, when: datetime | None = None,
+                             category: str | None = None,
+                             tags: Sequence[str] = ()) -> Entry | None:
+        """Append an entry to the daily note of `when` (default now, UTC)."""
+        body, category, tags = self._clean(text, category, tags)
+        self.require_workspace()
+        if when is None:
+            when = self.now()
+        elif when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        else:
+            when = when.astimezone(timezone.utc)
+        day = when.date()
+        path = self._day_path(day)
+        rel = self._relative(path)
+        lines = daily_entry(body, when, category, tags)
+        written: list[tuple[bytes, bytes]] = []  # (content before, bytes appended)
+
+        def make(current: bytes) -> bytes:
+            existing, _ = files.decode(current, rel)
+            if current and open_at_end(split_lines(existing)):
+                raise files.MemoryFileError(
+                    f"{rel} ends inside a <private> block that is never closed; close it with "
+                    "</private> so new notes stay visible")
+            written.append((current, append_daily(current, day, lines)))
+            return written[0][1]
+
+        def write() -> Entry | None:
+            files.ensure_dir(self.memory_dir)
+            self._check_target(path)
+            with files.locked(self.memory_dir):
+                files.append_bytes(path, make)
+            before, appended = written[0]
+            old_lines = before.count(b"\n") + 1
+            entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
+            return entries[-1] if entries and entries[-1].line_start > old_lines else None
+
+        return await asyncio.to_thread(write)
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def _read(self, path: Path, parse: Callable[[str, str], list[Entry]]) -> list[Entry]:
+        rel = self._relative(path)
+        if path.is_symlink():
+            target = os.path.realpath(path)
+            if os.path.commonpath([target, os.path.realpath(self.workspace)]) != os.path.realpath(self.workspace):
+                log.warning("%s is a symlink out of the workspace; not read", rel)
+                return []
+        try:
+            async with aiofiles.open(path, "rb") as handle:
+                raw = await handle.read()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise files.MemoryFileError(f"cannot read {rel}: {exc.strerror or exc}") from exc
+        text, warning = files.decode(raw, rel)
+        if warning:
+            log.warning("%s", warning)
+        return parse(text, rel)
+
+    async def read_long_term(self) -> list[Entry]:
+        """Every entry of MEMORY.md, in file order."""
+        self.require_workspace()
+        return await self._read(self.long_term_path, parse_long_term)
+
+    async def read_day(self, day: Date) -> list[Entry]:
+        """The entries of one day's note, in file order (empty when there is none)."""
+        self.require_workspace()
+        path = self._day_path(day)
+        return await self._read(path, lambda text, rel: parse_daily_note(text, rel, day))
+
+    async def read_recent(self, days: int = 7) -> list[tuple[Date, list[Entry]]]:
+        """The daily notes of the last `days` days (today included), newest day first;
+        days without a note are left out."""
+        if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+            raise UsageError(f"--days must be 1 or more, not {days!r}")
+        self.require_workspace()
+        today = self.today()
+        wanted = [today - timedelta(days=n) for n in range(days)]
+        found = await asyncio.gather(*(self.read_day(day) for day in wanted))
+        return [(day, entries) for day, entries in zip(wanted, found) if entries]
+
+    # -- searching -----------------------------------------------------------------------
+
+    def ranker(self) -> MemoryRanker:
+        return MemoryRanker(self.index, self.today)
+
+    async def search(self, query: str, *, limit: int = DEFAULT_LIMIT,
+                     days: int | None = DEFAULT_DAYS, since: Date | None = None,
+                     until: Date | None = None, category: str | None = None,
+                     tags: Sequence[str] = (), sources: Sequence[str] | None = None,
+                     mode: str | None = None) -> SearchResults:
+        """Search with the full answer: results, total matches and the mode used."""
+        options = SearchOptions(limit, days, since, until, category, tuple(tags),
+                                tuple(sources) if sources is not None else None, mode)
+        ranker = self.ranker()
+        ranker.filters(options)  # bad options are usage errors, before the disk is touched
+        self.require_workspace()
+        return await ranker.search(query, options)
+
+    async def search_memories(self, query: str, *, limit: int = DEFAULT_LIMIT,
+                              days: int | None = DEFAULT_DAYS, since: Date | None = None,
+                              until: Date | None = None, category: str | None = None,
+                              tags: Sequence[str] = (), sources: Sequence[str] | None = None,
+                              mode: str | None = None) -> list[RankedMemory]:
+        """The best `limit` memories for `query`, best first (DESIGN.md's contract)."""
+        found = await self.search(query, limit=limit, days=days, since=since, until=until,
+                                  category=category, tags=tags, sources=sources, mode=mode)
+        return found.results
+
+    async def refresh_index(self, *, rebuild: bool = False,
+                            progress: Callable[[int, int], None] | None = None) -> RefreshReport:
+        """Bring the index up to date (every search does this too); `rebuild` starts over."""
+        self.require_workspace()
+        return await asyncio.to_thread(self.index.refresh, rebuild=rebuild, progress=progress)
+
+    async def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
+        return await self.refresh_index(rebuild=True, progress=progress)
+
+    async def index_status(self) -> IndexStatus:
+        self.require_workspace()
+        return await asyncio.to_thread(self.index.status)

@@ -1,0 +1,117 @@
+"""Turning text into search terms: the same function for entries and for queries.
+
+Rules: Unicode words; case folded (`casefold`, so ß matches ss); accents removed (é → e);
+apostrophes inside words dropped (Caroline's → carolines, then stemmed with caroline);
+numbers, dates and times kept whole (`2026-02-14`, `3.5`, `10:30`); CJK text (Han, kana,
+Hangul) split into overlapping character bigrams so a Chinese or Japanese query finds its
+note without a dictionary; English words stemmed with Snowball (PyStemmer, in C), cached.
+
+Stop words are not removed here: the index keeps every term, and the scorers decide how much
+a stop word counts (`is_stop_word`). Changing these rules changes the index: bump
+`TOKENIZER_VERSION`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from functools import lru_cache
+
+TOKENIZER_VERSION = 1
+
+_TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)+|[^\W_]+(?:['’][^\W_]+)*")
+_COMBINING = re.compile(r"[\u0300-\u036f]")
+_CJK_CHARS = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
+_CJK_RUN = re.compile(f"([{_CJK_CHARS}]+)")
+
+STOP_WORDS_EN = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself
+just me more most my myself no nor not now of off on once only or other our ours ourselves out
+over own same she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves s t d ll m re ve
+also get got let like make made maybe much one really thing things yeah yes ok okay oh hey
+""".split())
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer  # PyStemmer; loaded on first use, not at import
+
+    return Stemmer.Stemmer("english")
+
+
+_stems: dict[str, str] = {}
+
+
+def _stem(word: str) -> str:
+    stem = _stems.get(word)
+    if stem is None:
+        stem = _stemmer().stemWord(word) if word.isascii() and word.isalpha() else word
+        if len(_stems) < 500_000:
+            _stems[word] = stem
+    return stem
+
+
+def fold(text: str) -> str:
+    """Case and accent folding, shared by tokens and excerpts."""
+    text = text.casefold()
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    text = _COMBINING.sub("", unicodedata.normalize("NFD", text))
+    return unicodedata.normalize("NFC", text)
+
+
+def _terms_of(word: str) -> Iterator[str]:
+    """The terms of one folded word: itself (stemmed), or CJK bigrams and the rest."""
+    if "'" in word or "’" in word:
+        word = word.replace("'", "").replace("’", "")
+    if word.isascii() or not _CJK_RUN.search(word):
+        yield _stem(word)
+        return
+    for part in _CJK_RUN.split(word):
+        if not part:
+            continue
+        if _CJK_RUN.fullmatch(part):
+            if len(part) == 1:
+                yield part
+            else:
+                for i in range(len(part) - 1):
+                    yield part[i : i + 2]
+        else:
+            yield _stem(part)
+
+
+def tokenize(text: str) -> list[str]:
+    """The search terms of a text, in order, repeats kept (term frequency counts them)."""
+    out: list[str] = []
+    for word in _TOKEN.findall(fold(text)):
+        if word.isascii() and word.isalnum():
+            out.append(_stem(word))  # fast path for plain words
+        else:
+            out.extend(_terms_of(word))
+    return out
+
+
+def token_spans(text: str) -> Iterator[tuple[int, int, list[str]]]:
+    """(start, end, terms) of each word of the original text, for excerpts and highlights."""
+    for match in _TOKEN.finditer(text):
+        yield match.start(), match.end(), list(_terms_of(fold(match.group())))
+
+
+_stop_terms: frozenset[str] | None = None
+
+
+def is_stop_word(term: str) -> bool:
+    """True for terms of very common English words (compared after stemming)."""
+    global _stop_terms
+    if _stop_terms is None:
+        _stop_terms = frozenset(_stem(word) for word in STOP_WORDS_EN)
+    return term in _stop_terms
