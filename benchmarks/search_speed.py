@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import bisect
 import itertools
 import os
 import random
@@ -110,6 +109,13 @@ class Writer:
                         for _ in range(n))
 
 
+def set_mtime(path: Path, day: date) -> None:
+    """Date a file to the end of its day, as if written then (the index re-checks files
+    written in the last moments before it reads them, so fresh mtimes would skew timings)."""
+    stamp = datetime.combine(day, datetime.max.time(), timezone.utc).timestamp()
+    os.utime(path, (stamp, stamp))
+
+
 def generate(ws: Path, writer: Writer, long_term: int, days: int) -> int:
     """Write MEMORY.md and `days` daily notes ending yesterday (UTC); return Markdown bytes."""
     mem = ws / "memory"
@@ -133,6 +139,7 @@ def generate(ws: Path, writer: Writer, long_term: int, days: int) -> int:
                             + [f" (added at {stamp:%Y-%m-%dT%H:%M:%S+00:00})", ""])
         lines.append(f"- {writer.sentence()}{suffix}")
     (mem / "MEMORY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    set_mtime(mem / "MEMORY.md", last)
 
     for day in day_list:
         times = sorted(rng.randrange(86_400) for _ in range(ENTRIES_PER_DAY))
@@ -140,6 +147,7 @@ def generate(ws: Path, writer: Writer, long_term: int, days: int) -> int:
                     f"{writer.sentence()}\n" for t in times]
         text = f"# Daily Note - {day.isoformat()}\n\n" + "\n---\n\n".join(sections)
         (mem / f"{day.isoformat()}.md").write_text(text, encoding="utf-8")
+        set_mtime(mem / f"{day.isoformat()}.md", day)
     return sum(p.stat().st_size for p in mem.glob("*.md"))
 
 
@@ -163,28 +171,13 @@ def peak_rss_mb(cmd: list[str], env: dict) -> float | None:
     return int(done.stdout.strip()) / 1024
 
 
-async def bench_size(name: str, base: Path, n_queries: int) -> dict:
-    long_term, days = SIZES[name]
-    ws, index = base / "workspace", base / "index.sqlite3"
-    env = {"MINICLAW_INDEX": str(index), "XDG_CACHE_HOME": str(base / "cache")}
-    os.environ.update(env)
-    for stale in base.glob("index.sqlite3*"):
-        stale.unlink()
-    writer = Writer(SEED)
-    start = time.perf_counter()
-    size = generate(ws, writer, long_term, days)
-    row = {"entries": long_term + days * ENTRIES_PER_DAY, "MB": size / 1e6,
-           "gen_s": time.perf_counter() - start}
-    print(f"[{name}] wrote {row['entries']:,} entries, {row['MB']:.1f} MB in {row['gen_s']:.1f}s",
-          file=sys.stderr)
-
-    store = MemoryStore(ws)
+async def bench_api(store: MemoryStore, writer: Writer, queries: list[str]) -> dict:
+    """Index build, warm query latency, and query latency right after an append."""
+    row = {}
     start = time.perf_counter()
     await store.rebuild_index()
     row["build_s"] = time.perf_counter() - start
-    row["MB/s"] = row["MB"] / row["build_s"]
 
-    queries = [writer.query() for _ in range(n_queries)]
     await store.search_memories("warm up query", limit=5, days=None)
     latencies = []
     for q in queries:
@@ -194,35 +187,60 @@ async def bench_size(name: str, base: Path, n_queries: int) -> dict:
     row["p50_ms"], row["p95_ms"] = pct(latencies, 0.5) * 1e3, pct(latencies, 0.95) * 1e3
 
     after, found = [], 0
-    for i in range(APPEND_RUNS):
+    for i in range(APPEND_RUNS):  # time a warm-set query; then check the new entry is found
         marker = f"zqxmarker{i}"
         await store.add_daily_note(f"{writer.sentence()} {marker}")
         start = time.perf_counter()
-        results = await store.search_memories(f"{marker} {queries[i]}", limit=5, days=None)
+        await store.search_memories(queries[i], limit=5, days=None)
         after.append(time.perf_counter() - start)
+        results = await store.search_memories(marker, limit=5, days=None)
         found += any(marker in r.content for r in results)
     row["append_ms"] = statistics.median(after) * 1e3
     row["append/warm"] = row["append_ms"] / row["p50_ms"]
     row["found"] = f"{found}/{APPEND_RUNS}"
+    return row
 
-    home = base / "home"
-    home.mkdir(exist_ok=True)
-    sub_env = {**os.environ, **env, "HOME": str(home), "MINICLAW_HOME": str(home / ".miniclaw")}
+
+def bench_cli(ws: Path, env: dict, query: str) -> dict:
+    """Whole-process time and peak RSS of one CLI rank, against bare `import typer, asyncio`."""
     cli = [str(Path(sys.executable).parent / "miniclaw"), "--workspace", str(ws),
-           "memory", "rank", "-q", queries[0], "--all"]
+           "memory", "rank", "-q", query, "--all"]
     bare = [sys.executable, "-c", "import typer, asyncio"]
-    done = subprocess.run(cli, env=sub_env, capture_output=True, text=True)  # warm-up + check
+    done = subprocess.run(cli, env=env, capture_output=True, text=True)  # warm-up and check
     if done.returncode != 0:
         raise RuntimeError(f"CLI failed ({done.returncode}): {' '.join(cli)}\n{done.stderr}")
     cli_s, bare_s = [], []
     for _ in range(CLI_RUNS):
         for cmd, out in ((cli, cli_s), (bare, bare_s)):
             start = time.perf_counter()
-            subprocess.run(cmd, env=sub_env, check=True, capture_output=True)
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
             out.append(time.perf_counter() - start)
-    row["cli_ms"], row["py_ms"] = statistics.median(cli_s) * 1e3, statistics.median(bare_s) * 1e3
+    row = {"cli_ms": statistics.median(cli_s) * 1e3, "py_ms": statistics.median(bare_s) * 1e3}
     row["cli/py"] = row["cli_ms"] / row["py_ms"]
-    row["rss_MB"] = peak_rss_mb(cli, sub_env)
+    row["rss_MB"] = peak_rss_mb(cli, env)
+    return row
+
+
+async def bench_size(name: str, base: Path, n_queries: int) -> dict:
+    long_term, days = SIZES[name]
+    ws, home = base / "workspace", base / "home"
+    home.mkdir(exist_ok=True)
+    env = {"MINICLAW_INDEX": str(base / "index.sqlite3"), "XDG_CACHE_HOME": str(base / "cache")}
+    os.environ.update(env)
+    for stale in base.glob("index.sqlite3*"):
+        stale.unlink()
+    writer = Writer(SEED)
+    start = time.perf_counter()
+    size = generate(ws, writer, long_term, days)
+    row = {"entries": long_term + days * ENTRIES_PER_DAY, "MB": size / 1e6}
+    print(f"[{name}] wrote {row['entries']:,} entries, {row['MB']:.1f} MB "
+          f"in {time.perf_counter() - start:.1f}s", file=sys.stderr)
+    queries = [writer.query() for _ in range(n_queries)]
+    async with MemoryStore(ws) as store:
+        row |= await bench_api(store, writer, queries)
+    row["MB/s"] = row["MB"] / row["build_s"]
+    sub_env = {**os.environ, "HOME": str(home), "MINICLAW_HOME": str(home / ".miniclaw")}
+    row |= bench_cli(ws, sub_env, queries[0])
     print(f"[{name}] done", file=sys.stderr)
     return row
 

@@ -8,7 +8,7 @@ workspace under ``$XDG_CACHE_HOME/miniclaw/`` (``~/.cache/miniclaw/`` when unset
 
 from __future__ import annotations
 
-import hashlib
+import zlib
 import os
 import re
 from pathlib import Path
@@ -43,6 +43,8 @@ def index_path(workspace: Path) -> Path:
     if env:
         return Path(env).expanduser().absolute()
     resolved = str(Path(workspace).resolve())
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    raw = resolved.encode("utf-8", "surrogateescape")
+    # Two CRCs (zlib is already loaded; hashlib's OpenSSL costs ~2 ms at every start).
+    digest = f"{zlib.crc32(raw):08x}{zlib.crc32(raw[::-1]):08x}"
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(resolved).name)[:40] or "workspace"
     return cache_dir() / f"{name}-{digest}.sqlite3"

@@ -2,22 +2,28 @@
 
 Parsing turns a file into entries; stores, index, ranker, context builder and CLI work on
 entries, never on raw text. An entry's text has its private parts already removed; its line
-numbers are 1-based and inclusive and point into the file as it is on disk.
+numbers are 1-based and inclusive and point into the file as it is on disk. Records are
+NamedTuples: immutable, light, and cheap to define at start-up (dataclasses cost ~0.7 ms
+each to create, which an agent calling the CLI in a loop pays every time).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
 from datetime import date as Date
+from typing import NamedTuple
 
 LONG_TERM = "long_term"
 DAILY_NOTE = "daily_note"
 
 SOURCE_LABELS = {LONG_TERM: "Long-term Memory", DAILY_NOTE: "Daily Note"}
 
+# What an annotation may say: `<!-- @category: decision -->`, `<!-- @tag: travel -->`.
+CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
+TAG_PATTERN = re.compile(r"^[^\W_][\w-]*$")
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+
+class Entry(NamedTuple):
     """One memory: a MEMORY.md bullet or paragraph, or one section of a daily note."""
 
     text: str

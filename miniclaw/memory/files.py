@@ -14,7 +14,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -45,9 +44,14 @@ def read_bytes(path: Path) -> bytes | None:
 
 
 def ensure_dir(path: Path) -> None:
-    """Create a folder (and its parents) with mode 0700 where missing."""
+    """Create a folder (and its missing parents) with mode 0700."""
     try:
-        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        missing = []
+        while not path.exists() and path != path.parent:
+            missing.append(path)
+            path = path.parent
+        for folder in reversed(missing):
+            folder.mkdir(mode=DIR_MODE, exist_ok=True)
     except OSError as exc:
         raise MemoryFileError(f"cannot create folder {path}: {exc.strerror or exc}") from exc
 
@@ -107,6 +111,8 @@ def append_bytes(path: Path, make: Callable[[bytes], bytes]) -> None:
 
 def replace_bytes(path: Path, data: bytes) -> None:
     """Replace a file's content atomically: temp file, fsync, rename, fsync the folder."""
+    import tempfile  # only writers need it
+
     folder = path.parent
     mode = FILE_MODE
     with contextlib.suppress(FileNotFoundError):

@@ -28,7 +28,6 @@ Only what the parser lets through is stored: never private text.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -36,9 +35,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import date as Date
 from pathlib import Path
+from typing import NamedTuple
 
 from miniclaw.errors import SearchIndexError
 from miniclaw.memory.entry import Entry
@@ -77,7 +76,7 @@ CREATE TABLE IF NOT EXISTS entries (
     date TEXT,
     time TEXT,
     category TEXT,
-    tags TEXT NOT NULL,
+    tags TEXT NOT NULL,  -- space-separated (tags never hold spaces)
     content TEXT NOT NULL,
     length INTEGER NOT NULL,
     embedding BLOB
@@ -94,8 +93,7 @@ CREATE TABLE IF NOT EXISTS postings (
 _ENTRY_COLUMNS = "id, source, path, line_start, line_end, date, time, category, tags, content"
 
 
-@dataclass(frozen=True, slots=True)
-class Filters:
+class Filters(NamedTuple):
     """Which entries a search may return. Dates are inclusive; None means no bound."""
 
     sources: tuple[str, ...]
@@ -106,23 +104,22 @@ class Filters:
     tags: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
 class RefreshReport:
     """What one refresh did."""
 
-    files_parsed: int = 0
-    files_removed: int = 0
-    entries_added: int = 0
-    entries_removed: int = 0
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("files_parsed", "files_removed", "entries_added", "entries_removed", "warnings")
+
+    def __init__(self) -> None:
+        self.files_parsed = self.files_removed = 0
+        self.entries_added = self.entries_removed = 0
+        self.warnings: list[str] = []
 
     @property
     def changed(self) -> bool:
         return bool(self.files_parsed or self.files_removed)
 
 
-@dataclass(frozen=True, slots=True)
-class IndexStatus:
+class IndexStatus(NamedTuple):
     path: str
     exists: bool
     size_bytes: int
@@ -142,7 +139,7 @@ class IndexStatus:
 def _entry_key(ordinal: int, entry: Entry) -> tuple:
     return (ordinal, entry.line_start, entry.line_end,
             entry.date.isoformat() if entry.date else None, entry.time, entry.category,
-            json.dumps(list(entry.tags)), entry.text)
+            " ".join(entry.tags), entry.text)
 
 
 def row_to_entry(row: Sequence) -> Entry:
@@ -150,7 +147,7 @@ def row_to_entry(row: Sequence) -> Entry:
     _, source, path, line_start, line_end, day, clock, category, tags, content = row
     return Entry(content, source, path, line_start, line_end,
                  Date.fromisoformat(day) if day else None, clock, category,
-                 tuple(json.loads(tags)))
+                 tuple(tags.split()))
 
 
 class SearchIndex:
@@ -439,8 +436,8 @@ class SearchIndex:
             clauses.append("e.category = ?")
             params.append(filters.category)
         for tag in filters.tags:
-            clauses.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE value = ?)")
-            params.append(tag)
+            clauses.append("instr(' ' || e.tags || ' ', ?) > 0")
+            params.append(f" {tag} ")
         return " AND ".join(clauses), params
 
     @staticmethod

@@ -16,10 +16,8 @@ from __future__ import annotations
 import re
 from datetime import date as Date
 
-from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
+from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
 from miniclaw.memory.privacy import front_matter_end, redact_lines
-
-DAILY_NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
 _HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -28,8 +26,6 @@ _BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _ADDED_AT = re.compile(r"[ \t]*\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECASE)
 _ADDED_TIME = re.compile(r"T(\d{2}):(\d{2}):(\d{2})")
 _ANNOTATION = re.compile(r"^<!--\s*@(category|tag)\s*:\s*(.*?)\s*-->$", re.IGNORECASE)
-_CATEGORY = re.compile(r"^[a-z][a-z0-9-]*$")
-_TAG_NAME = re.compile(r"^[^\W_][\w-]*$")
 _SEPARATOR = re.compile(r"^ {0,3}(?:-[ \t]*){3,}$")
 # Lines the writer escaped with one backslash so that user text cannot look like structure.
 _ESCAPED = re.compile(r"^(\s*)\\(\\*(?:#|---|<!--))")
@@ -47,14 +43,8 @@ def parse_annotation(line: str) -> tuple[str, str] | None:
     if not match:
         return None
     kind, value = match.group(1).lower(), match.group(2).strip().lower()
-    pattern = _CATEGORY if kind == "category" else _TAG_NAME
+    pattern = CATEGORY_PATTERN if kind == "category" else TAG_PATTERN
     return (kind, value) if pattern.match(value) else None
-
-
-def daily_note_date(filename: str) -> Date | None:
-    """The date a daily note's file name gives, or None when it is not `YYYY-MM-DD.md`."""
-    match = DAILY_NOTE_NAME.match(filename)
-    return _to_date(match.group(1)) if match else None
 
 
 def _to_date(text: str) -> Date | None:

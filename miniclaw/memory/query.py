@@ -6,7 +6,7 @@ are bound as parameters. Limits: at most `MAX_QUERY_CHARS` characters, at least 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from miniclaw.errors import QueryError
 from miniclaw.memory.tokenizer import tokenize
@@ -14,8 +14,7 @@ from miniclaw.memory.tokenizer import tokenize
 MAX_QUERY_CHARS = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Query:
+class Query(NamedTuple):
     text: str
     terms: tuple[str, ...]  # in order, distinct
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date as Date
 from datetime import timedelta
+from typing import NamedTuple
 
 from miniclaw.errors import UsageError
 from miniclaw.memory.entry import Entry
@@ -32,8 +32,7 @@ DEFAULT_DAYS = 30
 _CANDIDATES = 50  # entries per source considered before neighbours are added
 
 
-@dataclass(frozen=True, slots=True)
-class RankedMemory:
+class RankedMemory(NamedTuple):
     """One search result: the entry, its score and the excerpt that matched."""
 
     content: str
@@ -60,18 +59,16 @@ class RankedMemory:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResults:
+class SearchResults(NamedTuple):
     """What a search found: the top results, how many matched in all, and how."""
 
     query: str
     mode: str
     total: int
-    results: list[RankedMemory] = field(default_factory=list)
+    results: list[RankedMemory]
 
 
-@dataclass(frozen=True, slots=True)
-class SearchOptions:
+class SearchOptions(NamedTuple):
     limit: int = DEFAULT_LIMIT
     days: int | None = DEFAULT_DAYS
     since: Date | None = None
@@ -137,15 +134,15 @@ class MemoryRanker:
         k = max(options.limit, _CANDIDATES) if scorer.neighbor_weight else options.limit
         selected = [s for s in self.index.sources if s.name in filters.sources]
         found = await asyncio.gather(*(
-            asyncio.to_thread(self.index.top, source, filters, weights,
-                              scorer.term_score_sql, stats.avg_length, k)
+            asyncio.to_thread(self._search_source, source, filters, weights, scorer,
+                              stats.avg_length, k)
             for source in selected))
-        own = {entry_id: score for rows in found for entry_id, score, _ in rows}
-        total = sum(rows[0][2] for rows in found if rows)
+        own = {entry_id: score for rows, _ in found for entry_id, score, _ in rows}
+        entries = {i: e for _, got in found for i, e in got.items()}
+        total = sum(rows[0][2] for rows, _ in found if rows)
         if scorer.neighbor_weight and own:
-            own = await asyncio.to_thread(self._with_neighbours, own, filters, weights,
-                                          scorer, stats.avg_length)
-        entries = await asyncio.to_thread(self.index.entries, list(own))
+            own, entries = await asyncio.to_thread(self._with_neighbours, own, entries,
+                                                   filters, weights, scorer, stats.avg_length)
         ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))
         terms = frozenset(query.terms)
         results = [self._result(entries[i], own[i], terms) for i in ranked[: options.limit]]
@@ -159,11 +156,17 @@ class MemoryRanker:
         count, avgdl, df = self.index.corpus(query.terms)
         return CorpusStats(count, avgdl, df)
 
-    def _with_neighbours(self, own: dict[int, float], filters: Filters,
-                         weights: dict[str, float], scorer: Scorer,
-                         avgdl: float) -> dict[int, float]:
+    def _search_source(self, source, filters: Filters, weights: dict[str, float],
+                       scorer: Scorer, avgdl: float, k: int):
+        """One source's best rows and their entries (runs in a worker thread)."""
+        rows = self.index.top(source, filters, weights, scorer.term_score_sql, avgdl, k)
+        return rows, self.index.entries([row[0] for row in rows])
+
+    def _with_neighbours(self, own: dict[int, float], entries: dict[int, Entry],
+                         filters: Filters, weights: dict[str, float], scorer: Scorer,
+                         avgdl: float) -> tuple[dict[int, float], dict[int, Entry]]:
         """Add a share of each entry's neighbours' scores (daily notes only)."""
-        daily = [i for i, e in self.index.entries(list(own)).items() if e.source == "daily_note"]
+        daily = [i for i, e in entries.items() if e.source == "daily_note"]
         around = self.index.neighbours(daily)
         extra = {n for ns in around.values() for n in ns} - own.keys()
         newcomers = self.index.filter_ids(sorted(extra), filters)
@@ -177,7 +180,7 @@ class MemoryRanker:
         for entry_id in list(daily) + newcomers:
             share = sum(base.get(n, 0.0) for n in around.get(entry_id, ()))
             boosted[entry_id] = base.get(entry_id, 0.0) + scorer.neighbor_weight * share
-        return boosted
+        return boosted, {**entries, **self.index.entries(newcomers)}
 
     @staticmethod
     def _result(entry: Entry, score: float, terms: frozenset[str]) -> RankedMemory:

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 SHORT_TERM_CAPACITY = 100
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(NamedTuple):
     role: str  # "user", "assistant", "system", "tool"
     content: str
-    at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    at: datetime
 
 
 class ShortTermMemory:
@@ -34,7 +33,7 @@ class ShortTermMemory:
         return self._turns.maxlen or 0
 
     def add(self, role: str, content: str) -> Turn:
-        turn = Turn(role, content)
+        turn = Turn(role, content, datetime.now(timezone.utc))
         self._turns.append(turn)
         return turn
 

@@ -11,17 +11,29 @@ Symlinks are followed only when they resolve inside the workspace.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from datetime import date as Date
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from miniclaw.config import LONG_TERM_FILE, MEMORY_DIR
 from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
-from miniclaw.memory.parsing import DAILY_NOTE_NAME, daily_note_date, parse_daily_note, parse_long_term
+
+DAILY_NOTE_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFile:
+def daily_note_date(filename: str) -> Date | None:
+    """The date a daily note's file name gives, or None when it is not `YYYY-MM-DD.md`."""
+    match = DAILY_NOTE_NAME.match(filename)
+    if not match:
+        return None
+    try:
+        return Date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return None
+
+
+class SourceFile(NamedTuple):
     """A file a source found: its workspace-relative path and what `os.stat` said of it."""
 
     source: str
@@ -90,6 +102,8 @@ class LongTermSource:
         return _scan(workspace, self.name, lambda name: name == LONG_TERM_FILE)
 
     def parse(self, text: str, path: str) -> list[Entry]:
+        from miniclaw.memory.parsing import parse_long_term  # only when a file changed
+
         return parse_long_term(text, path)
 
 
@@ -101,9 +115,11 @@ class DailyNoteSource:
 
     def files(self, workspace: Path) -> list[SourceFile]:
         return _scan(workspace, self.name,
-                     lambda name: DAILY_NOTE_NAME.match(name) and daily_note_date(name))
+                     lambda name: daily_note_date(name) is not None)
 
     def parse(self, text: str, path: str) -> list[Entry]:
+        from miniclaw.memory.parsing import parse_daily_note  # only when a file changed
+
         return parse_daily_note(text, path, daily_note_date(path.rsplit("/", 1)[-1]))
 
 

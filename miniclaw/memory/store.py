@@ -21,20 +21,18 @@ from datetime import date as Date
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import aiofiles
-
 from miniclaw import config
 from miniclaw.dates import utc_now
 from miniclaw.errors import UsageError, WorkspaceNotFoundError
 from miniclaw.memory import files
-from miniclaw.memory.entry import Entry
+from miniclaw.memory.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
-from miniclaw.memory.parsing import _CATEGORY, _TAG_NAME, parse_daily_note, parse_long_term, split_lines
-from miniclaw.memory.privacy import open_at_end
 from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, RankedMemory,
                                     SearchOptions, SearchResults)
 from miniclaw.memory.short_term import ShortTermMemory
-from miniclaw.memory.writing import append_daily, daily_entry, insert_long_term, long_term_item, normalize_text
+
+# Parsing and writing are imported inside the methods that need them: a search through an
+# up-to-date index parses nothing, and start-up time is part of the product.
 
 log = logging.getLogger("miniclaw")
 
@@ -109,6 +107,8 @@ class MemoryStore:
 
     @staticmethod
     def _clean(text: str, category: str | None, tags: Iterable[str]) -> tuple[str, str | None, tuple[str, ...]]:
+        from miniclaw.memory.writing import normalize_text
+
         if not isinstance(text, str):
             raise UsageError("memory text must be a string")
         body = normalize_text(text)
@@ -118,13 +118,13 @@ class MemoryStore:
             raise UsageError(f"the memory text is {len(body)} characters; the limit is {MAX_ENTRY_CHARS}")
         if category is not None:
             category = category.strip().lower()
-            if not _CATEGORY.match(category):
+            if not CATEGORY_PATTERN.match(category):
                 raise UsageError(f"category {category!r} is not valid: use lowercase letters, "
                                  "digits and dashes, starting with a letter (e.g. decision)")
         clean_tags: list[str] = []
         for tag in tags:
             value = tag.strip().lower()
-            if not _TAG_NAME.match(value):
+            if not TAG_PATTERN.match(value):
                 raise UsageError(f"tag {tag!r} is not valid: use letters, digits, '-' and '_'")
             if value not in clean_tags:
                 clean_tags.append(value)
@@ -134,6 +134,10 @@ class MemoryStore:
                             tags: Sequence[str] = ()) -> Entry | None:
         """Add an entry to MEMORY.md under today's header; returns it as the reader sees it
         (None when all of its text was private)."""
+        from miniclaw.memory.parsing import parse_long_term, split_lines
+        from miniclaw.memory.privacy import open_at_end
+        from miniclaw.memory.writing import insert_long_term, long_term_item
+
         body, category, tags = self._clean(text, category, tags)
         self.require_workspace()
         now = self.now()
@@ -161,6 +165,10 @@ class MemoryStore:
                              category: str | None = None,
                              tags: Sequence[str] = ()) -> Entry | None:
         """Append an entry to the daily note of `when` (default now, UTC)."""
+        from miniclaw.memory.parsing import parse_daily_note, split_lines
+        from miniclaw.memory.privacy import open_at_end
+        from miniclaw.memory.writing import append_daily, daily_entry
+
         body, category, tags = self._clean(text, category, tags)
         self.require_workspace()
         if when is None:
@@ -205,6 +213,8 @@ class MemoryStore:
             if os.path.commonpath([target, os.path.realpath(self.workspace)]) != os.path.realpath(self.workspace):
                 log.warning("%s is a symlink out of the workspace; not read", rel)
                 return []
+        import aiofiles  # only readers need it
+
         try:
             async with aiofiles.open(path, "rb") as handle:
                 raw = await handle.read()
@@ -220,11 +230,15 @@ class MemoryStore:
     async def read_long_term(self) -> list[Entry]:
         """Every entry of MEMORY.md, in file order."""
         self.require_workspace()
+        from miniclaw.memory.parsing import parse_long_term
+
         return await self._read(self.long_term_path, parse_long_term)
 
     async def read_day(self, day: Date) -> list[Entry]:
         """The entries of one day's note, in file order (empty when there is none)."""
         self.require_workspace()
+        from miniclaw.memory.parsing import parse_daily_note
+
         path = self._day_path(day)
         return await self._read(path, lambda text, rel: parse_daily_note(text, rel, day))
 

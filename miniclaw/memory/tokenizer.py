@@ -26,7 +26,12 @@ _CJK_CHARS = (
     "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 )
-_CJK_RUN = re.compile(f"([{_CJK_CHARS}]+)")
+
+
+@lru_cache(maxsize=1)
+def _cjk_run() -> re.Pattern[str]:
+    """Runs of CJK characters; compiled on first use (the class costs ~2 ms to compile)."""
+    return re.compile(f"([{_CJK_CHARS}]+)")
 
 STOP_WORDS_EN = frozenset("""
 a about above after again against all am an and any are as at be because been before being
@@ -73,13 +78,17 @@ def _terms_of(word: str) -> Iterator[str]:
     """The terms of one folded word: itself (stemmed), or CJK bigrams and the rest."""
     if "'" in word or "’" in word:
         word = word.replace("'", "").replace("’", "")
-    if word.isascii() or not _CJK_RUN.search(word):
+    if word.isascii():
         yield _stem(word)
         return
-    for part in _CJK_RUN.split(word):
+    cjk = _cjk_run()
+    if not cjk.search(word):
+        yield _stem(word)
+        return
+    for part in cjk.split(word):
         if not part:
             continue
-        if _CJK_RUN.fullmatch(part):
+        if cjk.fullmatch(part):
             if len(part) == 1:
                 yield part
             else:

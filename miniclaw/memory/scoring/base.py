@@ -10,17 +10,15 @@ the share of the adjacent entries' scores (same daily note) added to an entry's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 
-@dataclass(frozen=True, slots=True)
-class CorpusStats:
+class CorpusStats(NamedTuple):
     """Statistics shared by all sources, so scores compare across MEMORY.md and notes."""
 
     entries: int
     avg_length: float
-    df: dict[str, int] = field(default_factory=dict)  # entries containing each term
+    df: dict[str, int]  # entries containing each term
 
 
 class Scorer(Protocol):

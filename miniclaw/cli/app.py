@@ -1,0 +1,147 @@
+"""The root command, shared options, and the one place where errors become exit codes.
+
+Exit codes (DESIGN.md): 0 success (including "no results"), 1 runtime failure, 2 bad usage
+or bad input. Every error is one `Error: ...` line on stderr; `--debug` adds the traceback.
+Only typer and the standard library are imported at module level: start-up time matters to
+agents that call `miniclaw memory rank` in loops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from typer._click.exceptions import ClickException  # typer >= 0.29 vendors click
+from typer.core import TyperGroup
+
+T = TypeVar("T")
+
+_state = {"debug": False}
+
+
+class _WarningLine(logging.Handler):
+    """Library warnings (a damaged file, a rebuilt index) as `Warning: ...` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(f"Warning: {record.getMessage()}\n")
+
+
+class MiniclawGroup(TyperGroup):
+    """Typer's group, with miniclaw's error contract instead of click's usage box."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra: Any) -> Any:
+        from miniclaw.errors import MiniclawError
+
+        try:
+            result = super().main(args, prog_name or "miniclaw", complete_var,
+                                  standalone_mode=False, **extra)
+            code = result if isinstance(result, int) else 0
+        except ClickException as exc:
+            code = _fail(exc.format_message(), exc.exit_code, exc)
+        except MiniclawError as exc:
+            code = _fail(str(exc), exc.exit_code, exc)
+        except typer.Abort:
+            sys.stderr.write("Aborted.\n")
+            code = 1
+        except typer.Exit as exc:
+            code = exc.exit_code
+        except BrokenPipeError:
+            # The reader went away (`miniclaw ... | head`): not an error worth a traceback.
+            sys.stderr.close()
+            code = 1
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _fail(message: str, code: int, exc: BaseException) -> int:
+    if _state["debug"]:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+    sys.stderr.write(f"Error: {first}\n")
+    return code
+
+
+app = typer.Typer(
+    cls=MiniclawGroup,
+    name="miniclaw",
+    help="miniclaw: a personal assistant whose memory is plain Markdown you own.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from miniclaw import __version__
+
+        typer.echo(f"miniclaw {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", "-w", envvar="MINICLAW_WORKSPACE", show_envvar=True,
+        help="Workspace folder [default: $MINICLAW_HOME/workspace, ~/.miniclaw/workspace].",
+    )] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """miniclaw: a personal assistant whose memory is plain Markdown you own.
+
+    Long-term memory lives in memory/MEMORY.md and a daily note per UTC day in
+    memory/YYYY-MM-DD.md; search keeps its index (a cache) up to date by itself.
+
+    Example: miniclaw init && miniclaw memory add "Prefers dark roast" --long
+    """
+    from miniclaw.config import resolve_workspace
+
+    _state["debug"] = debug
+    logger = logging.getLogger("miniclaw")
+    if not any(isinstance(h, _WarningLine) for h in logger.handlers):
+        logger.addHandler(_WarningLine())
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    ctx.obj = resolve_workspace(workspace)
+
+
+def workspace_of(ctx: typer.Context) -> Path:
+    """The workspace chosen by --workspace, MINICLAW_WORKSPACE or the default."""
+    root_ctx = ctx.find_root()
+    if root_ctx.obj is None:
+        from miniclaw.config import resolve_workspace
+
+        root_ctx.obj = resolve_workspace(None)
+    return root_ctx.obj
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one library coroutine to completion: the CLI's only event loop."""
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+def use_color(stream=None) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org)."""
+    stream = stream or sys.stdout
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,227 @@
+"""`miniclaw memory ...`: add, read, recent, rank, index, status.
+
+Each command parses its options, calls one `MemoryStore` coroutine through `run`, and hands
+the result to `render`. The library is imported inside the commands, so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from miniclaw.cli.app import run, use_color, workspace_of
+
+memory_app = typer.Typer(
+    name="memory",
+    help="Add, read and search memories (MEMORY.md and the daily notes).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")]
+
+
+def _store(ctx: typer.Context):
+    from miniclaw.memory import MemoryStore
+
+    return MemoryStore(workspace_of(ctx))
+
+
+def _style():
+    from miniclaw.cli.render import Style
+
+    return Style(use_color())
+
+
+@memory_app.command("add")
+def add(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The text to remember.", show_default=False)],
+    long: Annotated[bool, typer.Option("--long", help="Add to long-term memory (MEMORY.md).")] = False,
+    daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
+    category: Annotated[str | None, typer.Option("--category", "-c", help="One category, e.g. decision, preference.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag; repeat for more.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Add a memory to today's daily note, or with --long to MEMORY.md.
+
+    Example: miniclaw memory add "Prefers dark roast coffee" --long --category preference
+    """
+    from miniclaw.errors import UsageError
+
+    if long and daily:
+        raise UsageError("choose one of --long or --daily, not both")
+
+    async def work():
+        async with _store(ctx) as store:
+            if long:
+                return await store.add_long_term(text, category=category, tags=tag or ())
+            return await store.add_daily_note(text, category=category, tags=tag or ())
+
+    entry = run(work())
+    from miniclaw.cli.render import entry_dict, to_json
+
+    if json_out:
+        typer.echo(to_json({"added": entry_dict(entry) if entry else None}))
+    elif entry is None:
+        typer.echo("Added (all of its text is private, so it will not show in searches).")
+    else:
+        where = "long-term memory" if long else "today's daily note"
+        typer.echo(f"Added to {where}: {entry.citation}")
+
+
+@memory_app.command("read")
+def read(
+    ctx: typer.Context,
+    today: Annotated[bool, typer.Option("--today", help="Today's daily note (the default).")] = False,
+    long: Annotated[bool, typer.Option("--long", help="Long-term memory (MEMORY.md).")] = False,
+    date: Annotated[str | None, typer.Option("--date", help="The daily note of a day: YYYY-MM-DD, 'yesterday', '3d'.", show_default=False)] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Print the entries of today's note, of MEMORY.md (--long) or of a day (--date).
+
+    Private text is never shown. Example: miniclaw memory read --date 2026-02-14
+    """
+    from miniclaw.cli import render
+    from miniclaw.dates import check_not_future, parse_day
+    from miniclaw.errors import UsageError
+
+    if sum(bool(x) for x in (today, long, date is not None)) > 1:
+        raise UsageError("choose one of --today, --long or --date")
+    store = _store(ctx)
+    if long:
+        entries = run(store.read_long_term())
+        title = f"Long-term Memory ({store.long_term_path.relative_to(store.workspace).as_posix()})"
+    else:
+        day = store.today()
+        if date is not None:
+            day = check_not_future(parse_day(date, day), day)
+        entries = run(store.read_day(day))
+        title = f"Daily Note {day.isoformat()} (memory/{day.isoformat()}.md)"
+    if json_out:
+        typer.echo(render.entries_json(entries))
+    else:
+        typer.echo(render.entries_text(title, entries, _style()))
+
+
+@memory_app.command("recent")
+def recent(
+    ctx: typer.Context,
+    days: Annotated[int, typer.Option("--days", "-d", help="How many days back, today included.")] = 7,
+    json_out: JsonOption = False,
+) -> None:
+    """Print the daily notes of the last N days, newest first.
+
+    Example: miniclaw memory recent -d 3
+    """
+    from miniclaw.cli import render
+
+    found = run(_store(ctx).read_recent(days))
+    if json_out:
+        typer.echo(render.to_json({"days": days, "entries": [
+            render.entry_dict(e) for _, entries in found for e in entries]}))
+    else:
+        typer.echo(render.days_text(found, _style(), days))
+
+
+@memory_app.command("rank")
+def rank(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Option("--query", "-q", help="What to look for.", show_default=False)],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-20).")] = 5,
+    days: Annotated[int | None, typer.Option("--days", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,
+    all_history: Annotated[bool, typer.Option("--all", help="Search all history, not just the last 30 days.")] = False,
+    mode: Annotated[str | None, typer.Option("--mode", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Search memories and print the best matches, best first.
+
+    MEMORY.md is always searched; daily notes of the last 30 days unless --days or --all.
+    Ranked by score, then newest date. Example: miniclaw memory rank -q "atlas budget" -n 5
+    """
+    from miniclaw.cli import render
+    from miniclaw.errors import UsageError
+
+    if all_history and days is not None:
+        raise UsageError("choose one of --days or --all")
+    window = None if all_history else (30 if days is None else days)
+
+    async def work():
+        async with _store(ctx) as store:
+            return await store.search(query, limit=limit, days=window, mode=mode)
+
+    found = run(work())
+    if json_out:
+        typer.echo(render.search_json(found))
+    else:
+        typer.echo(render.search_text(found, _style(), all_history=all_history))
+
+
+@memory_app.command("index")
+def index(
+    ctx: typer.Context,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Start from nothing instead of updating.")] = False,
+) -> None:
+    """Bring the search index up to date now (searches also do this by themselves).
+
+    The index is a cache of the memory files; deleting it loses nothing.
+    Example: miniclaw memory index --rebuild
+    """
+    progress = _Progress()
+
+    async def work():
+        async with _store(ctx) as store:
+            return await store.refresh_index(rebuild=rebuild, progress=progress)
+
+    try:
+        report = run(work())
+    finally:
+        progress.close()
+    typer.echo(f"Indexed {report.files_parsed} file(s): {report.entries_added} entries added, "
+               f"{report.entries_removed} removed; {report.files_removed} deleted file(s) dropped.")
+
+
+@memory_app.command("status")
+def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
+    """Show the index: where it is, its size, what it holds, and whether it is up to date.
+
+    Example: miniclaw memory status --json
+    """
+    from miniclaw.cli import render
+
+    store = _store(ctx)
+    try:
+        found = run(store.index_status())
+    finally:
+        store.close()
+    if json_out:
+        typer.echo(render.to_json(render.status_dict(found)))
+    else:
+        typer.echo(render.status_text(found, _style()))
+
+
+class _Progress:
+    """A progress bar on stderr, shown only on a terminal once work has run for a second."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._start = self._clock()
+        self._bar = None
+        self._shown = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if self._clock() - self._start < 1.0 or not sys.stderr.isatty():
+                return
+            self._bar = typer.progressbar(length=total, label="Indexing", file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._shown)
+        self._shown = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)

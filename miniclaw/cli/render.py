@@ -1,0 +1,168 @@
+"""Rendering results for people (text, coloured on a terminal) and programs (JSON).
+
+The one place that turns library objects into output; commands never format by hand.
+JSON output is the object of DESIGN.md and nothing else on stdout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date as Date
+
+from miniclaw.memory.entry import SOURCE_LABELS, Entry
+
+
+class Style:
+    """ANSI styles from colorama, or nothing when colour is off."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+        if color:
+            from colorama import Fore
+            from colorama import Style as S
+
+            self._codes = {"bold": S.BRIGHT, "dim": S.DIM, "cyan": Fore.CYAN,
+                           "green": Fore.GREEN, "yellow": Fore.YELLOW, "reset": S.RESET_ALL}
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.color or not styles:
+            return text
+        return "".join(self._codes[s] for s in styles) + text + self._codes["reset"]
+
+    def highlight(self, text: str, spans: Iterable[tuple[int, int]]) -> str:
+        if not self.color:
+            return text
+        out, pos = [], 0
+        for start, end in sorted(spans):
+            if start < pos:
+                continue
+            out.append(text[pos:start])
+            out.append(self(text[start:end], "bold", "yellow"))
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+
+def format_score(score: float) -> str:
+    return str(int(score)) if float(score).is_integer() else f"{score:.2f}"
+
+
+def entry_dict(entry: Entry) -> dict:
+    return {
+        "source": entry.source, "path": entry.path, "line_start": entry.line_start,
+        "line_end": entry.line_end, "date": entry.date.isoformat() if entry.date else None,
+        "time": entry.time, "category": entry.category, "tags": list(entry.tags),
+        "content": entry.text,
+    }
+
+
+def to_json(payload: dict) -> str:
+    import json  # only --json output needs it
+
+    return json.dumps(payload, ensure_ascii=False, indent=2)
+
+
+def search_json(found) -> str:
+    return to_json({
+        "query": found.query, "mode": found.mode, "total": found.total,
+        "results": [hit.to_dict(rank) for rank, hit in enumerate(found.results, 1)],
+    })
+
+
+def search_text(found, style: Style, *, all_history: bool) -> str:
+    lines = [style(f'Search Results for: "{found.query}"', "bold"), ""]
+    if not found.results:
+        lines += [
+            "No memories matched.",
+            "Suggestions:",
+            "  - try broader or different terms",
+            "  - use fewer words",
+        ]
+        if not all_history:
+            lines.append("  - search all history with --all (daily notes older than the "
+                         "window are not searched by default)")
+        return "\n".join(lines)
+    for rank, hit in enumerate(found.results, 1):
+        day = hit.date.isoformat() if hit.date else "undated"
+        label = SOURCE_LABELS.get(hit.source, hit.source)
+        lines.append(f"{rank}. " + style(f"[Score: {format_score(hit.score)}]", "green")
+                     + f" {day} ({label})")
+        lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
+        citation = f"{hit.path}:{hit.line_start}"
+        if hit.line_end != hit.line_start:
+            citation += f"-{hit.line_end}"
+        lines.append("   " + style(citation, "dim"))
+        lines.append("")
+    lines.append(f"Found {found.total} relevant memories (showing top {len(found.results)})")
+    return "\n".join(lines)
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else "" for line in text.split("\n"))
+
+
+def entries_text(title: str, entries: list[Entry], style: Style) -> str:
+    lines = [style(title, "bold")]
+    if not entries:
+        lines.append("  (no entries)")
+    for entry in entries:
+        stamp = " ".join(x for x in (entry.date.isoformat() if entry.date and entry.source != "daily_note" else "",
+                                     f"{entry.time} UTC" if entry.time else "") if x)
+        meta = [entry.citation]
+        if entry.category:
+            meta.append(f"@{entry.category}")
+        meta += [f"#{tag}" for tag in entry.tags]
+        head = f"- {stamp + ' ' if stamp else ''}" + style("(" + ", ".join(meta) + ")", "dim")
+        lines.append(head)
+        lines.append(_indent(entry.text, "    "))
+    return "\n".join(lines)
+
+
+def days_text(days: list[tuple[Date, list[Entry]]], style: Style, span: int) -> str:
+    if not days:
+        return f"No daily notes in the last {span} day{'s' if span != 1 else ''}."
+    blocks = [entries_text(f"Daily Note {day.isoformat()} ({entries[0].path})", entries, style)
+              for day, entries in days]
+    return "\n\n".join(blocks)
+
+
+def entries_json(entries: list[Entry], **extra) -> str:
+    return to_json({**extra, "entries": [entry_dict(e) for e in entries]})
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def status_dict(status) -> dict:
+    return {
+        "index_path": status.path, "index_exists": status.exists,
+        "index_bytes": status.size_bytes, "files_on_disk": status.files_on_disk,
+        "files_indexed": status.files, "entries": status.entries, "terms": status.terms,
+        "updated_at": status.updated_at, "up_to_date": status.up_to_date,
+        "stale_files": list(status.stale_files), "missing_files": list(status.missing_files),
+    }
+
+
+def status_text(status, style: Style) -> str:
+    state = style("up to date", "green") if status.up_to_date else style(
+        f"out of date: {len(status.stale_files)} new or changed file(s), "
+        f"{len(status.missing_files)} deleted (the next search or `miniclaw memory index` "
+        "updates it)", "yellow")
+    lines = [
+        f"Index:    {status.path} ({_size(status.size_bytes)})",
+        f"Files:    {status.files_on_disk} on disk, {status.files} indexed",
+        f"Entries:  {status.entries}",
+        f"Terms:    {status.terms}",
+        f"Updated:  {status.updated_at or 'never'}",
+        f"State:    {state}",
+    ]
+    for path in list(status.stale_files)[:10]:
+        lines.append(f"  changed: {path}")
+    for path in list(status.missing_files)[:10]:
+        lines.append(f"  deleted: {path}")
+    return "\n".join(lines)
