@@ -33,10 +33,11 @@ def decode(raw: bytes, name: str) -> tuple[str, str | None]:
         return raw.decode("utf-8-sig", "replace"), warning
 
 
-def read_bytes(path: Path) -> bytes | None:
+def read_bytes(path: str | Path) -> bytes | None:
     """The file's bytes, or None when it does not exist."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as handle:
+            return handle.read()
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -47,7 +47,7 @@ from miniclaw.memory.tokenizer import TOKENIZER_VERSION, tokenize
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 100 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
+SCHEMA_VERSION = 200 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
 BUSY_TIMEOUT_S = 120.0
 RACY_NS = 2_000_000_000
 
@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS files (
     mtime_ns INTEGER NOT NULL,
     inode INTEGER NOT NULL,
     racy INTEGER NOT NULL,
+    day TEXT,  -- the date a windowed source's file stands for (daily notes), else NULL
     entry_count INTEGER NOT NULL,
     term_count INTEGER NOT NULL,
     warning TEXT
@@ -93,6 +94,10 @@ CREATE TABLE IF NOT EXISTS postings (
 _ENTRY_COLUMNS = "id, source, path, line_start, line_end, date, time, category, tags, content"
 
 
+# (since, until) of the daily notes a search may show; None for all of them.
+Scope = tuple[Date | None, Date | None] | None
+
+
 class Filters(NamedTuple):
     """Which entries a search may return. Dates are inclusive; None means no bound."""
 
@@ -102,6 +107,13 @@ class Filters(NamedTuple):
     until: Date | None = None
     category: str | None = None
     tags: tuple[str, ...] = ()
+
+    @property
+    def scope(self) -> Scope:
+        """The dates of windowed-source files that can hold a result."""
+        starts = [d for d in (self.window_start, self.since) if d is not None]
+        since = max(starts) if starts else None
+        return None if since is None and self.until is None else (since, self.until)
 
 
 class RefreshReport:
@@ -271,17 +283,29 @@ class SearchIndex:
 
     # -- keeping up to date --------------------------------------------------------------
 
-    def scan(self) -> list[SourceFile]:
-        """The memory files on disk now, across every source."""
-        return [f for source in self.sources for f in source.files(self.workspace)]
+    def scan(self, scope: Scope = None) -> list[SourceFile]:
+        """The memory files on disk now, across every source (windowed ones within scope)."""
+        since, until = scope or (None, None)
+        return [f for source in self.sources for f in source.files(self.workspace, since, until)]
 
-    def refresh(self, *, rebuild: bool = False,
+    def refresh(self, scope: Scope = None, *, rebuild: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> RefreshReport:
-        """Bring the index up to date with the files; with `rebuild`, start from nothing."""
-        return self._run(lambda conn: self._refresh(conn, rebuild, progress))
+        """Bring the index up to date with the files; with `rebuild`, start from nothing.
 
-    def _known(self, conn: sqlite3.Connection) -> dict[str, tuple]:
-        rows = conn.execute("SELECT path, id, size, mtime_ns, inode, racy FROM files")
+        `scope` (since, until) limits the check to the daily notes a search can return: a
+        search stats only what it may show, and the rest is checked when a search needs it.
+        """
+        return self._run(lambda conn: self._refresh(conn, scope, rebuild, progress))
+
+    def _known(self, conn: sqlite3.Connection, scope: Scope = None) -> dict[str, tuple]:
+        sql = "SELECT path, id, size, mtime_ns, inode, racy FROM files"
+        since, until = scope or (None, None)
+        if since or until:
+            sql += (" WHERE day IS NULL OR (day >= ? AND day <= ?)")
+            rows = conn.execute(sql, (since.isoformat() if since else "",
+                                      until.isoformat() if until else "~"))
+        else:
+            rows = conn.execute(sql)
         return {row[0]: row[1:] for row in rows}
 
     @staticmethod
@@ -292,10 +316,12 @@ class SearchIndex:
         gone = [path for path in known if path not in on_disk]
         return stale, gone
 
-    def _refresh(self, conn, rebuild, progress) -> RefreshReport:
+    def _refresh(self, conn, scope, rebuild, progress) -> RefreshReport:
         report = RefreshReport()
-        if not rebuild:
-            stale, gone = self._todo(self.scan(), self._known(conn))
+        if rebuild:
+            scope = None
+        else:
+            stale, gone = self._todo(self.scan(scope), self._known(conn, scope))
             if not stale and not gone:
                 return report
         conn.execute("BEGIN IMMEDIATE")
@@ -304,8 +330,8 @@ class SearchIndex:
                 for table in ("postings", "entries", "files"):
                     conn.execute(f"DELETE FROM {table}")
             # Another process may have refreshed while we waited for the lock: look again.
-            disk = self.scan()
-            known = self._known(conn)
+            disk = self.scan(scope)
+            known = self._known(conn, scope)
             stale, gone = self._todo(disk, known)
             for path in gone:
                 report.entries_removed += self._drop_file(conn, known[path][0])
@@ -356,9 +382,10 @@ class SearchIndex:
 
         if file_id is None:
             file_id = conn.execute(
-                "INSERT INTO files (path, source, size, mtime_ns, inode, racy, entry_count,"
-                " term_count, warning) VALUES (?, ?, 0, 0, 0, 0, 0, 0, NULL)",
-                (source_file.path, source_file.source)).lastrowid
+                "INSERT INTO files (path, source, size, mtime_ns, inode, racy, day, entry_count,"
+                " term_count, warning) VALUES (?, ?, 0, 0, 0, 0, ?, 0, 0, NULL)",
+                (source_file.path, source_file.source,
+                 source_file.day.isoformat() if source_file.day else None)).lastrowid
             old = {}
         else:
             old = {}
@@ -476,17 +503,18 @@ class SearchIndex:
         found = dict(self._run(lambda c: c.execute(sql, params).fetchall()))
         return {i: found.get(i, 0.0) for i in entry_ids}
 
-    def neighbours(self, entry_ids: Sequence[int]) -> dict[int, list[int]]:
-        """The entries right before and after each given one in its file."""
+    def neighbours(self, entry_ids: Sequence[int], reach: int) -> dict[int, list[tuple[int, int]]]:
+        """(entry id, offset) of the entries up to `reach` places before and after each
+        given one in its file (offset -1 is the one right before)."""
         if not entry_ids:
             return {}
         ids = ", ".join(str(int(i)) for i in entry_ids)
-        sql = ("SELECT e.id, n.id FROM entries e JOIN entries n ON n.file_id = e.file_id"
-               " AND n.ordinal IN (e.ordinal - 1, e.ordinal + 1)"
-               f" WHERE e.id IN ({ids})")
-        out: dict[int, list[int]] = {i: [] for i in entry_ids}
-        for entry_id, other in self._run(lambda c: c.execute(sql).fetchall()):
-            out[entry_id].append(other)
+        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal FROM entries e JOIN entries n"
+               " ON n.file_id = e.file_id AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
+               f" AND n.id != e.id WHERE e.id IN ({ids})")
+        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
+        for entry_id, other, offset in self._run(lambda c: c.execute(sql, (reach, reach)).fetchall()):
+            out[entry_id].append((other, offset))
         return out
 
     def filter_ids(self, entry_ids: Sequence[int], filters: Filters) -> list[int]:

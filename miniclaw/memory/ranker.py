@@ -21,7 +21,7 @@ from miniclaw.errors import UsageError
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.index import Filters, SearchIndex
-from miniclaw.memory.query import Query, parse_query
+from miniclaw.memory.query import parse_query
 from miniclaw.memory.scoring import CorpusStats, Scorer, get_scorer
 
 log = logging.getLogger("miniclaw")
@@ -129,9 +129,10 @@ class MemoryRanker:
         scorer = get_scorer(options.mode)
         filters = self.filters(options)
 
-        stats = await asyncio.to_thread(self._prepare, query)
-        weights = scorer.weights(list(query.terms), stats)
-        k = max(options.limit, _CANDIDATES) if scorer.neighbor_weight else options.limit
+        terms = scorer.scored_terms(list(query.terms))
+        stats = await asyncio.to_thread(self._prepare, terms, filters.scope)
+        weights = scorer.weights(terms, stats)
+        k = max(options.limit, _CANDIDATES) if scorer.neighbor_weights else options.limit
         selected = [s for s in self.index.sources if s.name in filters.sources]
         found = await asyncio.gather(*(
             asyncio.to_thread(self._search_source, source, filters, weights, scorer,
@@ -140,7 +141,7 @@ class MemoryRanker:
         own = {entry_id: score for rows, _ in found for entry_id, score, _ in rows}
         entries = {i: e for _, got in found for i, e in got.items()}
         total = sum(rows[0][2] for rows, _ in found if rows)
-        if scorer.neighbor_weight and own:
+        if scorer.neighbor_weights and own:
             own, entries = await asyncio.to_thread(self._with_neighbours, own, entries,
                                                    filters, weights, scorer, stats.avg_length)
         ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))
@@ -148,12 +149,12 @@ class MemoryRanker:
         results = [self._result(entries[i], own[i], terms) for i in ranked[: options.limit]]
         return SearchResults(query.text, scorer.name, total, results)
 
-    def _prepare(self, query: Query) -> CorpusStats:
+    def _prepare(self, terms: list[str], scope) -> CorpusStats:
         """Refresh the index, report damaged files, and read the corpus statistics."""
-        self.index.refresh()
+        self.index.refresh(scope)
         for warning in self.index.warnings():
             log.warning("%s", warning)
-        count, avgdl, df = self.index.corpus(query.terms)
+        count, avgdl, df = self.index.corpus(terms)
         return CorpusStats(count, avgdl, df)
 
     def _search_source(self, source, filters: Filters, weights: dict[str, float],
@@ -166,20 +167,22 @@ class MemoryRanker:
                          filters: Filters, weights: dict[str, float], scorer: Scorer,
                          avgdl: float) -> tuple[dict[int, float], dict[int, Entry]]:
         """Add a share of each entry's neighbours' scores (daily notes only)."""
+        shares = dict(scorer.neighbor_weights)  # offset -> share of that neighbour's score
+        reach = max(abs(offset) for offset in shares)
         daily = [i for i, e in entries.items() if e.source == "daily_note"]
-        around = self.index.neighbours(daily)
-        extra = {n for ns in around.values() for n in ns} - own.keys()
+        around = self.index.neighbours(daily, reach)
+        extra = {n for ns in around.values() for n, _ in ns} - own.keys()
         newcomers = self.index.filter_ids(sorted(extra), filters)
-        more = self.index.neighbours(newcomers)
-        around.update(more)
-        needed = {n for ns in around.values() for n in ns} | set(newcomers)
+        around.update(self.index.neighbours(newcomers, reach))
+        needed = {n for ns in around.values() for n, _ in ns} | set(newcomers)
         base = dict(own)
         missing = sorted(needed - base.keys())
         base.update(self.index.scores(missing, weights, scorer.term_score_sql, avgdl))
         boosted = dict(own)
         for entry_id in list(daily) + newcomers:
-            share = sum(base.get(n, 0.0) for n in around.get(entry_id, ()))
-            boosted[entry_id] = base.get(entry_id, 0.0) + scorer.neighbor_weight * share
+            share = sum(shares.get(offset, 0.0) * base.get(n, 0.0)
+                        for n, offset in around.get(entry_id, ()))
+            boosted[entry_id] = base.get(entry_id, 0.0) + share
         return boosted, {**entries, **self.index.entries(newcomers)}
 
     @staticmethod

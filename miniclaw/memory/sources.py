@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from datetime import date as Date
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -19,16 +20,15 @@ from typing import NamedTuple, Protocol
 from miniclaw.config import LONG_TERM_FILE, MEMORY_DIR
 from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
 
-DAILY_NOTE_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+DAILY_NOTE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 
 
 def daily_note_date(filename: str) -> Date | None:
     """The date a daily note's file name gives, or None when it is not `YYYY-MM-DD.md`."""
-    match = DAILY_NOTE_NAME.match(filename)
-    if not match:
+    if not DAILY_NOTE_NAME.match(filename):
         return None
     try:
-        return Date(*(int(part) for part in match.groups()))
+        return Date.fromisoformat(filename[:10])
     except ValueError:
         return None
 
@@ -38,10 +38,11 @@ class SourceFile(NamedTuple):
 
     source: str
     path: str  # relative to the workspace, forward slashes
-    absolute: Path
+    absolute: str
     size: int
     mtime_ns: int
     inode: int
+    day: Date | None = None  # the date the file stands for, for windowed sources
 
     @property
     def signature(self) -> tuple[int, int, int]:
@@ -54,42 +55,17 @@ class MemorySource(Protocol):
     #: True when `--days` limits it (daily notes); MEMORY.md is always searched.
     windowed: bool
 
-    def files(self, workspace: Path) -> list[SourceFile]: ...
+    def files(self, workspace: Path, since: Date | None = None,
+              until: Date | None = None) -> list[SourceFile]:
+        """Its files, cheaply (a listing and a stat); windowed sources only those dated
+        within [since, until]."""
 
     def parse(self, text: str, path: str) -> list[Entry]: ...
 
 
-def _safe_stat(entry: os.DirEntry[str], root: str) -> os.stat_result | None:
-    """Stat of a regular file, or None; symlinks only when they stay inside `root`."""
-    try:
-        if entry.is_symlink():
-            target = os.path.realpath(entry.path)
-            if os.path.commonpath([target, root]) != root:
-                return None
-        if not entry.is_file():
-            return None
-        return entry.stat()
-    except (OSError, ValueError):
-        return None
-
-
-def _scan(workspace: Path, source: str, accept) -> list[SourceFile]:
-    folder = workspace / MEMORY_DIR
-    root = os.path.realpath(workspace)
-    found = []
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if not accept(entry.name):
-                    continue
-                st = _safe_stat(entry, root)
-                if st is not None:
-                    found.append(SourceFile(source, f"{MEMORY_DIR}/{entry.name}",
-                                            Path(entry.path), st.st_size, st.st_mtime_ns,
-                                            st.st_ino))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(found, key=lambda f: f.path)
+def _inside(path: str, root: str) -> bool:
+    target = os.path.realpath(path)
+    return os.path.commonpath([target, root]) == root
 
 
 class LongTermSource:
@@ -98,8 +74,21 @@ class LongTermSource:
     name = LONG_TERM
     windowed = False
 
-    def files(self, workspace: Path) -> list[SourceFile]:
-        return _scan(workspace, self.name, lambda name: name == LONG_TERM_FILE)
+    def files(self, workspace: Path, since: Date | None = None,
+              until: Date | None = None) -> list[SourceFile]:
+        path = os.path.join(workspace, MEMORY_DIR, LONG_TERM_FILE)
+        try:
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                if not _inside(path, os.path.realpath(workspace)):
+                    return []
+                st = os.stat(path)
+        except (OSError, ValueError):
+            return []
+        if not stat.S_ISREG(st.st_mode):
+            return []
+        return [SourceFile(self.name, f"{MEMORY_DIR}/{LONG_TERM_FILE}", path, st.st_size,
+                           st.st_mtime_ns, st.st_ino)]
 
     def parse(self, text: str, path: str) -> list[Entry]:
         from miniclaw.memory.parsing import parse_long_term  # only when a file changed
@@ -113,9 +102,37 @@ class DailyNoteSource:
     name = DAILY_NOTE
     windowed = True
 
-    def files(self, workspace: Path) -> list[SourceFile]:
-        return _scan(workspace, self.name,
-                     lambda name: daily_note_date(name) is not None)
+    def files(self, workspace: Path, since: Date | None = None,
+              until: Date | None = None) -> list[SourceFile]:
+        # The hot path of every search (a stat per note): kept to the bare loop.
+        folder = os.path.join(workspace, MEMORY_DIR)
+        low = since.isoformat() if since else ""
+        high = until.isoformat() if until else "~"
+        found = []
+        root = None
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if len(name) != 13 or not name.endswith(".md") or not low <= name[:10] <= high:
+                        continue
+                    day = daily_note_date(name)
+                    if day is None:
+                        continue
+                    try:
+                        if entry.is_symlink():
+                            root = root or os.path.realpath(workspace)
+                            if not _inside(entry.path, root):
+                                continue
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode):
+                        found.append(SourceFile(self.name, f"{MEMORY_DIR}/{name}", entry.path,
+                                                st.st_size, st.st_mtime_ns, st.st_ino, day))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return found
 
     def parse(self, text: str, path: str) -> list[Entry]:
         from miniclaw.memory.parsing import parse_daily_note  # only when a file changed

@@ -1,11 +1,12 @@
 """The shape of a scoring mode, and the corpus statistics every mode may use.
 
-A mode is one small class: `weights()` gives each query term a weight from the corpus
+A mode is one small class: `scored_terms()` picks the query terms it uses, `weights()` gives each query term a weight from the corpus
 statistics (pure Python, no I/O), and `term_score_sql` is the SQL expression of one term's
 contribution to an entry, over `p.tf` (the term's count in the entry), `e.length` (the
 entry's length in terms) and `:avgdl` (the mean length). An entry's score is the sum over the
-query terms it contains of weight × term score, computed inside SQLite. `neighbor_weight` is
-the share of the adjacent entries' scores (same daily note) added to an entry's score.
+query terms it contains of weight × term score, computed inside SQLite. `neighbor_weights`
+are (offset, share) pairs: the share of the score of the entry `offset` places away in the
+same daily note that is added to an entry's score (offset -1 is the entry right before).
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ class CorpusStats(NamedTuple):
 class Scorer(Protocol):
     name: ClassVar[str]
     summary: ClassVar[str]
-    neighbor_weight: float
+    neighbor_weights: tuple[tuple[int, float], ...]
     term_score_sql: str
+
+    def scored_terms(self, terms: list[str]) -> list[str]:
+        """The query terms this mode scores (it may leave out stop words)."""
 
     def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]: ...

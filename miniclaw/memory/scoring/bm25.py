@@ -1,7 +1,8 @@
 """BM25 over entries, tuned on the LoCoMo development set (see benchmarks/README.md).
 
 On top of textbook BM25 (k1, b, Lucene's always-positive idf):
-- stop words count for little when the query has other words, and fully when it has none;
+- stop words are left out when the query has other words, and count fully when it has
+  none (so "to be or not to be" still searches);
 - a term found in more than `common_share` of all entries (a speaker's own name, "today")
   is weighted down further, since it tells entries apart poorly;
 - in daily notes an entry gains `neighbor_weight` of its neighbours' scores: a question
@@ -16,18 +17,22 @@ from miniclaw.memory.scoring.base import CorpusStats
 from miniclaw.memory.tokenizer import is_stop_word
 
 
+# Share of a neighbour's score an entry gains, by the neighbour's offset in the note: the
+# text just before an entry (often the question it answers) counts more than the text after.
+NEIGHBOR_WEIGHTS = ((-2, 0.25), (-1, 0.6), (1, 0.4), (2, 0.15))
+
+
 class BM25Scorer:
     name = "bm25"
     summary = "BM25 relevance with shared corpus statistics (default)"
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, stop_weight: float = 0.1,
-                 common_share: float = 0.25, common_weight: float = 0.5,
-                 neighbor_weight: float = 0.0) -> None:
+    def __init__(self, k1: float = 1.2, b: float = 0.5, common_share: float = 0.25,
+                 common_weight: float = 0.5,
+                 neighbor_weights: tuple[tuple[int, float], ...] = NEIGHBOR_WEIGHTS) -> None:
         self.k1, self.b = float(k1), float(b)
-        self.stop_weight = stop_weight
         self.common_share = common_share
         self.common_weight = common_weight
-        self.neighbor_weight = neighbor_weight
+        self.neighbor_weights = tuple(neighbor_weights)
         self.term_score_sql = (
             f"(p.tf * {self.k1 + 1.0!r}) / (p.tf + {self.k1!r} * "
             f"(1.0 - {self.b!r} + {self.b!r} * e.length / :avgdl))"
@@ -36,14 +41,15 @@ class BM25Scorer:
     def idf(self, df: int, entries: int) -> float:
         return math.log(1.0 + (entries - df + 0.5) / (df + 0.5))
 
-    def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]:
+    def scored_terms(self, terms: list[str]) -> list[str]:
         content = [t for t in terms if not is_stop_word(t)]
+        return content or terms
+
+    def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]:
         weights = {}
         for term in dict.fromkeys(terms):
             df = stats.df.get(term, 0)
             weight = self.idf(df, max(stats.entries, 1))
-            if content and is_stop_word(term):
-                weight *= self.stop_weight
             if stats.entries and df / stats.entries > self.common_share:
                 weight *= self.common_weight
             weights[term] = weight

@@ -8,8 +8,11 @@ from miniclaw.memory.scoring.base import CorpusStats
 class KeywordScorer:
     name = "keyword"
     summary = "count of query words found in the entry (the original simple ranker)"
-    neighbor_weight = 0.0
+    neighbor_weights = ()
     term_score_sql = "1.0"
+
+    def scored_terms(self, terms: list[str]) -> list[str]:
+        return terms  # the story's ranker counts every word, stop words too
 
     def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]:
         return dict.fromkeys(terms, 1.0)
