@@ -115,7 +115,6 @@ def root(
     if not any(isinstance(h, _WarningLine) for h in logger.handlers):
         logger.addHandler(_WarningLine())
     logger.setLevel(logging.WARNING)
-    logger.propagate = False
     ctx.obj = resolve_workspace(workspace)
 
 

@@ -23,17 +23,20 @@ def make_excerpt(text: str, terms: set[str] | frozenset[str],
     if len(flat) <= width:
         return flat, tuple((s, e) for s, e, _ in hits)
 
-    best_start, best_count = 0, -1
+    best_start, best_end, best_count = 0, 0, -1
     room = width - 2  # leave room for an ellipsis on each side
     for i, (start, _, _) in enumerate(hits):
         seen: set[str] = set()
-        for other_start, other_end, found in hits[i:]:
+        end = start
+        for _, other_end, found in hits[i:]:
             if other_end - start > room:
                 break
             seen |= found
+            end = other_end
         if len(seen) > best_count:
-            best_start, best_count = start, len(seen)
-    begin = 0 if best_start <= _LEAD else best_start - _LEAD
+            best_start, best_end, best_count = start, end, len(seen)
+    lead = max(min(_LEAD, room - (best_end - best_start) - 1), 0)  # the cluster must fit
+    begin = 0 if best_start <= lead else best_start - lead
     if begin:  # start at a word boundary
         space = flat.find(" ", begin, best_start)
         begin = space + 1 if space != -1 else begin

@@ -12,10 +12,8 @@ Storage model (one file per workspace, under the user's cache directory):
 
 It is a cache: files are the truth, deleting the index loses nothing, and a damaged or
 older-version index is rebuilt with a warning. `refresh()` runs before every search: it
-stats every memory file and re-parses only those whose signature changed (entries are
-diffed, so an append to a large MEMORY.md rewrites only the new entries), and drops the
-entries of deleted files. A file written within `RACY_NS` of being read is re-checked next
-time, since a same-size edit in the same clock tick would keep its mtime.
+stats the memory files the search can return and hands those whose signature changed, or
+that are gone, to `sync` (which re-parses and diffs them).
 
 Concurrency: WAL mode and a busy timeout; every update runs in a `BEGIN IMMEDIATE`
 transaction that re-reads the files table, so processes refreshing at once wait for each
@@ -33,7 +31,6 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date as Date
 from pathlib import Path
@@ -41,15 +38,16 @@ from typing import NamedTuple
 
 from miniclaw.errors import SearchIndexError
 from miniclaw.memory.entry import Entry
-from miniclaw.memory.files import DIR_MODE, FILE_MODE, decode, read_bytes
+from miniclaw.errors import MemoryFileError
+from miniclaw.memory.files import FILE_MODE, ensure_dir
 from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
-from miniclaw.memory.tokenizer import TOKENIZER_VERSION, tokenize
+from miniclaw.memory.sync import RefreshReport, sync_files
+from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
 SCHEMA_VERSION = 200 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
 BUSY_TIMEOUT_S = 120.0
-RACY_NS = 2_000_000_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -94,10 +92,6 @@ CREATE TABLE IF NOT EXISTS postings (
 _ENTRY_COLUMNS = "id, source, path, line_start, line_end, date, time, category, tags, content"
 
 
-# (since, until) of the daily notes a search may show; None for all of them.
-Scope = tuple[Date | None, Date | None] | None
-
-
 class Filters(NamedTuple):
     """Which entries a search may return. Dates are inclusive; None means no bound."""
 
@@ -107,28 +101,6 @@ class Filters(NamedTuple):
     until: Date | None = None
     category: str | None = None
     tags: tuple[str, ...] = ()
-
-    @property
-    def scope(self) -> Scope:
-        """The dates of windowed-source files that can hold a result."""
-        starts = [d for d in (self.window_start, self.since) if d is not None]
-        since = max(starts) if starts else None
-        return None if since is None and self.until is None else (since, self.until)
-
-
-class RefreshReport:
-    """What one refresh did."""
-
-    __slots__ = ("files_parsed", "files_removed", "entries_added", "entries_removed", "warnings")
-
-    def __init__(self) -> None:
-        self.files_parsed = self.files_removed = 0
-        self.entries_added = self.entries_removed = 0
-        self.warnings: list[str] = []
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.files_parsed or self.files_removed)
 
 
 class IndexStatus(NamedTuple):
@@ -148,10 +120,18 @@ class IndexStatus(NamedTuple):
         return not self.stale_files and not self.missing_files
 
 
-def _entry_key(ordinal: int, entry: Entry) -> tuple:
-    return (ordinal, entry.line_start, entry.line_end,
-            entry.date.isoformat() if entry.date else None, entry.time, entry.category,
-            " ".join(entry.tags), entry.text)
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is still open (SQLite may have ended it on an error)."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _is_busy(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def row_to_entry(row: Sequence) -> Entry:
@@ -173,20 +153,47 @@ class SearchIndex:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
 
     # -- connections -------------------------------------------------------------------
 
     def connection(self) -> sqlite3.Connection:
-        """This thread's connection, opened (and the schema checked) on first use."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._open()
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
+        """This thread's connection, opened (and the schema checked) on first use, and
+        opened again when the index file was deleted or replaced since."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            conn, identity = current
+            if identity == self._identity():
+                return conn
+            self._discard(conn)
+        conn = self._open()
+        self._local.conn = (conn, self._identity())
+        with self._lock:
+            self._all.append(conn)
         return conn
 
+    def _identity(self) -> tuple[int, int] | None:
+        """Which file is at the index path now (None: none). An open connection keeps its
+        file's inode alive, so a changed identity always means a different file."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def _discard(self, conn: sqlite3.Connection) -> None:
+        """Close this thread's connection (never another thread's: it may be in use)."""
+        self._local.conn = None
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass
+
     def close(self) -> None:
+        """Close every connection; call when no search is running."""
         with self._lock:
             for conn in self._all:
                 try:
@@ -200,9 +207,10 @@ class SearchIndex:
         try:
             return self._connect_checked()
         except sqlite3.DatabaseError as exc:
-            log.warning("search index %s is damaged (%s); rebuilding it from the memory files",
-                        self.path, exc)
-            self._remove_files()
+            if _is_busy(exc):
+                raise SearchIndexError(f"the search index {self.path} stayed locked for "
+                                       f"{BUSY_TIMEOUT_S:.0f} s by another process") from exc
+            self._reset(exc, None)
             try:
                 return self._connect_checked()
             except sqlite3.Error as again:
@@ -211,10 +219,11 @@ class SearchIndex:
             raise SearchIndexError(f"cannot open the search index {self.path}: {exc}") from exc
 
     def _connect_checked(self) -> sqlite3.Connection:
-        self._create_file()
+        self._create_folder()
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                check_same_thread=False)
         try:
+            self._make_private()
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
@@ -227,17 +236,43 @@ class SearchIndex:
             raise
         return conn
 
-    def _create_file(self) -> None:
+    def _create_folder(self) -> None:
         try:
-            self.path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+            ensure_dir(self.path.parent)
+        except MemoryFileError as exc:
+            raise SearchIndexError(f"{exc}; set MINICLAW_INDEX to a writable path") from exc
+
+    def _make_private(self) -> None:
+        """Mode 0600 for the index (SQLite gives its -wal and -shm the same mode).
+
+        chmod, never open+close: closing any descriptor of the file would drop every SQLite
+        lock this process holds on it (POSIX locks are per process), and another process
+        would then delete the -wal and -shm files still in use here.
+        """
+        try:
+            if os.stat(self.path).st_mode & 0o777 != FILE_MODE:
+                os.chmod(self.path, FILE_MODE)
         except OSError as exc:
-            raise SearchIndexError(
-                f"cannot create the search index {self.path}: {exc.strerror or exc}; "
-                "set MINICLAW_INDEX to a writable path") from exc
+            raise SearchIndexError(f"cannot secure the search index {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _ensure_wal(conn: sqlite3.Connection) -> None:
+        """Switch a new index to WAL. The switch takes an exclusive lock and SQLite does not
+        wait for it (no busy handler), so wait here while another process holds the file."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                    return
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _create_schema(self, conn: sqlite3.Connection, seen: int) -> None:
-        conn.execute("PRAGMA journal_mode = WAL")
+        self._ensure_wal(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -253,59 +288,72 @@ class SearchIndex:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
 
-    def _remove_files(self) -> None:
-        self.close()
-        for suffix in ("", "-wal", "-shm"):
-            try:
-                os.unlink(f"{self.path}{suffix}")
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise SearchIndexError(f"cannot remove the damaged index {self.path}: {exc}") from exc
+    def _reset(self, exc: Exception, seen: tuple[int, int] | None) -> None:
+        """Replace a damaged index file with an empty one (it is only a cache).
 
-    def _run(self, work: Callable[[sqlite3.Connection], object]):
-        """Run `work` on this thread's connection; a damaged index is rebuilt once."""
-        try:
-            return work(self.connection())
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" not in str(exc):
-                raise SearchIndexError(f"search index {self.path}: {exc}") from exc
+        `seen` is the file the failing connection had open: when the path already holds
+        another file, someone else reset it (or deleted it) and there is nothing to do.
+        """
+        with self._lock:
+            now = self._identity()
+            if seen is not None and now != seen:
+                return
             log.warning("search index %s is damaged (%s); rebuilding it from the memory files",
                         self.path, exc)
-            self._remove_files()
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(f"{self.path}{suffix}")
+                except FileNotFoundError:
+                    pass
+                except OSError as err:
+                    raise SearchIndexError(f"cannot remove the damaged index {self.path}: {err}") from err
+
+    def _run(self, work: Callable[[sqlite3.Connection], object], *, refreshes: bool = False):
+        """Run `work` on this thread's connection. If the file was deleted or replaced
+        meanwhile, or is damaged (then it is emptied), reconnect, bring the index up to date
+        (unless `work` does that itself) and run it again."""
+        conn = self.connection()
+        seen = self._local.conn[1]
+        try:
+            if not refreshes and seen != self._refreshed:
+                # Another thread's refresh ran on a file that has since been replaced.
+                self._refresh(conn, False, None)
+            return work(conn)
+        except sqlite3.DatabaseError as exc:
+            if _is_busy(exc):
+                raise SearchIndexError(f"the search index {self.path} stayed locked for "
+                                       f"{BUSY_TIMEOUT_S:.0f} s by another process") from exc
+            self._discard(conn)
+            if self._identity() == seen:  # the same file, and it fails: damaged
+                self._reset(exc, seen)
             try:
-                return work(self.connection())
+                conn = self.connection()
+                if not refreshes:
+                    self._refresh(conn, False, None)
+                return work(conn)
             except sqlite3.Error as again:
                 raise SearchIndexError(f"search index {self.path}: {again}") from again
 
     # -- keeping up to date --------------------------------------------------------------
 
-    def scan(self, scope: Scope = None) -> list[SourceFile]:
-        """The memory files on disk now, across every source (windowed ones within scope)."""
-        since, until = scope or (None, None)
-        return [f for source in self.sources for f in source.files(self.workspace, since, until)]
+    def scan(self) -> list[SourceFile]:
+        """The memory files on disk now, across every source."""
+        return [f for source in self.sources for f in source.files(self.workspace)]
 
-    def refresh(self, scope: Scope = None, *, rebuild: bool = False,
+    def refresh(self, *, rebuild: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> RefreshReport:
-        """Bring the index up to date with the files; with `rebuild`, start from nothing.
+        """Bring the index up to date with every memory file; with `rebuild`, start over.
 
-        `scope` (since, until) limits the check to the daily notes a search can return: a
-        search stats only what it may show, and the rest is checked when a search needs it.
+        Every file is checked, not only those a search can return, so that scores (which
+        use statistics of the whole index) depend on the files alone, never on history.
         """
-        return self._run(lambda conn: self._refresh(conn, scope, rebuild, progress))
+        return self._run(lambda conn: self._refresh(conn, rebuild, progress), refreshes=True)
 
-    def _known(self, conn: sqlite3.Connection, scope: Scope = None) -> dict[str, tuple]:
-        sql = "SELECT path, id, size, mtime_ns, inode, racy FROM files"
-        since, until = scope or (None, None)
-        if since or until:
-            sql += (" WHERE day IS NULL OR (day >= ? AND day <= ?)")
-            rows = conn.execute(sql, (since.isoformat() if since else "",
-                                      until.isoformat() if until else "~"))
-        else:
-            rows = conn.execute(sql)
+    def _known(self, conn: sqlite3.Connection) -> dict[str, tuple]:
+        rows = conn.execute("SELECT path, id, size, mtime_ns, inode, racy FROM files")
         return {row[0]: row[1:] for row in rows}
 
     @staticmethod
@@ -316,112 +364,30 @@ class SearchIndex:
         gone = [path for path in known if path not in on_disk]
         return stale, gone
 
-    def _refresh(self, conn, scope, rebuild, progress) -> RefreshReport:
-        report = RefreshReport()
-        if rebuild:
-            scope = None
-        else:
-            stale, gone = self._todo(self.scan(scope), self._known(conn, scope))
+    def _refresh(self, conn, rebuild, progress) -> RefreshReport:
+        if not rebuild:
+            stale, gone = self._todo(self.scan(), self._known(conn))
             if not stale and not gone:
-                return report
+                self._refreshed = self._local.conn[1]
+                return RefreshReport()
         conn.execute("BEGIN IMMEDIATE")
         try:
             if rebuild:
                 for table in ("postings", "entries", "files"):
                     conn.execute(f"DELETE FROM {table}")
             # Another process may have refreshed while we waited for the lock: look again.
-            disk = self.scan(scope)
-            known = self._known(conn, scope)
-            stale, gone = self._todo(disk, known)
-            for path in gone:
-                report.entries_removed += self._drop_file(conn, known[path][0])
-                report.files_removed += 1
-            for done, source_file in enumerate(stale, 1):
-                file_id = known[source_file.path][0] if source_file.path in known else None
-                self._index_file(conn, source_file, file_id, report)
-                if progress is not None:
-                    progress(done, len(stale))
+            known = self._known(conn)
+            stale, gone = self._todo(self.scan(), known)
+            report = sync_files(conn, self.sources, known, stale, gone, progress)
             if report.changed or rebuild:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)",
                              (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
             conn.execute("COMMIT")
+            self._refreshed = self._local.conn[1]
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         return report
-
-    def _drop_file(self, conn, file_id: int) -> int:
-        rows = conn.execute("SELECT id, content FROM entries WHERE file_id = ?", (file_id,)).fetchall()
-        self._delete_entries(conn, rows)
-        conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
-        return len(rows)
-
-    @staticmethod
-    def _delete_entries(conn, rows: Iterable[tuple[int, str]]) -> None:
-        postings, ids = [], []
-        for entry_id, content in rows:
-            ids.append((entry_id,))
-            postings.extend((term, entry_id) for term in set(tokenize(content)))
-        conn.executemany("DELETE FROM postings WHERE term = ? AND entry_id = ?", postings)
-        conn.executemany("DELETE FROM entries WHERE id = ?", ids)
-
-    def _index_file(self, conn, source_file: SourceFile, file_id: int | None,
-                    report: RefreshReport) -> None:
-        source = next(s for s in self.sources if s.name == source_file.source)
-        raw = read_bytes(source_file.absolute)
-        if raw is None:  # deleted since the scan
-            if file_id is not None:
-                report.entries_removed += self._drop_file(conn, file_id)
-                report.files_removed += 1
-            return
-        text, warning = decode(raw, source_file.path)
-        entries = source.parse(text, source_file.path)
-        racy = int(time.time_ns() - source_file.mtime_ns < RACY_NS)
-        if warning:
-            report.warnings.append(warning)
-
-        if file_id is None:
-            file_id = conn.execute(
-                "INSERT INTO files (path, source, size, mtime_ns, inode, racy, day, entry_count,"
-                " term_count, warning) VALUES (?, ?, 0, 0, 0, 0, ?, 0, 0, NULL)",
-                (source_file.path, source_file.source,
-                 source_file.day.isoformat() if source_file.day else None)).lastrowid
-            old = {}
-        else:
-            old = {}
-            for row in conn.execute(
-                    "SELECT id, ordinal, line_start, line_end, date, time, category, tags,"
-                    " content FROM entries WHERE file_id = ?", (file_id,)):
-                old[(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])] = row[0]
-
-        new = {_entry_key(i, entry): entry for i, entry in enumerate(entries)}
-        removed = [(entry_id, key[-1]) for key, entry_id in old.items() if key not in new]
-        self._delete_entries(conn, removed)
-        added = [(key, entry) for key, entry in new.items() if key not in old]
-        if added:
-            next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
-            entry_rows, posting_rows = [], []
-            for offset, (key, entry) in enumerate(added):
-                entry_id = next_id + offset
-                terms = Counter(tokenize(entry.text))
-                entry_rows.append((entry_id, file_id, key[0], entry.source, entry.path,
-                                   entry.line_start, entry.line_end, key[3], entry.time,
-                                   entry.category, key[6], entry.text, sum(terms.values())))
-                posting_rows.extend((term, entry_id, tf) for term, tf in terms.items())
-            conn.executemany(
-                "INSERT INTO entries (id, file_id, ordinal, source, path, line_start, line_end,"
-                " date, time, category, tags, content, length) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", entry_rows)
-            conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", posting_rows)
-        counts = conn.execute("SELECT COUNT(*), COALESCE(SUM(length), 0) FROM entries"
-                              " WHERE file_id = ?", (file_id,)).fetchone()
-        conn.execute(
-            "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, entry_count = ?,"
-            " term_count = ?, warning = ? WHERE id = ?",
-            (*source_file.signature, racy, counts[0], counts[1], warning, file_id))
-        report.files_parsed += 1
-        report.entries_added += len(added)
-        report.entries_removed += len(removed)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import re
 from datetime import date as Date
 
 from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
-from miniclaw.memory.privacy import front_matter_end, redact_lines
+from miniclaw.memory.privacy import front_matter_end, may_hold_private, redact_lines
 
 _HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -27,8 +27,9 @@ _ADDED_AT = re.compile(r"[ \t]*\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECAS
 _ADDED_TIME = re.compile(r"T(\d{2}):(\d{2}):(\d{2})")
 _ANNOTATION = re.compile(r"^<!--\s*@(category|tag)\s*:\s*(.*?)\s*-->$", re.IGNORECASE)
 _SEPARATOR = re.compile(r"^ {0,3}(?:-[ \t]*){3,}$")
-# Lines the writer escaped with one backslash so that user text cannot look like structure.
-_ESCAPED = re.compile(r"^(\s*)\\(\\*(?:#|---|<!--))")
+# A line of user text the reader could take for structure (a heading, a `---` separator, an
+# annotation), after any backslashes: the writer adds one backslash, the reader removes it.
+_STRUCTURE = re.compile(r"^(\s*)(\\*)(#|<!--|---|(?:-[ \t]*){3,}$)")
 
 
 def split_lines(text: str) -> list[str]:
@@ -39,6 +40,8 @@ def split_lines(text: str) -> list[str]:
 
 def parse_annotation(line: str) -> tuple[str, str] | None:
     """`("category", "decision")` or `("tag", "travel")` for a valid annotation line, else None."""
+    if "<!--" not in line:
+        return None
     match = _ANNOTATION.match(line.strip())
     if not match:
         return None
@@ -57,8 +60,17 @@ def _to_date(text: str) -> Date | None:
         return None
 
 
+def escape_line(line: str) -> str:
+    """User text made safe to write: one backslash before anything that looks like structure."""
+    match = _STRUCTURE.match(line)
+    return line if match is None else f"{match.group(1)}\\{line[match.end(1):]}"
+
+
 def _unescape(line: str) -> str:
-    return _ESCAPED.sub(r"\1\2", line, count=1)
+    match = _STRUCTURE.match(line)
+    if match is None or not match.group(2):
+        return line
+    return line[: match.end(1)] + line[match.end(1) + 1 :]
 
 
 class _Item:
@@ -103,7 +115,8 @@ class _Item:
         if not kept:
             return None
         first, last = kept[0], kept[-1]
-        body = "\n".join(_unescape(line).rstrip() for line in self.lines[first : last + 1])
+        body = "\n".join((_unescape(line) if "\\" in line else line).rstrip()
+                         for line in self.lines[first : last + 1])
         return Entry(body.strip(), source, path, self.numbers[first], self.numbers[last],
                      self.date, self.time, self.category, tuple(self.tags))
 
@@ -120,7 +133,9 @@ def _split_added_at(item: _Item) -> None:
 
 def _visible_lines(text: str) -> list[tuple[int, str]]:
     """(line number, text) of the lines after front matter, private parts removed."""
-    lines = redact_lines(split_lines(text))
+    lines = split_lines(text)
+    if lines[0].strip() == "---" or may_hold_private(text):
+        lines = redact_lines(lines)
     skip = front_matter_end(lines)
     return list(enumerate(lines, 1))[skip:]
 
@@ -141,8 +156,10 @@ def parse_long_term(text: str, path: str) -> list[Entry]:
                 labelled.annotate(*annotation)
             continue
         heading = _HEADING.match(line)
-        if heading:
+        if heading or _SEPARATOR.match(line):
             item = labelled = None
+            if not heading:
+                continue
             level = len(heading.group(1))
             if level <= 2:
                 section_date = _to_date(heading.group(2) or "") if level == 2 else None
@@ -184,13 +201,17 @@ def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
     item: _Item | None = None
 
     for number, line in _visible_lines(text):
-        indent = len(line) - len(line.lstrip())
-        annotation = parse_annotation(line) if indent < 2 else None
+        if not line or line.isspace():
+            if item is not None:
+                item.blank(number)
+            continue
+        first = line[0]
+        annotation = parse_annotation(line) if first != " " or line[1:2] != " " else None
         if annotation:
             if item is not None:
                 item.annotate(*annotation)
             continue
-        heading = _HEADING.match(line)
+        heading = _HEADING.match(line) if first == "#" else None
         if heading and len(heading.group(1)) <= 2:
             item = None
             if len(heading.group(1)) == 2:
@@ -203,19 +224,14 @@ def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
                     item = _Item(number, title, bullet=False, date=day)
                 items.append(item)
             continue
-        if _SEPARATOR.match(line):
+        if (first == "-" or first == " ") and _SEPARATOR.match(line):
             item = None
             continue
         if item is None:
-            if not line.strip():
-                continue
             item = _Item(number, line, bullet=False, date=day)
             items.append(item)
         else:
-            if not line.strip():
-                item.blank(number)
-            else:
-                item.add(number, line)
+            item.add(number, line)
     entries = []
     for found in items:
         entry = found.entry(DAILY_NOTE, path)

@@ -32,6 +32,11 @@ def front_matter_end(lines: list[str]) -> int:
     return 0
 
 
+def may_hold_private(text: str) -> bool:
+    """False when the text has no private tag at all (most files): nothing to redact."""
+    return _MAYBE_TAG.search(text) is not None
+
+
 def is_private_file(lines: list[str]) -> bool:
     """True when the front matter marks the file private.
 

@@ -85,9 +85,14 @@ def check_limit(limit: int) -> int:
     return limit
 
 
+MAX_DAYS = 36_500  # a century: further back is "all history"
+
+
 def check_days(days: int | None) -> int | None:
-    if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
-        raise UsageError(f"--days must be 1 or more, not {days!r} (use --all for all history)")
+    if days is not None and (isinstance(days, bool) or not isinstance(days, int)
+                             or not 1 <= days <= MAX_DAYS):
+        raise UsageError(f"--days must be between 1 and {MAX_DAYS}, not {days!r} "
+                         "(use --all for all history)")
     return days
 
 
@@ -130,7 +135,7 @@ class MemoryRanker:
         filters = self.filters(options)
 
         terms = scorer.scored_terms(list(query.terms))
-        stats = await asyncio.to_thread(self._prepare, terms, filters.scope)
+        stats = await asyncio.to_thread(self._prepare, terms)
         weights = scorer.weights(terms, stats)
         k = max(options.limit, _CANDIDATES) if scorer.neighbor_weights else options.limit
         selected = [s for s in self.index.sources if s.name in filters.sources]
@@ -142,16 +147,18 @@ class MemoryRanker:
         entries = {i: e for _, got in found for i, e in got.items()}
         total = sum(rows[0][2] for rows, _ in found if rows)
         if scorer.neighbor_weights and own:
+            before = len(own)
             own, entries = await asyncio.to_thread(self._with_neighbours, own, entries,
                                                    filters, weights, scorer, stats.avg_length)
+            total += len(own) - before  # neighbours that only their context brought in
         ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))
         terms = frozenset(query.terms)
         results = [self._result(entries[i], own[i], terms) for i in ranked[: options.limit]]
         return SearchResults(query.text, scorer.name, total, results)
 
-    def _prepare(self, terms: list[str], scope) -> CorpusStats:
+    def _prepare(self, terms: list[str]) -> CorpusStats:
         """Refresh the index, report damaged files, and read the corpus statistics."""
-        self.index.refresh(scope)
+        self.index.refresh()
         for warning in self.index.warnings():
             log.warning("%s", warning)
         count, avgdl, df = self.index.corpus(terms)

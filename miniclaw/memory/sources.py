@@ -55,10 +55,8 @@ class MemorySource(Protocol):
     #: True when `--days` limits it (daily notes); MEMORY.md is always searched.
     windowed: bool
 
-    def files(self, workspace: Path, since: Date | None = None,
-              until: Date | None = None) -> list[SourceFile]:
-        """Its files, cheaply (a listing and a stat); windowed sources only those dated
-        within [since, until]."""
+    def files(self, workspace: Path) -> list[SourceFile]:
+        """Its files, cheaply: a listing and a stat, no reads."""
 
     def parse(self, text: str, path: str) -> list[Entry]: ...
 
@@ -74,8 +72,7 @@ class LongTermSource:
     name = LONG_TERM
     windowed = False
 
-    def files(self, workspace: Path, since: Date | None = None,
-              until: Date | None = None) -> list[SourceFile]:
+    def files(self, workspace: Path) -> list[SourceFile]:
         path = os.path.join(workspace, MEMORY_DIR, LONG_TERM_FILE)
         try:
             st = os.lstat(path)
@@ -102,19 +99,16 @@ class DailyNoteSource:
     name = DAILY_NOTE
     windowed = True
 
-    def files(self, workspace: Path, since: Date | None = None,
-              until: Date | None = None) -> list[SourceFile]:
+    def files(self, workspace: Path) -> list[SourceFile]:
         # The hot path of every search (a stat per note): kept to the bare loop.
         folder = os.path.join(workspace, MEMORY_DIR)
-        low = since.isoformat() if since else ""
-        high = until.isoformat() if until else "~"
         found = []
         root = None
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     name = entry.name
-                    if len(name) != 13 or not name.endswith(".md") or not low <= name[:10] <= high:
+                    if len(name) != 13 or not name.endswith(".md"):
                         continue
                     day = daily_note_date(name)
                     if day is None:

@@ -28,7 +28,7 @@ from miniclaw.memory import files
 from miniclaw.memory.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
 from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, RankedMemory,
-                                    SearchOptions, SearchResults)
+                                    SearchOptions, SearchResults, check_days)
 from miniclaw.memory.short_term import ShortTermMemory
 
 # Parsing and writing are imported inside the methods that need them: a search through an
@@ -245,8 +245,7 @@ class MemoryStore:
     async def read_recent(self, days: int = 7) -> list[tuple[Date, list[Entry]]]:
         """The daily notes of the last `days` days (today included), newest day first;
         days without a note are left out."""
-        if isinstance(days, bool) or not isinstance(days, int) or days < 1:
-            raise UsageError(f"--days must be 1 or more, not {days!r}")
+        check_days(days)
         self.require_workspace()
         today = self.today()
         wanted = [today - timedelta(days=n) for n in range(days)]

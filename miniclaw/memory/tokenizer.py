@@ -6,8 +6,10 @@ numbers, dates and times kept whole (`2026-02-14`, `3.5`, `10:30`); CJK text (Ha
 Hangul) split into overlapping character bigrams so a Chinese or Japanese query finds its
 note without a dictionary; English words stemmed with Snowball (PyStemmer, in C), cached.
 
-Stop words are not removed here: the index keeps every term, and the scorers decide how much
-a stop word counts (`is_stop_word`). Changing these rules changes the index: bump
+`index_terms` is what the index stores: the terms without English stop words, which are
+most of any text, tell entries apart least, and measured on LoCoMo make ranking worse when
+counted (benchmarks/README.md); leaving them out also halves the index. A query of only stop
+words therefore finds nothing. Changing these rules changes the index: bump
 `TOKENIZER_VERSION`.
 """
 
@@ -18,7 +20,7 @@ import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 
 _TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)+|[^\W_]+(?:['’][^\W_]+)*")
 _COMBINING = re.compile(r"[\u0300-\u036f]")
@@ -52,16 +54,16 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
-_stems: dict[str, str] = {}
+# word -> its term (str) or terms (tuple, for CJK runs): most words repeat, so tokenizing is
+# mostly one dict lookup per word. Bounded so a stream of unique words cannot grow it forever.
+_cache: dict[str, str | tuple[str, ...]] = {}
+_CACHE_MAX = 500_000
 
 
 def _stem(word: str) -> str:
-    stem = _stems.get(word)
-    if stem is None:
-        stem = _stemmer().stemWord(word) if word.isascii() and word.isalpha() else word
-        if len(_stems) < 500_000:
-            _stems[word] = stem
-    return stem
+    if word.isascii() and word.isalpha():
+        return _stemmer().stemWord(word)
+    return word
 
 
 def fold(text: str) -> str:
@@ -98,29 +100,54 @@ def _terms_of(word: str) -> Iterator[str]:
             yield _stem(part)
 
 
+def _terms(word: str) -> str | tuple[str, ...]:
+    """The terms of one word as written (cached): folded, split again if folding made
+    several words of it (½ → 1⁄2), stemmed or cut into CJK bigrams."""
+    folded = fold(word)
+    parts = [folded] if folded.isalnum() else _TOKEN.findall(folded)
+    found = tuple(term for part in parts for term in _terms_of(part))
+    terms = found[0] if len(found) == 1 else found
+    if len(_cache) < _CACHE_MAX:
+        _cache[word] = terms
+    return terms
+
+
 def tokenize(text: str) -> list[str]:
-    """The search terms of a text, in order, repeats kept (term frequency counts them)."""
+    """The search terms of a text, in order, repeats kept (term frequency counts them).
+
+    Words are found in the text as written and each is folded on its own, so `token_spans`
+    (which needs positions in the original text) finds exactly the same terms.
+    """
     out: list[str] = []
-    for word in _TOKEN.findall(fold(text)):
-        if word.isascii() and word.isalnum():
-            out.append(_stem(word))  # fast path for plain words
+    append, extend, cached = out.append, out.extend, _cache.get
+    for word in _TOKEN.findall(text):
+        terms = cached(word) or _terms(word)
+        if terms.__class__ is str:
+            append(terms)
         else:
-            out.extend(_terms_of(word))
+            extend(terms)
     return out
 
 
 def token_spans(text: str) -> Iterator[tuple[int, int, list[str]]]:
     """(start, end, terms) of each word of the original text, for excerpts and highlights."""
     for match in _TOKEN.finditer(text):
-        yield match.start(), match.end(), list(_terms_of(fold(match.group())))
+        word = match.group()
+        terms = _cache.get(word) or _terms(word)
+        yield match.start(), match.end(), [terms] if terms.__class__ is str else list(terms)
 
 
-_stop_terms: frozenset[str] | None = None
+@lru_cache(maxsize=1)
+def _stop_terms() -> frozenset[str]:
+    return frozenset(STOP_WORDS_EN) | frozenset(_stem(word) for word in STOP_WORDS_EN)
 
 
 def is_stop_word(term: str) -> bool:
     """True for terms of very common English words (compared after stemming)."""
-    global _stop_terms
-    if _stop_terms is None:
-        _stop_terms = frozenset(_stem(word) for word in STOP_WORDS_EN)
-    return term in _stop_terms
+    return term in _stop_terms()
+
+
+def index_terms(text: str) -> list[str]:
+    """The terms the index stores for a text: `tokenize` without stop words."""
+    stop = _stop_terms()
+    return [term for term in tokenize(text) if term not in stop]

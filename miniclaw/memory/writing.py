@@ -12,22 +12,16 @@ import re
 from datetime import date as Date
 from datetime import datetime
 
-from miniclaw.memory.parsing import _HEADING, split_lines
+from miniclaw.memory.parsing import _HEADING, escape_line, split_lines
 from miniclaw.memory.privacy import redact_lines
 
 LONG_TERM_TITLE = "# Memory"
-# A line of user text that the reader would take for structure gets one leading backslash.
-_NEEDS_ESCAPE = re.compile(r"^(\s*)(\\*(?:#|---|<!--))")
 
 
 def normalize_text(text: str) -> str:
     """Memory text as it is stored: LF line ends, no trailing spaces, no blank edges."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "\n".join(line.rstrip() for line in lines).strip()
-
-
-def _escape(line: str) -> str:
-    return _NEEDS_ESCAPE.sub(r"\1\\\2", line, count=1)
 
 
 def annotation_lines(category: str | None, tags: tuple[str, ...] | list[str]) -> list[str]:
@@ -41,6 +35,7 @@ def long_term_item(text: str, added_at: datetime, category: str | None = None,
     lines = normalize_text(text).split("\n")
     stamp = added_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     lines[-1] = f"{lines[-1]} (added at {stamp})"
+    lines = [escape_line(line) for line in lines]
     body = ["- " + lines[0]] + [("  " + line) if line else "" for line in lines[1:]]
     return body + annotation_lines(category, tags)
 
@@ -48,7 +43,7 @@ def long_term_item(text: str, added_at: datetime, category: str | None = None,
 def daily_entry(text: str, when: datetime, category: str | None = None,
                 tags: tuple[str, ...] = ()) -> list[str]:
     """The lines of one daily-note section: `## HH:MM:SS UTC`, a blank line, the text."""
-    lines = [_escape(line) for line in normalize_text(text).split("\n")]
+    lines = [escape_line(line) for line in normalize_text(text).split("\n")]
     return [when.strftime("## %H:%M:%S UTC"), ""] + lines + annotation_lines(category, tags)
 
 
@@ -82,7 +77,8 @@ def insert_long_term(raw: bytes, today: Date, item_lines: list[str]) -> tuple[by
     if not raw.strip():
         return _encode([LONG_TERM_TITLE, "", f"## {today.isoformat()}"] + item_lines, newline), 4
     physical = raw.split(b"\n")  # keeps each line's own bytes, CR included
-    visible = redact_lines(split_lines(raw.decode("utf-8", "replace")))
+    decoded = split_lines(raw.decode("utf-8", "replace"))
+    visible = redact_lines(decoded)
     header = f"## {today.isoformat()}"
     section_end = None  # index of the line after today's last non-blank line
     inside = False
@@ -95,7 +91,7 @@ def insert_long_term(raw: bytes, today: Date, item_lines: list[str]) -> tuple[by
             if inside:
                 section_end = i + 1
             continue
-        if inside and line.strip():
+        if inside and decoded[i].strip():  # hidden lines too: never split a private block
             section_end = i + 1
     body = _encode(item_lines, newline)
     if section_end is None:

@@ -1,0 +1,694 @@
+"""The search index is a cache that stays exactly right, private, and rebuildable."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from datetime import date as Date
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from miniclaw.memory import MemoryStore
+from miniclaw.memory.files import decode
+from miniclaw.memory.parsing import parse_daily_note, parse_long_term
+from miniclaw.memory.sources import daily_note_date
+from miniclaw.memory.tokenizer import tokenize
+from tests.conftest import NOW, write
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Eight five-letter words with distinct stems: a same-size edit swaps one for another.
+VOCAB = ["apple", "bread", "cloud", "dingo", "eagle", "flute", "grape", "house"]
+_VOCAB_WORD = re.compile(rb"\b(?:" + b"|".join(w.encode() for w in VOCAB) + rb")\b")
+DAYS = ["2026-02-10", "2026-02-11", "2026-02-12", "2025-12-31"]
+FILES = ["MEMORY.md"] + [f"{day}.md" for day in DAYS]
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def fresh_entries(workspace: Path) -> list:
+    """Every entry of the workspace by parsing its files now, without the index."""
+    entries = []
+    memory = workspace / "memory"
+    for path in sorted(memory.iterdir()) if memory.is_dir() else []:
+        rel = f"memory/{path.name}"
+        if path.name == "MEMORY.md":
+            entries += parse_long_term(decode(path.read_bytes(), rel)[0], rel)
+        elif daily_note_date(path.name) is not None:
+            entries += parse_daily_note(decode(path.read_bytes(), rel)[0], rel,
+                                        daily_note_date(path.name))
+    return entries
+
+
+def expected_hits(entries: list, word: str) -> set[tuple]:
+    [term] = tokenize(word)
+    return {(e.path, e.line_start, e.line_end, e.text) for e in entries
+            if term in tokenize(e.text)}
+
+
+async def assert_index_matches_files(store: MemoryStore, workspace: Path, words=VOCAB,
+                                     days: int | None = None) -> None:
+    """Keyword search for each word finds exactly the entries a fresh parse says hold it."""
+    entries = fresh_entries(workspace)
+    if days is not None:
+        first = NOW.date().toordinal() - days + 1
+        entries = [e for e in entries
+                   if e.source != "daily_note" or e.date.toordinal() >= first]
+    for word in words:
+        expected = expected_hits(entries, word)
+        found = await store.search(word, limit=20, days=days, mode="keyword")
+        got = {(h.path, h.line_start, h.line_end, h.content) for h in found.results}
+        assert found.total == len(expected), (word, days)
+        if len(expected) <= 20:
+            assert got == expected, (word, days)
+        else:
+            assert got <= expected, (word, days)
+        assert all(h.score == 1.0 for h in found.results)
+
+
+async def snapshot(store: MemoryStore, words=VOCAB) -> dict:
+    out = {}
+    for word in words:
+        found = await store.search(word, limit=20, days=None)
+        out[word] = (found.total, [(h.path, h.line_start, h.content, round(h.score, 9))
+                                   for h in found.results])
+    return out
+
+
+def sample_workspace(workspace: Path) -> None:
+    write(workspace, "memory/MEMORY.md",
+          "# Memory\n\n## 2026-02-01\n- apple bread (added at 2026-02-01T08:00:00Z)\n"
+          "- cloud dingo\n\n## Projects\n- eagle flute apple\n")
+    write(workspace, "memory/2026-02-12.md",
+          "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\ngrape house apple\n\n---\n\n"
+          "## 10:00:00 UTC\n\nbread cloud\n")
+    write(workspace, "memory/2025-12-31.md",
+          "# Daily Note - 2025-12-31\n\n## 23:00:00 UTC\n\ndingo eagle\n")
+
+
+def index_bytes(path: Path) -> bytes:
+    data = b""
+    for suffix in ("", "-wal"):
+        part = Path(f"{path}{suffix}")
+        if part.exists():
+            data += part.read_bytes()
+    return data
+
+
+def checkpoint(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        conn.close()
+
+
+# -- the index equals a fresh parse after any sequence of edits ----------------------------
+
+_words = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4)
+_file = st.sampled_from(FILES)
+_ops = st.one_of(
+    st.tuples(st.just("append"), _file, _words, st.booleans()),
+    st.tuples(st.just("edit_same_size"), _file, st.integers(0, 50), st.sampled_from(VOCAB),
+              st.booleans()),
+    st.tuples(st.just("insert_line"), _file, st.integers(0, 50), _words),
+    st.tuples(st.just("delete_line"), _file, st.integers(0, 50)),
+    st.tuples(st.just("delete"), _file),
+    st.tuples(st.just("rename"), _file, st.sampled_from(DAYS)),
+    st.tuples(st.just("truncate"), _file, st.floats(0.0, 1.0)),
+    st.tuples(st.just("touch"), _file, st.integers(-100_000, 100)),
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.seconds = 0
+
+    def next(self) -> str:
+        self.seconds += 1
+        return time.strftime("%H:%M:%S", time.gmtime(self.seconds))
+
+
+async def apply(op: tuple, store: MemoryStore, workspace: Path, clock: Clock) -> None:
+    kind, name = op[0], op[1]
+    path = workspace / "memory" / name
+    if kind == "append":
+        words, through_api = op[2], op[3]
+        text = " ".join(words)
+        if through_api and name == "MEMORY.md":
+            await store.add_long_term(text)
+        elif through_api:
+            day = daily_note_date(name)
+            hh, mm, ss = (int(x) for x in clock.next().split(":"))
+            await store.add_daily_note(text, when=datetime(day.year, day.month, day.day, hh, mm,
+                                                           ss, tzinfo=timezone.utc))
+        elif name == "MEMORY.md":
+            if not path.exists():
+                path.write_text("# Memory\n\n## 2026-02-13\n")
+            with open(path, "a") as handle:
+                handle.write(f"- {text}\n")
+        else:
+            if not path.exists():
+                path.write_text(f"# Daily Note - {name[:-3]}\n")
+            with open(path, "a") as handle:
+                handle.write(f"\n## {clock.next()} UTC\n\n{text}\n")
+        return
+    if not path.exists():
+        return
+    if kind == "edit_same_size":
+        index, word, keep_mtime = op[2], op[3], op[4]
+        before = os.stat(path)
+        data = path.read_bytes()
+        spots = [m.start() for m in _VOCAB_WORD.finditer(data)]
+        if not spots:
+            return
+        with open(path, "r+b") as handle:  # in place: same inode, same size
+            handle.seek(spots[index % len(spots)])
+            handle.write(word.encode())
+        # An edit in the same clock tick keeps the mtime: simulate it when that is plausible.
+        if keep_mtime and time.time_ns() - before.st_mtime_ns < 1_000_000_000:
+            os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    elif kind in ("insert_line", "delete_line"):
+        lines = path.read_text(encoding="utf-8", errors="surrogateescape").split("\n")
+        at = op[2] % (len(lines) + 1)
+        if kind == "insert_line":
+            lines.insert(at, " ".join(op[3]))
+        elif at < len(lines):
+            del lines[at]
+        path.write_text("\n".join(lines), encoding="utf-8", errors="surrogateescape")
+    elif kind == "delete":
+        path.unlink()
+    elif kind == "rename":
+        if name != "MEMORY.md":
+            os.replace(path, workspace / "memory" / f"{op[2]}.md")
+    elif kind == "truncate":
+        os.truncate(path, int(os.path.getsize(path) * op[2]))
+    elif kind == "touch":
+        moment = time.time_ns() + op[2] * 1_000_000_000
+        os.utime(path, ns=(moment, moment))
+
+
+@settings(max_examples=50, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(_ops, min_size=1, max_size=12))
+def test_index_matches_a_fresh_parse_after_random_edits(ops):
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        sample_workspace(ws)
+
+        async def run():
+            async with MemoryStore(ws, index_path=Path(tmp) / "cache" / "index.sqlite3",
+                                   now=lambda: NOW) as store:
+                clock = Clock()
+                await assert_index_matches_files(store, ws)
+                for op in ops:
+                    await apply(op, store, ws, clock)
+                    await assert_index_matches_files(store, ws, days=30)
+                    await assert_index_matches_files(store, ws)
+                    assert (await store.index_status()).up_to_date
+
+        asyncio.run(run())
+
+
+async def test_same_size_edit_in_the_same_tick_is_seen(store, workspace):
+    path = write(workspace, "memory/2026-02-12.md",
+                 "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\napple bread\n")
+    assert len(await store.search_memories("apple")) == 1
+    before = os.stat(path)
+    path.write_text(path.read_text().replace("apple", "grape"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
+    assert os.stat(path).st_size == before.st_size
+    assert await store.search_memories("apple") == []
+    assert [h.content for h in await store.search_memories("grape")] == ["grape bread"]
+
+
+async def test_same_size_edit_in_place_with_same_mtime_is_seen_twice(store, workspace):
+    path = write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-12\n- apple\n")
+    mtime = os.stat(path).st_mtime_ns
+    for old, new in (("apple", "bread"), ("bread", "cloud")):
+        await store.search_memories("apple")
+        with open(path, "r+b") as handle:
+            data = handle.read()
+            handle.seek(data.index(old.encode()))
+            handle.write(new.encode())
+        os.utime(path, ns=(mtime, mtime))
+        assert [h.content for h in await store.search_memories(new)] == [new]
+
+
+async def test_renamed_note_is_found_under_its_new_date(store, workspace):
+    write(workspace, "memory/2026-02-10.md",
+          "# Daily Note - 2026-02-10\n\n## 09:00:00 UTC\n\napple\n")
+    await store.search_memories("apple")
+    os.rename(workspace / "memory/2026-02-10.md", workspace / "memory/2026-02-12.md")
+    [hit] = await store.search_memories("apple")
+    assert (hit.path, hit.date) == ("memory/2026-02-12.md", Date(2026, 2, 12))
+
+
+async def test_deleted_file_entries_disappear(store, workspace):
+    sample_workspace(workspace)
+    await store.search_memories("grape")
+    (workspace / "memory/2026-02-12.md").unlink()
+    assert await store.search_memories("grape", days=None) == []
+
+
+async def test_line_inserted_above_an_entry_moves_its_line_numbers(store, workspace):
+    path = write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-12\n- apple\n")
+    await store.search_memories("apple")
+    path.write_text("# Memory\n\nintro line\n\n## 2026-02-12\n- apple\n")
+    [hit] = await store.search_memories("apple")
+    assert (hit.line_start, hit.line_end) == (6, 6)
+
+
+# -- deleting, damaging and versioning the index -------------------------------------------
+
+async def test_deleted_index_is_rebuilt_silently_with_same_results(workspace, caplog):
+    sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        before = await snapshot(first)
+        path = first.index.path
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    caplog.set_level(logging.WARNING, logger="miniclaw")
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        assert await snapshot(second) == before
+    assert path.exists()
+    assert [r for r in caplog.records if r.name == "miniclaw"] == []
+
+
+_DELETE_WHILE_OPEN = textwrap.dedent("""
+    import asyncio, json, logging, sys
+    from datetime import datetime, timezone
+    from pathlib import Path
+    from miniclaw.memory import MemoryStore
+    logging.basicConfig(level=logging.WARNING)
+    ws = Path(sys.argv[1])
+    NOW = datetime(2026, 2, 14, 9, 12, 3, tzinfo=timezone.utc)
+    async def main():
+        wrong = []
+        async with MemoryStore(ws, now=lambda: NOW) as store:
+            await store.search_memories("apple", days=None)
+            await asyncio.gather(*(store.search_memories("apple") for _ in range(2)))
+            store.index.path.unlink()  # the user clears the cache while the store is open
+            for i in range(10):
+                await store.add_daily_note(f"apple newcomer{i}",
+                                           when=datetime(2026, 2, 13, 8, i, tzinfo=timezone.utc))
+                # Several searches at once, as a chat loop and its tools may run them.
+                # keyword mode: exactly the entries holding the word (bm25 adds neighbours)
+                found = await asyncio.gather(*(store.search_memories(f"newcomer{i}",
+                                                                     mode="keyword")
+                                               for _ in range(6)))
+                got = [[h.content for h in hits] for hits in found]
+                if got != [[f"apple newcomer{i}"]] * 6:
+                    wrong.append(got)
+        print(json.dumps(wrong[:3]))
+    asyncio.run(main())
+""")
+
+
+def test_index_deleted_while_store_is_open_keeps_results_right(workspace, isolated_home):
+    # In a subprocess: a crash must fail this test, not the whole run.
+    sample_workspace(workspace)
+    done = subprocess.run([sys.executable, "-c", _DELETE_WHILE_OPEN, str(workspace)],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == []
+    assert "WARNING" not in done.stderr
+
+
+async def test_only_main_index_file_deleted_is_rebuilt_with_same_results(workspace):
+    sample_workspace(workspace)
+    first = MemoryStore(workspace, now=lambda: NOW)
+    before = await snapshot(first)
+    path = first.index.path
+    path.unlink()  # -wal and -shm left behind, as `rm index.sqlite3` would
+    first.close()
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        assert await snapshot(second) == before
+
+
+def _damaged(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "miniclaw" and r.levelno == logging.WARNING]
+
+
+async def test_garbage_index_is_rebuilt_with_a_warning(workspace, caplog):
+    sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        before = await snapshot(first)
+        path = first.index.path
+    size = path.stat().st_size
+    path.write_bytes(os.urandom(max(size, 8192)))
+    caplog.set_level(logging.WARNING, logger="miniclaw")
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        assert await snapshot(second) == before
+    assert any("damaged" in message for message in _damaged(caplog))
+
+
+async def test_index_with_corrupted_pages_is_rebuilt_with_a_warning(workspace, caplog):
+    sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        before = await snapshot(first)
+        path = first.index.path
+    checkpoint(path)
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    assert len(data) > page  # more than one page: the header page is kept intact
+    data[page:] = b"\xa5" * (len(data) - page)
+    path.write_bytes(bytes(data))
+    caplog.set_level(logging.WARNING, logger="miniclaw")
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        assert await snapshot(second) == before
+    assert any("damaged" in message for message in _damaged(caplog))
+
+
+async def test_old_version_index_is_rebuilt_with_a_warning(workspace, caplog):
+    sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        before = await snapshot(first)
+        path = first.index.path
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    caplog.set_level(logging.WARNING, logger="miniclaw")
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        assert await snapshot(second) == before
+    assert any("format 1" in message for message in _damaged(caplog))
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] != 1
+    conn.close()
+
+
+async def test_old_version_index_content_is_not_trusted(workspace, caplog):
+    sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        await first.search_memories("apple")
+        path = first.index.path
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE entries SET content = 'stale ' || content")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        found = await second.search_memories("apple", days=None)
+    assert found and not any(h.content.startswith("stale") for h in found)
+
+
+# -- where the index lives, and its permissions --------------------------------------------
+
+async def test_index_lives_under_xdg_cache_miniclaw(store, workspace, isolated_home):
+    sample_workspace(workspace)
+    await store.search_memories("apple")
+    path = store.index.path
+    assert path.parent == isolated_home / ".cache" / "miniclaw"
+    assert path.exists()
+
+
+async def test_index_is_never_written_inside_the_workspace(store, workspace):
+    sample_workspace(workspace)
+    before = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
+    await store.search_memories("apple")
+    await store.rebuild_index()
+    after = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
+    assert after == before
+    assert workspace not in store.index.path.parents
+
+
+async def test_miniclaw_index_env_overrides_the_path(workspace, tmp_path, monkeypatch,
+                                                     isolated_home):
+    sample_workspace(workspace)
+    custom = tmp_path / "elsewhere" / "my-index.sqlite3"
+    monkeypatch.setenv("MINICLAW_INDEX", str(custom))
+    async with MemoryStore(workspace, now=lambda: NOW) as store:
+        found = await store.search_memories("apple", days=None)
+        assert store.index.path == custom
+    assert found
+    assert custom.exists()
+    assert not (isolated_home / ".cache" / "miniclaw").exists()
+
+
+async def test_index_file_is_private_to_the_user(store, workspace):
+    sample_workspace(workspace)
+    await store.search_memories("apple")
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(f"{store.index.path}{suffix}")
+        if part.exists():
+            assert stat.S_IMODE(part.stat().st_mode) == 0o600, suffix
+
+
+async def test_index_folder_is_private_to_the_user(store, workspace):
+    sample_workspace(workspace)
+    await store.search_memories("apple")
+    assert stat.S_IMODE(store.index.path.parent.stat().st_mode) == 0o700
+
+
+async def test_two_workspaces_get_two_index_files(tmp_path):
+    paths = []
+    for name in ("one", "two"):
+        ws = tmp_path / name
+        write(ws, "memory/MEMORY.md", f"# Memory\n\n- {name} apple\n")
+        async with MemoryStore(ws, now=lambda: NOW) as store:
+            [hit] = await store.search_memories("apple")
+            assert hit.content == f"{name} apple"
+            paths.append(store.index.path)
+    assert paths[0] != paths[1]
+
+
+# -- no private text in the index ----------------------------------------------------------
+
+SECRET = "zanzibarquokka"
+
+
+async def test_private_text_never_reaches_the_index_bytes(store, workspace):
+    write(workspace, "memory/MEMORY.md",
+          f"# Memory\n\n## 2026-02-12\n- apple public\n<private>\n- {SECRET}block apple\n"
+          f"</private>\n- bread <private>{SECRET}inline</private> visible\n")
+    write(workspace, "memory/2026-02-12.md",
+          f"---\nprivate: true\n---\n# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\n"
+          f"{SECRET}front apple\n")
+    write(workspace, "memory/2026-02-11.md",
+          f"# Daily Note - 2026-02-11\n\n## 09:00:00 UTC\n\napple <private>{SECRET}note"
+          f"</private> cloud\n")
+    found = await store.search_memories("apple bread cloud", limit=20)
+    assert found
+    assert all(SECRET not in h.content for h in found)
+    assert SECRET.encode() not in index_bytes(store.index.path)
+    checkpoint(store.index.path)
+    assert SECRET.encode() not in index_bytes(store.index.path)
+
+
+async def test_text_made_private_later_is_wiped_from_the_index_file(store, workspace):
+    path = write(workspace, "memory/MEMORY.md",
+                 f"# Memory\n\n## 2026-02-12\n- apple {SECRET} once public\n- bread\n")
+    assert await store.search_memories(SECRET)
+    checkpoint(store.index.path)
+    assert SECRET.encode() in store.index.path.read_bytes()  # the test can see it when there
+    path.write_text(f"# Memory\n\n## 2026-02-12\n<private>\n- apple {SECRET} once public\n"
+                    "</private>\n- bread\n")
+    assert await store.search_memories(SECRET) == []
+    checkpoint(store.index.path)
+    assert SECRET.encode() not in store.index.path.read_bytes()
+    assert SECRET.encode() not in index_bytes(store.index.path)
+
+
+async def test_deleted_file_text_is_wiped_from_the_index_file(store, workspace):
+    path = write(workspace, "memory/2026-02-12.md",
+                 f"# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\napple {SECRET}\n")
+    assert await store.search_memories(SECRET)
+    path.unlink()
+    assert await store.search_memories("apple") == []
+    checkpoint(store.index.path)
+    assert SECRET.encode() not in index_bytes(store.index.path)
+
+
+# -- status and rebuild --------------------------------------------------------------------
+
+async def test_status_reports_an_edited_file_as_stale(store, workspace):
+    sample_workspace(workspace)
+    await store.search_memories("apple", days=None)
+    with open(workspace / "memory/2026-02-12.md", "a") as handle:
+        handle.write("\n---\n\n## 11:00:00 UTC\n\ncloud\n")
+    status = await store.index_status()
+    assert status.stale_files == ("memory/2026-02-12.md",)
+    assert not status.up_to_date
+
+
+async def test_status_reports_a_new_file_as_stale(store, workspace):
+    sample_workspace(workspace)
+    await store.search_memories("apple", days=None)
+    write(workspace, "memory/2026-02-13.md", "# Daily Note - 2026-02-13\n\n## 08:00:00 UTC\n\nx\n")
+    assert (await store.index_status()).stale_files == ("memory/2026-02-13.md",)
+
+
+async def test_status_reports_a_deleted_file_as_missing(store, workspace):
+    sample_workspace(workspace)
+    await store.search_memories("apple", days=None)
+    (workspace / "memory/2025-12-31.md").unlink()
+    status = await store.index_status()
+    assert status.missing_files == ("memory/2025-12-31.md",)
+    assert not status.up_to_date
+
+
+async def test_status_is_up_to_date_after_a_search(store, workspace):
+    sample_workspace(workspace)
+    await store.search_memories("apple", days=None)
+    with open(workspace / "memory/2026-02-12.md", "a") as handle:
+        handle.write("\n---\n\n## 11:00:00 UTC\n\ncloud\n")
+    await store.search_memories("cloud", days=None)
+    status = await store.index_status()
+    assert status.up_to_date
+    assert (status.files, status.entries) == (3, len(fresh_entries(workspace)))
+
+
+async def test_rebuild_gives_the_same_results(store, workspace):
+    sample_workspace(workspace)
+    before = await snapshot(store)
+    report = await store.rebuild_index()
+    assert report.files_parsed == 3
+    assert await snapshot(store) == before
+
+
+async def test_rebuild_after_edits_matches_a_fresh_parse(store, workspace):
+    sample_workspace(workspace)
+    await snapshot(store)
+    with open(workspace / "memory/MEMORY.md", "a") as handle:
+        handle.write("- grape house\n")
+    await store.rebuild_index()
+    await assert_index_matches_files(store, workspace)
+
+
+# -- two processes -------------------------------------------------------------------------
+
+_WRITER = textwrap.dedent("""
+    import asyncio, sys
+    from miniclaw.memory import MemoryStore
+    ws, count, done = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    async def main():
+        async with MemoryStore(ws) as store:
+            for i in range(count):
+                await store.add_daily_note(f"marker entry{i} written by the writer")
+                if i % 3 == 0:  # refresh the index from this process too
+                    await store.search_memories("marker", days=None, limit=20)
+    try:
+        asyncio.run(main())
+    finally:
+        open(done, "w").close()
+""")
+
+_SEARCHER = textwrap.dedent("""
+    import asyncio, json, os, sys
+    from pathlib import Path
+    from miniclaw.memory import MemoryStore
+    from miniclaw.memory.tokenizer import tokenize
+    ws, count, done = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    problems, rounds = [], 0
+    async def check(store):
+        global rounds
+        rounds += 1
+        found = await store.search("marker", days=None, limit=20, mode="keyword")
+        if len(found.results) != min(20, found.total):
+            problems.append(f"{len(found.results)} results for total {found.total}")
+        for hit in found.results:
+            lines = (ws / hit.path).read_text().split("\\n")
+            if "marker" not in tokenize(hit.content) or hit.score != 1.0:
+                problems.append(f"bad hit {hit!r}")
+            elif lines[hit.line_start - 1] != hit.content:
+                problems.append(f"line {hit.line_start} of {hit.path} is not {hit.content!r}")
+    async def main():
+        async with MemoryStore(ws) as store:
+            while not os.path.exists(done) or rounds < 5:
+                await check(store)
+            await check(store)
+            missing = [i for i in range(count)
+                       if [h.content for h in await store.search_memories(
+                           f"entry{i}", days=None, mode="keyword")]
+                       != [f"marker entry{i} written by the writer"]]
+        print(json.dumps({"problems": problems[:5], "missing": missing, "rounds": rounds}))
+    asyncio.run(main())
+""")
+
+
+_OTHER_PROCESS = textwrap.dedent("""
+    import asyncio, sys
+    from miniclaw.memory import MemoryStore
+    async def main():
+        async with MemoryStore(sys.argv[1]) as store:
+            await store.add_long_term(sys.argv[2])
+            await store.search_memories("apple", days=None)
+    asyncio.run(main())
+""")
+
+_HOLDER = textwrap.dedent("""
+    import asyncio, json, logging, os, subprocess, sys
+    from miniclaw.memory import MemoryStore
+    logging.basicConfig(level=logging.WARNING)
+    ws, other = sys.argv[1], sys.argv[2]
+    async def main():
+        wrong, vanished = [], []
+        async with MemoryStore(ws) as store:
+            # A long-lived store (the chat loop) that has searched, some searches at once.
+            await asyncio.gather(*(store.search_memories("apple", days=None) for _ in range(4)))
+            for i in range(5):
+                # Another miniclaw (a CLI call) adds a memory and searches, then exits.
+                subprocess.run([sys.executable, "-c", other, ws, f"apple from other {i}"],
+                               check=True)
+                # SQLite deletes -wal/-shm only when it sees no other user of the index: if
+                # they are gone while this store is open, this process's locks were lost.
+                vanished += [s for s in ("-wal", "-shm")
+                             if not os.path.exists(f"{store.index.path}{s}")]
+                got = sorted(h.content for h in await store.search_memories("apple", limit=20))
+                want = sorted(["apple pie"] + [f"apple from other {n}" for n in range(i + 1)])
+                if got != want:
+                    wrong.append(got)
+        print(json.dumps({"wrong": wrong, "vanished": vanished}))
+    asyncio.run(main())
+""")
+
+
+def test_other_process_using_the_index_does_not_break_an_open_store(workspace):
+    # In a subprocess: a crash must fail this test, not the whole run.
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- apple pie\n")
+    done = subprocess.run([sys.executable, "-c", _HOLDER, str(workspace), _OTHER_PROCESS],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "damaged" not in done.stderr
+    assert json.loads(done.stdout) == {"wrong": [], "vanished": []}
+
+
+@pytest.mark.slow
+def test_writer_and_searcher_processes_do_not_interfere(workspace, tmp_path, isolated_home):
+    count = 40
+    done = tmp_path / "writer-done"
+    env = {**os.environ, "HOME": str(isolated_home),
+           "XDG_CACHE_HOME": str(isolated_home / ".cache"),
+           "PYTHONPATH": str(ROOT)}
+    searcher = subprocess.Popen([sys.executable, "-c", _SEARCHER, str(workspace), str(count),
+                                 str(done)], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(workspace), str(count),
+                               str(done)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    w_out, w_err = writer.communicate(timeout=300)
+    s_out, s_err = searcher.communicate(timeout=300)
+    assert writer.returncode == 0, w_err
+    assert searcher.returncode == 0, s_err
+    assert "locked" not in w_err + s_err
+    report = json.loads(s_out)
+    assert report["problems"] == []
+    assert report["missing"] == []
+    assert report["rounds"] >= 5

@@ -1,0 +1,236 @@
+"""Privacy: `redact_lines` hides every private part and keeps the line count (DESIGN.md)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from miniclaw.memory.parsing import parse_daily_note, parse_long_term, split_lines
+from miniclaw.memory.privacy import is_private_file, open_at_end, redact_lines
+
+# -- block tags -------------------------------------------------------------------------
+
+
+def test_block_tags_alone_on_lines_hide_the_lines_between_them():
+    lines = ["before", "<private>", "secret one", "secret two", "</private>", "after"]
+    assert redact_lines(lines) == ["before", "", "", "", "", "after"]
+
+
+def test_block_tags_with_leading_spaces_still_hide():
+    lines = ["before", "   <private>", "secret", "  </private>", "after"]
+    assert redact_lines(lines) == ["before", "", "", "", "after"]
+
+
+def test_text_after_a_block_is_visible_again():
+    lines = ["<private>", "secret", "</private>", "visible", "<private>", "secret2", "</private>"]
+    assert redact_lines(lines) == ["", "", "", "visible", "", "", ""]
+
+
+def test_unclosed_block_hides_everything_to_the_end_of_the_file():
+    lines = ["visible", "<private>", "secret", "", "## 2026-02-14", "- more secret"]
+    assert redact_lines(lines) == ["visible", "", "", "", "", ""]
+
+
+def test_nested_blocks_close_at_the_outermost_closing_tag():
+    lines = ["<private>", "a", "<private>", "b", "</private>", "still secret", "</private>", "shown"]
+    assert redact_lines(lines) == ["", "", "", "", "", "", "", "shown"]
+
+
+def test_nested_block_left_open_inside_a_closed_one_hides_to_the_end():
+    lines = ["<private>", "<private>", "x", "</private>", "y"]
+    assert redact_lines(lines) == ["", "", "", "", ""]
+
+
+# -- inline tags ------------------------------------------------------------------------
+
+
+def test_inline_tags_hide_only_the_text_between_them():
+    assert redact_lines(["call <private>555-1234</private> tomorrow"]) == ["call  tomorrow"]
+
+
+def test_several_inline_pairs_on_one_line_are_all_hidden():
+    line = "a <private>one</private> b <PRIVATE>two</PRIVATE> c"
+    assert redact_lines([line]) == ["a  b  c"]
+
+
+def test_inline_open_without_close_on_its_line_opens_a_block():
+    lines = ["note <private>secret start", "secret middle", "secret end</private> after", "next"]
+    assert redact_lines(lines) == ["note ", "", " after", "next"]
+
+
+def test_line_holding_only_tags_and_private_text_becomes_empty():
+    assert redact_lines(["  <private>secret</private>  "]) == [""]
+
+
+def test_the_word_private_without_angle_brackets_is_not_a_tag():
+    lines = ["this is private information", "privately held", "<privateer> ahoy"]
+    assert redact_lines(lines) == lines
+
+
+# -- odd spacing and case ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("opening", ["<private>", "<PRIVATE>", "< PRIVATE >", "<Private>",
+                                     '<Private reason="x">', "<private reason='health'>",
+                                     "<  private  >"])
+def test_opening_tag_variants_open_a_block(opening):
+    lines = ["shown", opening, "secret", "</private>", "shown too"]
+    assert redact_lines(lines) == ["shown", "", "", "", "shown too"]
+
+
+@pytest.mark.parametrize("closing", ["</private>", "</ private>", "</PRIVATE>", "< / private >",
+                                     "</Private >"])
+def test_closing_tag_variants_close_a_block(closing):
+    lines = ["<private>", "secret", closing, "shown"]
+    assert redact_lines(lines) == ["", "", "", "shown"]
+
+
+def test_inline_tags_with_odd_spacing_and_attributes():
+    line = 'keep <Private reason="x">secret</ private> this'
+    assert redact_lines([line]) == ["keep  this"]
+
+
+def test_unfinished_opening_tag_at_end_of_line_fails_closed():
+    lines = ["text before <private", "secret", "more secret"]
+    out = redact_lines(lines)
+    assert out == ["text before ", "", ""]
+
+
+def test_unfinished_opening_tag_then_closing_tag_later():
+    lines = ["text <private", "secret", "</private>", "shown"]
+    assert redact_lines(lines) == ["text ", "", "", "shown"]
+
+
+# -- front matter -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["private: true", 'private: "true"', "private: 'true'",
+                                  "private: yes", "private: True", "private:true",
+                                  "private: TRUE  # keep it to me"])
+def test_front_matter_private_hides_the_whole_file(flag):
+    lines = ["---", "title: notes", flag, "---", "", "## 09:00:00 UTC", "", "secret"]
+    assert is_private_file(lines)
+    assert redact_lines(lines) == [""] * len(lines)
+
+
+def test_unterminated_front_matter_saying_private_still_hides_the_file():
+    lines = ["---", "private: true", "## 09:00:00 UTC", "secret"]
+    assert redact_lines(lines) == ["", "", "", ""]
+
+
+@pytest.mark.parametrize("flag", ["private: false", "private: no", "public: true"])
+def test_front_matter_not_private_leaves_content_visible(flag):
+    lines = ["---", flag, "---", "visible"]
+    assert not is_private_file(lines)
+    assert redact_lines(lines)[3] == "visible"
+
+
+def test_private_key_after_the_front_matter_does_not_hide_the_file():
+    lines = ["---", "title: x", "---", "private: true", "visible"]
+    assert not is_private_file(lines)
+    assert redact_lines(lines)[4] == "visible"
+
+
+def test_front_matter_must_start_on_the_first_line():
+    lines = ["", "---", "private: true", "---", "visible"]
+    assert redact_lines(lines) == lines
+
+
+def test_private_front_matter_behind_a_bom_and_crlf_hides_the_parsed_file():
+    text = "\ufeff---\r\nprivate: true\r\n---\r\n- secret bullet\r\n"
+    assert parse_long_term(text, "memory/MEMORY.md") == []
+
+
+# -- invariants -------------------------------------------------------------------------
+
+
+def test_line_count_is_preserved():
+    lines = ["a", "<private>", "b", "c <private>d</private> e", "</private>", "f <private", "g"]
+    assert len(redact_lines(lines)) == len(lines)
+
+
+def test_empty_input_gives_empty_output():
+    assert redact_lines([]) == []
+
+
+def test_open_at_end_detects_an_unclosed_block():
+    assert open_at_end(["<private>", "x"])
+    assert not open_at_end(["<private>", "x", "</private>"])
+    assert not open_at_end(["a <private>x</private> b"])
+
+
+_PLAIN = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r§"),
+    max_size=30,
+).filter(lambda s: "private" not in s.lower())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PLAIN, max_size=20))
+def test_text_without_tags_passes_through_unchanged(lines):
+    assert redact_lines(lines) == lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=40).map(lambda s: s.replace("\n", " ")), max_size=20))
+def test_redaction_never_changes_the_line_count(lines):
+    assert len(redact_lines(lines)) == len(lines)
+
+
+SECRET = "§zebrasecret§"
+_OPEN = st.sampled_from(["<private>", "< PRIVATE >", '<Private reason="x">', "<PRIVATE>",
+                         "  <private>"])
+_CLOSE = st.sampled_from(["</private>", "</ private>", "</PRIVATE>", "< / private >",
+                          "  </private>"])
+
+
+@st.composite
+def _segment(draw):
+    """A list of lines: plain text, or a private part holding the secret."""
+    kind = draw(st.sampled_from(["plain", "block", "inline", "nested", "open-inline"]))
+    if kind == "plain":
+        return [draw(_PLAIN)]
+    before, after = draw(_PLAIN), draw(_PLAIN)
+    if kind == "block":
+        inner = [draw(_PLAIN) + SECRET + draw(_PLAIN) for _ in range(draw(st.integers(1, 3)))]
+        return [draw(_OPEN), *inner, draw(_CLOSE)]
+    if kind == "inline":
+        return [f"{before}{draw(_OPEN).strip()}{SECRET}{draw(_CLOSE).strip()}{after}"]
+    if kind == "nested":
+        return [draw(_OPEN), SECRET, draw(_OPEN), SECRET, draw(_CLOSE), SECRET, draw(_CLOSE)]
+    return [f"{before}{draw(_OPEN).strip()}{SECRET}", SECRET, f"{SECRET}{draw(_CLOSE).strip()}{after}"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_segment(), min_size=1, max_size=12), st.booleans())
+def test_secret_in_private_parts_never_appears_in_the_output(segments, leave_open):
+    lines = [line for segment in segments for line in segment]
+    if leave_open:
+        lines += ["<private>", SECRET, "more " + SECRET]
+    out = redact_lines(lines)
+    assert len(out) == len(lines)
+    assert not any("zebrasecret" in line for line in out)
+    text = "\n".join(lines)
+    for entry in parse_long_term(text, "memory/MEMORY.md"):
+        assert "zebrasecret" not in entry.text
+    for entry in parse_daily_note(text, "memory/2026-02-14.md", date(2026, 2, 14)):
+        assert "zebrasecret" not in entry.text
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PLAIN, min_size=1, max_size=10))
+def test_plain_lines_around_private_blocks_stay_visible(plain):
+    lines = []
+    for text in plain:
+        lines += [text, "<private>", SECRET, "</private>"]
+    out = redact_lines(lines)
+    assert out[0::4] == plain
+    assert all(line == "" for i, line in enumerate(out) if i % 4)
+
+
+def test_split_lines_then_redact_keeps_crlf_line_numbers():
+    text = "a\r\n<private>\r\nsecret\r\n</private>\r\nb"
+    assert redact_lines(split_lines(text)) == ["a", "", "", "", "b"]

@@ -1,0 +1,145 @@
+"""Queries: what cannot be searched is a QueryError; anything else just searches."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from miniclaw.errors import QueryError, UsageError
+from miniclaw.memory import MemoryStore
+from miniclaw.memory.query import MAX_QUERY_CHARS, parse_query
+from tests.conftest import NOW, write
+
+NOTE = ("# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\n"
+        "Sam said drop table entries near the old oak\n\n---\n\n"
+        "## 10:00:00 UTC\n\nbackslash path C:\\Users\\kim with binary-heaps\n")
+
+
+@pytest.fixture
+def noted(workspace: Path) -> Path:
+    write(workspace, "memory/2026-02-12.md", NOTE)
+    return workspace
+
+
+def test_query_error_is_a_usage_error():
+    assert issubclass(QueryError, UsageError)
+
+
+@pytest.mark.parametrize("text", ["", " ", "\t\n  ", "\u00a0\u3000"])
+async def test_empty_or_whitespace_query_raises_query_error(store, noted, text):
+    with pytest.raises(QueryError):
+        await store.search_memories(text)
+
+
+@pytest.mark.parametrize("text", ["?!", "...", "—…“”", "-- ; ' \" * ( )", "🙂🙂"])
+async def test_punctuation_only_query_raises_query_error(store, noted, text):
+    with pytest.raises(QueryError):
+        await store.search_memories(text)
+
+
+async def test_query_over_1000_chars_raises_query_error(store, noted):
+    with pytest.raises(QueryError):
+        await store.search_memories("sam " * 250 + "x")
+
+
+async def test_query_of_exactly_1000_chars_is_searched(store, noted):
+    text = ("sam " * 250)[:MAX_QUERY_CHARS]
+    assert len(text) == 1000
+    found = await store.search_memories(text)
+    assert found[0].line_start == 5
+
+
+def test_parse_query_keeps_distinct_terms_in_order():
+    assert parse_query("Sam met SAM at the café").terms == ("sam", "met", "at", "the", "cafe")
+
+
+def test_parse_query_rejects_non_string():
+    with pytest.raises(QueryError):
+        parse_query(None)  # type: ignore[arg-type]
+
+
+async def test_query_error_does_not_create_the_index(store, noted):
+    with pytest.raises(QueryError):
+        await store.search_memories("   ")
+    assert not store.index.path.exists()
+
+
+# -- SQL- and FTS-looking text is just words -----------------------------------------------
+
+@pytest.mark.parametrize("text, line", [
+    ("'; DROP TABLE entries; --", 5),
+    ('"drop" OR tabl*', 5),
+    ("NEAR(oak sam)", 5),
+    ("oak AND NOT sam", 5),
+    ("C:\\Users\\kim\\", 11),
+    ("backslash\\", 11),
+    ("binary-heaps", 11),
+    ("content:backslash", 11),
+    ("%backslash%", 11),
+    ("_backslash_", 11),
+])
+async def test_sql_or_fts_syntax_in_a_query_is_searched_as_words(store, noted, text, line):
+    found = await store.search_memories(text, mode="keyword")
+    assert found[0].line_start == line
+
+
+async def test_sql_injection_query_leaves_the_index_working(store, noted):
+    await store.search_memories("'; DROP TABLE entries; --")
+    await store.search_memories("x'); DELETE FROM postings; --")
+    found = await store.search_memories("oak", mode="keyword")
+    assert [hit.line_start for hit in found] == [5]
+
+
+async def test_query_with_only_fts_operators_finds_nothing_but_does_not_fail(store, noted):
+    assert await store.search_memories("OR AND NOT") == []
+
+
+# -- any string: a list or a UsageError ----------------------------------------------------
+
+_ANY_QUERY = st.one_of(
+    st.text(alphabet=st.characters(exclude_categories=()), max_size=40),
+    st.text(max_size=1100),
+    st.lists(st.sampled_from(["sam", "OR", "'", '"', "*", "(", ")", ";", "--", "\\", "%", "_",
+                              "\x00", "drop", "table", "NEAR", "北京", " ", "\n"]),
+             max_size=12).map("".join),
+)
+
+
+def _search_any(query: str, with_index: bool) -> object:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        write(ws, "memory/2026-02-12.md", NOTE)
+        index = Path(tmp) / "cache" / "index.sqlite3"
+
+        async def run():
+            async with MemoryStore(ws, index_path=index, now=lambda: NOW) as store:
+                if with_index:
+                    await store.refresh_index()
+                    assert index.exists()
+                else:
+                    assert not index.exists()
+                try:
+                    return await store.search_memories(query, days=None)
+                except UsageError as exc:
+                    return exc
+
+        return asyncio.run(run())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_ANY_QUERY)
+def test_any_query_gives_a_list_or_usage_error_with_an_index(query):
+    outcome = _search_any(query, with_index=True)
+    assert isinstance(outcome, (list, UsageError))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_ANY_QUERY)
+def test_any_query_gives_a_list_or_usage_error_without_an_index(query):
+    outcome = _search_any(query, with_index=False)
+    assert isinstance(outcome, (list, UsageError))

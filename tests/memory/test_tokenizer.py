@@ -1,0 +1,225 @@
+"""The tokenizer: the same terms for entries and queries, whatever the script or punctuation."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from miniclaw.memory.tokenizer import token_spans, tokenize
+from tests.conftest import write
+
+
+# -- words, case and accents ---------------------------------------------------------------
+
+def test_plain_words_are_lowercased_terms():
+    assert tokenize("Met Sam about Atlas") == ["met", "sam", "about", "atlas"]
+
+
+def test_non_latin_words_are_single_terms():
+    assert tokenize("Привет мир") == ["привет", "мир"]
+    assert tokenize("Ωμέγα") == tokenize("ωμεγα")
+
+
+def test_case_folding_makes_upper_and_lower_case_equal():
+    assert tokenize("COFFEE Coffee coffee") == ["coffe"] * 3
+
+
+def test_sharp_s_folds_to_ss():
+    assert tokenize("Straße") == tokenize("STRASSE") == tokenize("strasse")
+
+
+def test_accented_and_plain_spellings_match():
+    assert tokenize("café") == tokenize("CAFÉ") == tokenize("cafe") == ["cafe"]
+
+
+def test_decomposed_accent_matches_precomposed():
+    assert tokenize("cafe\u0301") == tokenize("caf\u00e9") == ["cafe"]
+
+
+def test_underscore_separates_words():
+    assert tokenize("foo_bar") == ["foo", "bar"]
+
+
+# -- punctuation ---------------------------------------------------------------------------
+
+def test_curly_quotes_separate_words():
+    assert tokenize("“alpha”‘beta’") == ["alpha", "beta"]
+
+
+def test_em_dash_separates_words():
+    assert tokenize("alpha—beta–gamma") == ["alpha", "beta", "gamma"]
+
+
+def test_ellipsis_separates_words():
+    assert tokenize("alpha…beta") == ["alpha", "beta"]
+
+
+def test_no_break_space_separates_words():
+    assert tokenize("alpha\u00a0beta\u202fgamma") == ["alpha", "beta", "gamma"]
+
+
+def test_apostrophe_possessive_matches_the_bare_name():
+    assert tokenize("Caroline's") == tokenize("Caroline")
+
+
+def test_curly_apostrophe_possessive_matches_the_bare_name():
+    assert tokenize("Caroline’s") == tokenize("Caroline")
+
+
+def test_apostrophe_is_not_a_word_boundary():
+    assert len(tokenize("don't")) == 1
+
+
+# -- numbers, dates, times -----------------------------------------------------------------
+
+def test_iso_date_is_one_term():
+    assert tokenize("on 2026-02-14") == ["on", "2026-02-14"]
+
+
+def test_decimal_number_is_one_term():
+    assert tokenize("costs 3.5 euros")[1] == "3.5"
+
+
+def test_clock_time_is_one_term():
+    assert tokenize("at 10:30")[1] == "10:30"
+
+
+def test_trailing_period_is_not_part_of_a_number():
+    assert tokenize("it was 42.") == ["it", "was", "42"]
+
+
+# -- CJK -----------------------------------------------------------------------------------
+
+def test_chinese_becomes_overlapping_bigrams():
+    assert tokenize("我喜欢咖啡") == ["我喜", "喜欢", "欢咖", "咖啡"]
+
+
+def test_japanese_kana_and_kanji_become_overlapping_bigrams():
+    assert tokenize("東京タワー") == ["東京", "京タ", "タワ", "ワー"]
+
+
+def test_korean_becomes_overlapping_bigrams():
+    assert tokenize("안녕하세요") == ["안녕", "녕하", "하세", "세요"]
+
+
+def test_korean_words_split_at_spaces():
+    assert tokenize("좋은 친구") == ["좋은", "친구"]
+
+
+def test_single_cjk_character_is_one_term():
+    assert tokenize("猫") == ["猫"]
+
+
+def test_latin_next_to_cjk_is_a_separate_term():
+    assert tokenize("Atlas项目") == ["atlas", "项目"]
+
+
+async def test_chinese_word_query_finds_its_daily_note(store, workspace):
+    write(workspace, "memory/2026-02-10.md",
+          "# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n今天我们去北京吃烤鸭。\n")
+    write(workspace, "memory/2026-02-11.md",
+          "# Daily Note - 2026-02-11\n\n## 08:00:00 UTC\n\n明天上海下雨。\n")
+    found = await store.search_memories("北京", days=None)
+    assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
+
+
+async def test_three_character_chinese_query_finds_its_note(store, workspace):
+    write(workspace, "memory/2026-02-10.md",
+          "# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n我们在烤鸭店见面\n")
+    found = await store.search_memories("烤鸭店", days=None)
+    assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
+
+
+async def test_japanese_word_query_finds_its_note(store, workspace):
+    write(workspace, "memory/2026-02-10.md",
+          "# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n明日は東京タワーに行きます\n")
+    found = await store.search_memories("東京", days=None)
+    assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
+
+
+async def test_korean_word_query_finds_its_note(store, workspace):
+    write(workspace, "memory/2026-02-10.md",
+          "# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n오늘 서울에서 친구를 만났다\n")
+    found = await store.search_memories("친구", days=None)
+    assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
+
+
+async def test_added_long_term_chinese_entry_is_found(store):
+    await store.add_long_term("我喜欢喝咖啡")
+    found = await store.search_memories("咖啡")
+    assert [hit.content for hit in found] == ["我喜欢喝咖啡"]
+
+
+# -- stemming ------------------------------------------------------------------------------
+
+def test_running_and_runs_stem_to_run():
+    assert tokenize("running runs run") == ["run", "run", "run"]
+
+
+def test_plural_matches_singular():
+    assert tokenize("meetings") == tokenize("meeting")
+
+
+async def test_inflected_query_finds_other_inflection(store):
+    await store.add_daily_note("Went running by the river",
+                               when=datetime(2026, 2, 13, 7, 0, tzinfo=timezone.utc))
+    found = await store.search_memories("runs")
+    assert [hit.content for hit in found] == ["Went running by the river"]
+
+
+# -- token_spans ---------------------------------------------------------------------------
+
+def test_token_spans_offsets_point_at_each_word():
+    text = "Hello, Café—world’s 2026-02-14 at 10:30!"
+    spans = list(token_spans(text))
+    assert [text[s:e] for s, e, _ in spans] == [
+        "Hello", "Café", "world’s", "2026-02-14", "at", "10:30"]
+
+
+def test_token_spans_terms_match_tokenize_of_the_word():
+    text = "Caroline's RUNNING café"
+    for start, end, terms in token_spans(text):
+        assert terms == tokenize(text[start:end])
+
+
+def test_token_spans_of_cjk_run_carry_its_bigrams():
+    text = "去北京了"
+    [(start, end, terms)] = list(token_spans(text))
+    assert (start, end) == (0, 4)
+    assert terms == ["去北", "北京", "京了"]
+
+
+# -- properties ----------------------------------------------------------------------------
+
+_ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=200)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_TEXT)
+def test_tokenize_never_raises_and_gives_nonempty_terms_without_whitespace(text):
+    terms = tokenize(text)
+    assert isinstance(terms, list)
+    for term in terms:
+        assert isinstance(term, str)
+        assert term
+        assert not any(ch.isspace() for ch in term)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_TEXT)
+def test_token_spans_are_ordered_in_bounds_and_nonempty(text):
+    last_end = 0
+    for start, end, _ in token_spans(text):
+        assert last_end <= start < end <= len(text)
+        last_end = end
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=200))
+@example("add ½ cup of sugar")
+def test_token_spans_terms_agree_with_tokenize(text):
+    """Highlights rely on token_spans finding exactly the terms the index holds."""
+    from_spans = [term for _, _, terms in token_spans(text) for term in terms]
+    assert from_spans == tokenize(text)
