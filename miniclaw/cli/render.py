@@ -86,7 +86,8 @@ def search_text(found, style: Style, *, all_history: bool) -> str:
         day = hit.date.isoformat() if hit.date else "undated"
         label = SOURCE_LABELS.get(hit.source, hit.source)
         lines.append(f"{rank}. " + style(f"[Score: {format_score(hit.score)}]", "green")
-                     + f" {day} ({label})")
+                     + f" {day} ({label})"
+                     + ("" if hit.matched else style(" [context: next to a match]", "dim")))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
         citation = f"{hit.path}:{hit.line_start}"
         if hit.line_end != hit.line_start:

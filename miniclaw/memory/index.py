@@ -469,18 +469,19 @@ class SearchIndex:
         found = dict(self._run(lambda c: c.execute(sql, params).fetchall()))
         return {i: found.get(i, 0.0) for i in entry_ids}
 
-    def neighbours(self, entry_ids: Sequence[int], reach: int) -> dict[int, list[tuple[int, int]]]:
-        """(entry id, offset) of the entries up to `reach` places before and after each
-        given one in its file (offset -1 is the one right before)."""
+    def neighbours(self, entry_ids: Sequence[int], reach: int) -> dict[int, list[tuple]]:
+        """(entry id, offset, own time, its time) of the entries up to `reach` places before
+        and after each given one in its file (offset -1 is the one right before)."""
         if not entry_ids:
             return {}
         ids = ", ".join(str(int(i)) for i in entry_ids)
-        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal FROM entries e JOIN entries n"
-               " ON n.file_id = e.file_id AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
+        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, e.time, n.time FROM entries e"
+               " JOIN entries n ON n.file_id = e.file_id"
+               " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
                f" AND n.id != e.id WHERE e.id IN ({ids})")
-        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
-        for entry_id, other, offset in self._run(lambda c: c.execute(sql, (reach, reach)).fetchall()):
-            out[entry_id].append((other, offset))
+        out: dict[int, list[tuple]] = {i: [] for i in entry_ids}
+        for entry_id, *rest in self._run(lambda c: c.execute(sql, (reach, reach)).fetchall()):
+            out[entry_id].append(tuple(rest))
         return out
 
     def filter_ids(self, entry_ids: Sequence[int], filters: Filters) -> list[int]:

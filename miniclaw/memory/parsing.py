@@ -156,10 +156,8 @@ def parse_long_term(text: str, path: str) -> list[Entry]:
                 labelled.annotate(*annotation)
             continue
         heading = _HEADING.match(line)
-        if heading or _SEPARATOR.match(line):
+        if heading:
             item = labelled = None
-            if not heading:
-                continue
             level = len(heading.group(1))
             if level <= 2:
                 section_date = _to_date(heading.group(2) or "") if level == 2 else None
@@ -171,8 +169,11 @@ def parse_long_term(text: str, path: str) -> list[Entry]:
                 item = None
             continue
         bullet = _BULLET.match(line) if indent < 2 else None
-        if bullet:
+        if bullet:  # before separators: "- --" is a bullet here, whatever Markdown says
             item = _Item(number, bullet.group(1) or "", bullet=True, date=section_date)
+        elif _SEPARATOR.match(line):
+            item = labelled = None
+            continue
         elif item is not None and item.bullet and indent >= 2:
             item.add(number, line[2:])  # an indented continuation
         elif item is not None and not item.blank_run:

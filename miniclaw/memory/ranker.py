@@ -21,6 +21,7 @@ from miniclaw.errors import UsageError
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.index import Filters, SearchIndex
+from miniclaw.memory.neighbours import add_neighbour_scores
 from miniclaw.memory.query import parse_query
 from miniclaw.memory.scoring import CorpusStats, Scorer, get_scorer
 
@@ -47,6 +48,7 @@ class RankedMemory(NamedTuple):
     tags: tuple[str, ...]
     time: str | None = None
     highlights: tuple[tuple[int, int], ...] = ()  # spans of matched words in `excerpt`
+    matched: bool = True  # False: holds no query word, found as context of a neighbour
 
     def to_dict(self, rank: int) -> dict:
         """The JSON object of DESIGN.md."""
@@ -55,7 +57,7 @@ class RankedMemory(NamedTuple):
             "path": self.path, "line_start": self.line_start, "line_end": self.line_end,
             "date": self.date.isoformat() if self.date else None,
             "category": self.category, "tags": list(self.tags),
-            "content": self.content, "excerpt": self.excerpt,
+            "content": self.content, "excerpt": self.excerpt, "matched": self.matched,
         }
 
 
@@ -146,14 +148,16 @@ class MemoryRanker:
         own = {entry_id: score for rows, _ in found for entry_id, score, _ in rows}
         entries = {i: e for _, got in found for i, e in got.items()}
         total = sum(rows[0][2] for rows, _ in found if rows)
+        context: set[int] = set()
         if scorer.neighbor_weights and own:
-            before = len(own)
-            own, entries = await asyncio.to_thread(self._with_neighbours, own, entries,
-                                                   filters, weights, scorer, stats.avg_length)
-            total += len(own) - before  # neighbours that only their context brought in
+            own, entries, context = await asyncio.to_thread(
+                add_neighbour_scores, self.index, own, entries, filters, weights, scorer,
+                stats.avg_length)
+            total += len(context)  # entries that only their neighbours brought in
         ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))
         terms = frozenset(query.terms)
-        results = [self._result(entries[i], own[i], terms) for i in ranked[: options.limit]]
+        results = [self._result(entries[i], own[i], terms, i not in context)
+                   for i in ranked[: options.limit]]
         return SearchResults(query.text, scorer.name, total, results)
 
     def _prepare(self, terms: list[str]) -> CorpusStats:
@@ -170,31 +174,9 @@ class MemoryRanker:
         rows = self.index.top(source, filters, weights, scorer.term_score_sql, avgdl, k)
         return rows, self.index.entries([row[0] for row in rows])
 
-    def _with_neighbours(self, own: dict[int, float], entries: dict[int, Entry],
-                         filters: Filters, weights: dict[str, float], scorer: Scorer,
-                         avgdl: float) -> tuple[dict[int, float], dict[int, Entry]]:
-        """Add a share of each entry's neighbours' scores (daily notes only)."""
-        shares = dict(scorer.neighbor_weights)  # offset -> share of that neighbour's score
-        reach = max(abs(offset) for offset in shares)
-        daily = [i for i, e in entries.items() if e.source == "daily_note"]
-        around = self.index.neighbours(daily, reach)
-        extra = {n for ns in around.values() for n, _ in ns} - own.keys()
-        newcomers = self.index.filter_ids(sorted(extra), filters)
-        around.update(self.index.neighbours(newcomers, reach))
-        needed = {n for ns in around.values() for n, _ in ns} | set(newcomers)
-        base = dict(own)
-        missing = sorted(needed - base.keys())
-        base.update(self.index.scores(missing, weights, scorer.term_score_sql, avgdl))
-        boosted = dict(own)
-        for entry_id in list(daily) + newcomers:
-            share = sum(shares.get(offset, 0.0) * base.get(n, 0.0)
-                        for n, offset in around.get(entry_id, ()))
-            boosted[entry_id] = base.get(entry_id, 0.0) + share
-        return boosted, {**entries, **self.index.entries(newcomers)}
-
     @staticmethod
-    def _result(entry: Entry, score: float, terms: frozenset[str]) -> RankedMemory:
+    def _result(entry: Entry, score: float, terms: frozenset[str], matched: bool) -> RankedMemory:
         excerpt, spans = make_excerpt(entry.text, terms)
         return RankedMemory(entry.text, excerpt, score, entry.source, entry.date, entry.path,
                             entry.line_start, entry.line_end, entry.category, entry.tags,
-                            entry.time, spans)
+                            entry.time, spans, matched)

@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 from miniclaw.cli import app
 from tests.conftest import write
 
+# DESIGN.md's fields, plus `matched` (false for an entry found only as a neighbour's context).
 RESULT_FIELDS = {"rank", "score", "source", "path", "line_start", "line_end", "date",
-                 "category", "tags", "content", "excerpt"}
+                 "category", "tags", "content", "excerpt", "matched"}
 TEMPLATE_FILES = ["SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md"]
 ANSI = re.compile(r"\x1b\[")
 

@@ -30,7 +30,8 @@ def note(day: str, *sections: tuple[str, str]) -> str:
 
 
 def write_note(workspace: Path, day: str, *texts: str) -> None:
-    sections = [(f"{9 + i:02d}:00:00", text) for i, text in enumerate(texts)]
+    # A minute apart: close enough in time to be each other's context (bm25 neighbours).
+    sections = [(f"09:{i:02d}:00", text) for i, text in enumerate(texts)]
     write(workspace, f"memory/{day}.md", note(day, *sections))
 
 
@@ -167,6 +168,19 @@ async def test_bm25_brings_in_the_next_entry_of_a_note_below_the_match(store, wo
     found = await store.search_memories("coffee")
     assert [hit.content for hit in found] == ["coffee", "tea"]
     assert found[1].score < found[0].score
+
+
+async def test_bm25_gives_no_context_across_entries_written_hours_apart(store, workspace):
+    write(workspace, "memory/2026-02-14.md",
+          note("2026-02-14", ("09:00:00", "coffee"), ("15:00:00", "tea")))
+    found = await store.search_memories("coffee")
+    assert [hit.content for hit in found] == ["coffee"]
+
+
+async def test_bm25_marks_entries_found_only_as_context(store, workspace):
+    write_note(workspace, "2026-02-14", "coffee", "tea")
+    found = await store.search_memories("coffee")
+    assert [(hit.content, hit.matched) for hit in found] == [("coffee", True), ("tea", False)]
 
 
 async def test_keyword_results_all_contain_a_query_term(store, workspace):

