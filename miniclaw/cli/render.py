@@ -89,10 +89,7 @@ def search_text(found, style: Style, *, all_history: bool) -> str:
                      + f" {day} ({label})"
                      + ("" if hit.matched else style(" [context: next to a match]", "dim")))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
-        citation = f"{hit.path}:{hit.line_start}"
-        if hit.line_end != hit.line_start:
-            citation += f"-{hit.line_end}"
-        lines.append("   " + style(citation, "dim"))
+        lines.append("   " + style(hit.citation, "dim"))
         lines.append("")
     lines.append(f"Found {found.total} relevant memories (showing top {len(found.results)})")
     return "\n".join(lines)

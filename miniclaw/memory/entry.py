@@ -23,6 +23,13 @@ CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_PATTERN = re.compile(r"^[^\W_][\w-]*$")
 
 
+def citation(path: str, line_start: int, line_end: int) -> str:
+    """`path:line` or `path:start-end`: the form people and agents quote back."""
+    if line_end == line_start:
+        return f"{path}:{line_start}"
+    return f"{path}:{line_start}-{line_end}"
+
+
 class Entry(NamedTuple):
     """One memory: a MEMORY.md bullet or paragraph, or one section of a daily note."""
 
@@ -38,7 +45,4 @@ class Entry(NamedTuple):
 
     @property
     def citation(self) -> str:
-        """`path:line` (or `path:start-end`), the form agents quote back."""
-        if self.line_end == self.line_start:
-            return f"{self.path}:{self.line_start}"
-        return f"{self.path}:{self.line_start}-{self.line_end}"
+        return citation(self.path, self.line_start, self.line_end)

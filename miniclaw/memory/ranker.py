@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.entry import Entry
+from miniclaw.memory.entry import Entry, citation
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.index import Filters, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
@@ -49,6 +49,10 @@ class RankedMemory(NamedTuple):
     time: str | None = None
     highlights: tuple[tuple[int, int], ...] = ()  # spans of matched words in `excerpt`
     matched: bool = True  # False: holds no query word, found as context of a neighbour
+
+    @property
+    def citation(self) -> str:
+        return citation(self.path, self.line_start, self.line_end)
 
     def to_dict(self, rank: int) -> dict:
         """The JSON object of DESIGN.md."""
