@@ -154,6 +154,10 @@ class SearchIndex:
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
+        self._refreshing = threading.RLock()
+        self._refreshes = 0
+        self._watch = None  # a FolderWatch once this process has refreshed twice
+        self._watch_allowed = True
 
     # -- connections -------------------------------------------------------------------
 
@@ -194,6 +198,9 @@ class SearchIndex:
 
     def close(self) -> None:
         """Close every connection; call when no search is running."""
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         with self._lock:
             for conn in self._all:
                 try:
@@ -349,11 +356,54 @@ class SearchIndex:
 
         Every file is checked, not only those a search can return, so that scores (which
         use statistics of the whole index) depend on the files alone, never on history.
+        A process that refreshes more than once watches the memory folder (`watch`) and
+        then re-checks only the files that changed.
         """
         return self._run(lambda conn: self._refresh(conn, rebuild, progress), refreshes=True)
 
-    def _known(self, conn: sqlite3.Connection) -> dict[str, tuple]:
-        rows = conn.execute("SELECT path, id, size, mtime_ns, inode, racy FROM files")
+    def _changed_names(self, rebuild: bool) -> set[str] | None:
+        """File names changed since the last refresh, or None: check every file."""
+        current = self._local.conn[1]
+        if self._watch is not None and self._watch.active:
+            names = self._watch.changes()
+            if rebuild or current != self._refreshed:
+                return None
+            return names
+        self._watch = None
+        self._refreshes += 1
+        if self._refreshes >= 2 and self._watch_allowed:
+            from miniclaw.memory.watch import FolderWatch
+
+            folders = {source.folder for source in self.sources}
+            watch = FolderWatch(self.workspace / folders.pop()) if len(folders) == 1 else None
+            if watch is not None and watch.start():
+                self._watch = watch  # started before this full check: nothing is missed
+            else:
+                self._watch_allowed = False
+        return None
+
+    def _look(self, conn, names: set[str] | None) -> tuple[list, list, dict]:
+        """(stale files, paths gone, indexed rows) for every file, or for `names` only."""
+        if names is None:
+            known = self._known(conn)
+            return (*self._todo(self.scan(), known), known)
+        disk, paths = [], []
+        for source in self.sources:
+            for name in names:
+                if source.owns(name):
+                    paths.append(f"{source.folder}/{name}")
+                    found = source.file(self.workspace, name)
+                    if found is not None:
+                        disk.append(found)
+        known = self._known(conn, paths)
+        return (*self._todo(disk, known), known)
+
+    def _known(self, conn: sqlite3.Connection, paths: list[str] | None = None) -> dict[str, tuple]:
+        sql = "SELECT path, id, size, mtime_ns, inode, racy FROM files"
+        if paths is None:
+            rows = conn.execute(sql)
+        else:
+            rows = conn.execute(sql + f" WHERE path IN ({', '.join('?' * len(paths))})", paths)
         return {row[0]: row[1:] for row in rows}
 
     @staticmethod
@@ -365,29 +415,31 @@ class SearchIndex:
         return stale, gone
 
     def _refresh(self, conn, rebuild, progress) -> RefreshReport:
-        if not rebuild:
-            stale, gone = self._todo(self.scan(), self._known(conn))
-            if not stale and not gone:
+        with self._refreshing:  # one refresh at a time: a drained watch must be acted on
+            names = self._changed_names(rebuild)
+            if not rebuild:
+                stale, gone, _ = self._look(conn, names)
+                if not stale and not gone:
+                    self._refreshed = self._local.conn[1]
+                    return RefreshReport()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if rebuild:
+                    for table in ("postings", "entries", "files"):
+                        conn.execute(f"DELETE FROM {table}")
+                # Another process may have refreshed while we waited for the lock: look again.
+                stale, gone, known = self._look(conn, names)
+                report = sync_files(conn, self.sources, known, stale, gone, progress)
+                if report.changed or rebuild:
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)",
+                                 (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+                conn.execute("COMMIT")
                 self._refreshed = self._local.conn[1]
-                return RefreshReport()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if rebuild:
-                for table in ("postings", "entries", "files"):
-                    conn.execute(f"DELETE FROM {table}")
-            # Another process may have refreshed while we waited for the lock: look again.
-            known = self._known(conn)
-            stale, gone = self._todo(self.scan(), known)
-            report = sync_files(conn, self.sources, known, stale, gone, progress)
-            if report.changed or rebuild:
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)",
-                             (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
-            conn.execute("COMMIT")
-            self._refreshed = self._local.conn[1]
-        except BaseException:
-            _rollback(conn)
-            raise
-        return report
+            except BaseException:
+                _rollback(conn)
+                self._refreshed = None  # the drained changes were not applied: check all
+                raise
+            return report
 
     # -- reading -------------------------------------------------------------------------
 

@@ -54,9 +54,17 @@ class MemorySource(Protocol):
     name: str
     #: True when `--days` limits it (daily notes); MEMORY.md is always searched.
     windowed: bool
+    #: The workspace folder its files live in (watched for changes by the index).
+    folder: str
+
+    def owns(self, filename: str) -> bool:
+        """Whether a file of that name in `folder` is one of its files."""
 
     def files(self, workspace: Path) -> list[SourceFile]:
         """Its files, cheaply: a listing and a stat, no reads."""
+
+    def file(self, workspace: Path, filename: str) -> SourceFile | None:
+        """One of its files by name, or None when it is not there (or not its own)."""
 
     def parse(self, text: str, path: str) -> list[Entry]: ...
 
@@ -66,26 +74,40 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([target, root]) == root
 
 
+def stat_in_workspace(path: str, workspace: Path) -> os.stat_result | None:
+    """The stat of a regular file; a symlink is followed only when it stays in the workspace."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            if not _inside(path, os.path.realpath(workspace)):
+                return None
+            st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
 class LongTermSource:
     """`memory/MEMORY.md`: curated facts, bullets under `## YYYY-MM-DD` headers."""
 
     name = LONG_TERM
     windowed = False
+    folder = MEMORY_DIR
+
+    def owns(self, filename: str) -> bool:
+        return filename == LONG_TERM_FILE
 
     def files(self, workspace: Path) -> list[SourceFile]:
-        path = os.path.join(workspace, MEMORY_DIR, LONG_TERM_FILE)
-        try:
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                if not _inside(path, os.path.realpath(workspace)):
-                    return []
-                st = os.stat(path)
-        except (OSError, ValueError):
-            return []
-        if not stat.S_ISREG(st.st_mode):
-            return []
-        return [SourceFile(self.name, f"{MEMORY_DIR}/{LONG_TERM_FILE}", path, st.st_size,
-                           st.st_mtime_ns, st.st_ino)]
+        found = self.file(workspace, LONG_TERM_FILE)
+        return [found] if found else []
+
+    def file(self, workspace: Path, filename: str) -> SourceFile | None:
+        path = os.path.join(workspace, MEMORY_DIR, filename)
+        st = stat_in_workspace(path, workspace) if self.owns(filename) else None
+        if st is None:
+            return None
+        return SourceFile(self.name, f"{MEMORY_DIR}/{filename}", path, st.st_size,
+                          st.st_mtime_ns, st.st_ino)
 
     def parse(self, text: str, path: str) -> list[Entry]:
         from miniclaw.memory.parsing import parse_long_term  # only when a file changed
@@ -98,9 +120,13 @@ class DailyNoteSource:
 
     name = DAILY_NOTE
     windowed = True
+    folder = MEMORY_DIR
+
+    def owns(self, filename: str) -> bool:
+        return daily_note_date(filename) is not None
 
     def files(self, workspace: Path) -> list[SourceFile]:
-        # The hot path of every search (a stat per note): kept to the bare loop.
+        # The hot path of a search without a watch (a stat per note): kept to the bare loop.
         folder = os.path.join(workspace, MEMORY_DIR)
         found = []
         root = None
@@ -127,6 +153,15 @@ class DailyNoteSource:
         except (FileNotFoundError, NotADirectoryError):
             return []
         return found
+
+    def file(self, workspace: Path, filename: str) -> SourceFile | None:
+        day = daily_note_date(filename)
+        path = os.path.join(workspace, MEMORY_DIR, filename)
+        st = stat_in_workspace(path, workspace) if day else None
+        if st is None:
+            return None
+        return SourceFile(self.name, f"{MEMORY_DIR}/{filename}", path, st.st_size,
+                          st.st_mtime_ns, st.st_ino, day)
 
     def parse(self, text: str, path: str) -> list[Entry]:
         from miniclaw.memory.parsing import parse_daily_note  # only when a file changed

@@ -1,0 +1,122 @@
+"""Knowing what changed without looking: an inotify watch on the memory folder (Linux).
+
+A process that searches many times (the chat loop, a server, a benchmark) would otherwise
+stat every note before every search, which costs O(files). The watch tells which names in the
+folder changed since the last look, so a search re-checks only those.
+
+It is trusted only where it is exact: Linux, a local filesystem (a network mount does not
+report other machines' writes), no symlinks in the folder (a write to a link's target is not
+reported). Anywhere else `changes()` answers None, "unknown", and the caller scans everything.
+The kernel queues an event inside the write system call, so a write that returned before a
+search starts is always seen by that search. Overflow, or the folder itself being moved or
+deleted, also answers None.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+_IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
+_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
+_IN_DELETE_SELF, _IN_MOVE_SELF = 0x400, 0x800
+_IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR = 0x4000, 0x8000, 0x01000000
+_MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO
+         | _IN_CREATE | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR)
+_UNKNOWN = _IN_Q_OVERFLOW | _IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF
+_EVENT = struct.Struct("iIII")
+
+# Filesystems whose changes all pass through this kernel, so inotify sees every write.
+LOCAL_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay",
+                               "zfs", "f2fs", "jfs", "reiserfs", "bcachefs", "ramfs"})
+
+
+def filesystem_type(path: str) -> str | None:
+    """The filesystem type of the mount holding `path`, from /proc/self/mountinfo."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    best, kind = "", None
+    for line in lines:
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        mount = parts[4].replace("\\040", " ")
+        inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, kind = mount, rest.split()[0]
+    return kind
+
+
+class FolderWatch:
+    """The names that changed in one folder since the last call to `changes()`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = os.path.realpath(folder)
+        self._fd: int | None = None
+
+    def start(self) -> bool:
+        """Begin watching; False (and no watch) where the watch could not be exact."""
+        if not os.path.isdir(self.folder) or filesystem_type(self.folder) not in LOCAL_FILESYSTEMS:
+            return False
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            if fd < 0:
+                return False
+            if libc.inotify_add_watch(fd, os.fsencode(self.folder), _MASK) < 0:
+                os.close(fd)
+                return False
+        except (OSError, AttributeError):
+            return False
+        self._fd = fd
+        if any(entry.is_symlink() for entry in os.scandir(self.folder)):
+            self.close()
+            return False
+        return True
+
+    @property
+    def active(self) -> bool:
+        return self._fd is not None
+
+    def changes(self) -> set[str] | None:
+        """Names changed since the last call, or None when that cannot be known."""
+        if self._fd is None:
+            return None
+        names: set[str] = set()
+        unknown = False
+        while True:
+            try:
+                data = os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                unknown = True
+                break
+            offset = 0
+            while offset + _EVENT.size <= len(data):
+                _, mask, _, length = _EVENT.unpack_from(data, offset)
+                raw = data[offset + _EVENT.size : offset + _EVENT.size + length]
+                offset += _EVENT.size + length
+                name = os.fsdecode(raw.rstrip(b"\0"))
+                if mask & _UNKNOWN or not name:
+                    unknown = True
+                else:
+                    names.add(name)
+        if not unknown and any(os.path.islink(os.path.join(self.folder, n)) for n in names):
+            unknown = True  # a new symlink: its target's writes would go unseen
+        if unknown:
+            self.close()
+            return None
+        return names
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
