@@ -46,7 +46,7 @@ from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 200 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
+SCHEMA_VERSION = 300 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
 BUSY_TIMEOUT_S = 120.0
 
 _SCHEMA = """
@@ -81,6 +81,7 @@ CREATE TABLE IF NOT EXISTS entries (
     embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file_id, ordinal);
+CREATE INDEX IF NOT EXISTS files_with_warning ON files (path) WHERE warning IS NOT NULL;
 CREATE TABLE IF NOT EXISTS postings (
     term TEXT NOT NULL,
     entry_id INTEGER NOT NULL,
@@ -431,8 +432,12 @@ class SearchIndex:
                 stale, gone, known = self._look(conn, names)
                 report = sync_files(conn, self.sources, known, stale, gone, progress)
                 if report.changed or rebuild:
-                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)",
-                                 (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+                    # Corpus totals for every search, kept here rather than summed each time.
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta SELECT 'entries', COALESCE(SUM(entry_count), 0)"
+                        " FROM files UNION ALL SELECT 'terms', COALESCE(SUM(term_count), 0)"
+                        " FROM files UNION ALL SELECT 'updated_at', ?",
+                        (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
                 conn.execute("COMMIT")
                 self._refreshed = self._local.conn[1]
             except BaseException:
@@ -446,7 +451,8 @@ class SearchIndex:
     def warnings(self) -> list[str]:
         """Warnings recorded for indexed files (bad bytes), re-reported on every search."""
         rows = self._run(lambda c: c.execute(
-            "SELECT warning FROM files WHERE warning IS NOT NULL ORDER BY path").fetchall())
+            "SELECT warning FROM files INDEXED BY files_with_warning WHERE warning IS NOT NULL"
+            " ORDER BY path").fetchall())
         return [row[0] for row in rows]
 
     def corpus(self, terms: Iterable[str]) -> tuple[int, float, dict[str, int]]:
@@ -454,9 +460,9 @@ class SearchIndex:
         terms = list(dict.fromkeys(terms))
 
         def work(conn):
-            count, length = conn.execute(
-                "SELECT COALESCE(SUM(entry_count), 0), COALESCE(SUM(term_count), 0) FROM files"
-            ).fetchone()
+            totals = dict(conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('entries', 'terms')").fetchall())
+            count, length = int(totals.get("entries", 0)), int(totals.get("terms", 0))
             df = {}
             for term in terms:
                 df[term] = conn.execute(
