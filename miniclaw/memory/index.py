@@ -227,22 +227,34 @@ class SearchIndex:
             raise SearchIndexError(f"cannot open the search index {self.path}: {exc}") from exc
 
     def _connect_checked(self) -> sqlite3.Connection:
-        self._create_folder()
+        """A connection with the schema checked; kept to the minimum, since each search
+        thread opens one (write settings are applied by `_write_settings` before writing)."""
+        new = not self.path.exists()
+        if new:
+            self._create_folder()
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                check_same_thread=False)
         try:
-            self._make_private()
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            if new:
+                self._make_private()
+            # Read through mmap: each search thread has its own connection, and copying the
+            # same pages into each one's private cache would cost more than the query.
+            conn.execute("PRAGMA mmap_size = 1073741824")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
+                self._make_private()
                 self._create_schema(conn, version)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA secure_delete = ON")
-            conn.execute("PRAGMA temp_store = MEMORY")
         except BaseException:
             conn.close()
             raise
         return conn
+
+    @staticmethod
+    def _write_settings(conn: sqlite3.Connection) -> None:
+        """Before writing: fsync only at checkpoints (safe in WAL; it is a cache), and zero
+        deleted rows so text that later became private does not linger in free pages."""
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA secure_delete = ON")
 
     def _create_folder(self) -> None:
         try:
@@ -281,6 +293,7 @@ class SearchIndex:
 
     def _create_schema(self, conn: sqlite3.Connection, seen: int) -> None:
         self._ensure_wal(conn)
+        self._write_settings(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -383,11 +396,23 @@ class SearchIndex:
                 self._watch_allowed = False
         return None
 
-    def _look(self, conn, names: set[str] | None) -> tuple[list, list, dict]:
-        """(stale files, paths gone, indexed rows) for every file, or for `names` only."""
+    def _look(self, conn, names: set[str] | None) -> tuple[list, list, dict, str | None]:
+        """(stale files, paths gone, indexed rows, fingerprint) for every file, or for
+        `names` only (then no fingerprint).
+
+        The fingerprint lists every file's signature; the index keeps the one of its last
+        full refresh that left no racy file, and when the disk gives the same one, nothing
+        changed and the indexed rows need not be read at all.
+        """
         if names is None:
+            disk = self.scan()
+            fingerprint = "\n".join(sorted(f"{f.path}\t{f.size}\t{f.mtime_ns}\t{f.inode}"
+                                           for f in disk))
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+            if stored is not None and stored[0] == fingerprint:
+                return [], [], {}, fingerprint
             known = self._known(conn)
-            return (*self._todo(self.scan(), known), known)
+            return (*self._todo(disk, known), known, fingerprint)
         disk, paths = [], []
         for source in self.sources:
             for name in names:
@@ -397,7 +422,7 @@ class SearchIndex:
                     if found is not None:
                         disk.append(found)
         known = self._known(conn, paths)
-        return (*self._todo(disk, known), known)
+        return (*self._todo(disk, known), known, None)
 
     def _known(self, conn: sqlite3.Connection, paths: list[str] | None = None) -> dict[str, tuple]:
         sql = "SELECT path, id, size, mtime_ns, inode, racy FROM files"
@@ -419,18 +444,26 @@ class SearchIndex:
         with self._refreshing:  # one refresh at a time: a drained watch must be acted on
             names = self._changed_names(rebuild)
             if not rebuild:
-                stale, gone, _ = self._look(conn, names)
-                if not stale and not gone:
+                stale, gone, known, fingerprint = self._look(conn, names)
+                # Up to date; but when the fingerprint was not stored yet, store it below.
+                if not stale and not gone and not (fingerprint and known):
                     self._refreshed = self._local.conn[1]
                     return RefreshReport()
+            self._write_settings(conn)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if rebuild:
                     for table in ("postings", "entries", "files"):
                         conn.execute(f"DELETE FROM {table}")
                 # Another process may have refreshed while we waited for the lock: look again.
-                stale, gone, known = self._look(conn, names)
+                stale, gone, known, fingerprint = self._look(conn, names)
                 report = sync_files(conn, self.sources, known, stale, gone, progress)
+                racy = conn.execute("SELECT 1 FROM files WHERE racy LIMIT 1").fetchone()
+                if fingerprint is None or racy:
+                    conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+                else:
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)",
+                                 (fingerprint,))
                 if report.changed or rebuild:
                     # Corpus totals for every search, kept here rather than summed each time.
                     conn.execute(

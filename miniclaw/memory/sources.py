@@ -126,32 +126,32 @@ class DailyNoteSource:
         return daily_note_date(filename) is not None
 
     def files(self, workspace: Path) -> list[SourceFile]:
-        # The hot path of a search without a watch (a stat per note): kept to the bare loop.
+        # The hot path of a search without a watch (a stat per note): kept to the bare loop,
+        # stat relative to the folder's descriptor so the path is not walked again each time.
         folder = os.path.join(workspace, MEMORY_DIR)
         found = []
-        root = None
         try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if len(name) != 13 or not name.endswith(".md"):
-                        continue
-                    day = daily_note_date(name)
-                    if day is None:
-                        continue
-                    try:
-                        if entry.is_symlink():
-                            root = root or os.path.realpath(workspace)
-                            if not _inside(entry.path, root):
-                                continue
-                        st = entry.stat()
-                    except OSError:
-                        continue
-                    if stat.S_ISREG(st.st_mode):
-                        found.append(SourceFile(self.name, f"{MEMORY_DIR}/{name}", entry.path,
-                                                st.st_size, st.st_mtime_ns, st.st_ino, day))
-        except (FileNotFoundError, NotADirectoryError):
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
             return []
+        try:
+            for name in os.listdir(fd):
+                if len(name) != 13 or not DAILY_NOTE_NAME.match(name):
+                    continue
+                try:
+                    day = Date.fromisoformat(name[:10])
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except (ValueError, OSError):
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    found_link = self.file(workspace, name)
+                    if found_link is not None:
+                        found.append(found_link)
+                elif stat.S_ISREG(st.st_mode):
+                    found.append(SourceFile(self.name, f"{MEMORY_DIR}/{name}", f"{folder}/{name}",
+                                            st.st_size, st.st_mtime_ns, st.st_ino, day))
+        finally:
+            os.close(fd)
         return found
 
     def file(self, workspace: Path, filename: str) -> SourceFile | None:
