@@ -158,7 +158,8 @@ class SearchIndex:
         self._refreshing = threading.RLock()
         self._refreshes = 0
         self._watch = None  # a FolderWatch once this process has refreshed twice
-        self._watch_allowed = True
+        # MINICLAW_WATCH=0: never watch, stat every file before every search.
+        self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
 
     # -- connections -------------------------------------------------------------------
 

@@ -1,31 +1,176 @@
-"""Search queries: checking what the user typed and turning it into search terms.
+"""Search queries: the small query language miniclaw reads, parsed here and nowhere else.
 
-Query text is never passed to SQLite as syntax: it becomes a list of terms (tokenizer) that
-are bound as parameters. Limits: at most `MAX_QUERY_CHARS` characters, at least one word.
+Syntax: plain words; `"exact phrase"` (its words adjacent, in order); `+word` must appear;
+`-word` must not; `word*` matches terms starting with the word. Only a `+`/`-` at the start
+of a whitespace-separated token is an operator (`e-mail`, `2026-02-14` are words), and only
+a `*` right after a word. Everything else is text for the tokenizer: `AND`, `NEAR(`, colons,
+quotes inside words, SQL: the query is never passed to SQLite as syntax, only as terms bound
+as parameters. An unclosed quote makes the rest of the query a phrase. A phrase cannot be
+excluded (`-"a b"` is an error), and a signed word takes no star (`-run*` excludes "run").
+
+Invariants of a `Query` (all terms as `tokenize` gives them, so stemmed and folded):
+`terms` is never empty, distinct, in order: the words to score (plain, required, phrase
+words, and the word before each `*`), stop words kept. `required` and `excluded` leave stop
+words out, because the index does not store them; `excluded` never meets `terms` (asking
+for and excluding a term is an error). `phrases` keep stop words: adjacency is checked on
+`tokenize(entry text)` with `phrase_matches`. `prefixes` are folded but not stemmed.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from miniclaw.errors import QueryError
-from miniclaw.memory.tokenizer import tokenize
+from miniclaw.memory.tokenizer import fold, is_stop_word, token_spans, tokenize
 
 MAX_QUERY_CHARS = 1000
+
+_QUOTE = re.compile('["\u201c\u201d]')  # straight and curly double quotes
+_SIGN_BEFORE_QUOTE = re.compile(r"(?:^|\s)([-+])\Z")
 
 
 class Query(NamedTuple):
     text: str
-    terms: tuple[str, ...]  # in order, distinct
+    terms: tuple[str, ...]  # in order, distinct, never empty
+    phrases: tuple[tuple[str, ...], ...] = ()
+    required: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+
+    @property
+    def has_words(self) -> bool:
+        """Whether the index can find anything: a query of only stop words is valid but finds
+        nothing, since the index leaves stop words out."""
+        return bool(self.prefixes) or not all(is_stop_word(term) for term in self.terms)
 
 
-def parse_query(text: str) -> Query:
-    """The query's terms, or `QueryError` saying why it cannot be searched."""
+class _Parts:
+    """What the parser has collected so far, in order of appearance."""
+
+    def __init__(self) -> None:
+        self.terms: dict[str, None] = {}
+        self.required: dict[str, None] = {}
+        self.excluded: dict[str, str] = {}  # term -> the word as written, for error messages
+        self.phrases: dict[tuple[str, ...], None] = {}
+        self.prefixes: dict[str, None] = {}
+        self.operators = 0  # signs and stars seen, to say why a query has no words
+        self.exclusions = 0  # excluded words seen, stop words too, for the same reason
+
+    def search(self, terms: Iterable[str], required: bool = False) -> None:
+        for term in terms:
+            self.terms[term] = None
+            if required and not is_stop_word(term):
+                self.required[term] = None
+
+    def exclude(self, terms: Iterable[str], written: str) -> None:
+        for term in terms:
+            self.exclusions += 1
+            if not is_stop_word(term):
+                self.excluded.setdefault(term, written)
+
+
+def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str] = ()) -> Query:
+    """The parsed query, or `QueryError` saying why it cannot be searched.
+
+    `require` and `exclude` are the CLI's `--require`/`--exclude`: each is plain text (no
+    operators) whose every word must, or must not, appear.
+    """
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty: give at least one word to search for")
     if len(text) > MAX_QUERY_CHARS:
         raise QueryError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
-    terms = tuple(dict.fromkeys(tokenize(text)))
-    if not terms:
-        raise QueryError(f"the query {text.strip()!r} has no words to search for")
-    return Query(text.strip(), terms)
+    parts = _Parts()
+    pieces = _QUOTE.split(text)  # even indexes are outside quotes, odd ones inside
+    for i in range(0, len(pieces), 2):
+        outside, sign = pieces[i], None
+        if i + 1 < len(pieces) and (found := _SIGN_BEFORE_QUOTE.search(outside)):
+            outside, sign = outside[: found.start(1)], found.group(1)
+        for token in outside.split():
+            _read_token(token, parts)
+        if i + 1 < len(pieces):
+            _read_phrase(pieces[i + 1], sign, parts)
+    for words in _texts(require, "--require"):
+        parts.search(tokenize(words), required=True)
+    for words in _texts(exclude, "--exclude"):
+        parts.exclude(tokenize(words), f"--exclude {words}")
+    return _checked(text.strip(), parts)
+
+
+def _read_token(token: str, parts: _Parts) -> None:
+    """One whitespace-separated token: a leading sign, a trailing star, or just text."""
+    if token[0] in "+-":
+        parts.operators += 1
+        if token[0] == "+":
+            parts.search(tokenize(token[1:]), required=True)
+        else:
+            parts.exclude(tokenize(token[1:]), token)
+        return
+    body = token.rstrip("*")
+    if len(body) == len(token):
+        parts.search(tokenize(token))
+        return
+    parts.operators += 1
+    spans = list(token_spans(body))
+    for start, end, terms in spans:
+        parts.search(terms)
+        if end == len(body):  # the word the star touches
+            # fold() can turn one rare character into several words (NFKC): keep the last
+            prefix = fold(body[start:end]).replace("'", "").replace("\u2019", "").split()
+            if prefix:
+                parts.prefixes[prefix[-1]] = None
+
+
+def _read_phrase(inside: str, sign: str | None, parts: _Parts) -> None:
+    """A quoted phrase: all its terms are required, and adjacent in order."""
+    phrase = tuple(tokenize(inside))
+    if not phrase:
+        return
+    if sign == "-":
+        raise QueryError(f'a phrase cannot be excluded (-"{inside.strip()}"): '
+                         "exclude its words one by one instead (-word)")
+    parts.phrases[phrase] = None
+    parts.search(phrase, required=True)
+
+
+def _texts(values: Sequence[str] | str, option: str) -> tuple[str, ...]:
+    """The option's values; a single string is one value, not a sequence of letters."""
+    values = (values,) if isinstance(values, str) else tuple(values)
+    for value in values:
+        if not isinstance(value, str):
+            raise QueryError(f"{option} takes words, not {type(value).__name__}")
+    return values
+
+
+def _checked(text: str, parts: _Parts) -> Query:
+    """The Query, once it is sure to have words to search and no contradiction."""
+    for term, written in parts.excluded.items():
+        if term in parts.terms:
+            raise QueryError(f"{written!r} excludes {term!r}, which the query also searches "
+                             "for: remove one of them")
+    if not parts.terms:
+        if parts.exclusions:
+            raise QueryError(f"the query {text!r} only excludes words: add a word to search for")
+        if parts.operators:
+            raise QueryError(f"the query {text!r} has operators but no word to search for")
+        raise QueryError(f"the query {text!r} has no words to search for")
+    return Query(text, tuple(parts.terms), tuple(parts.phrases), tuple(parts.required),
+                 tuple(parts.excluded), tuple(parts.prefixes))
+
+
+def phrase_matches(phrase_terms: Sequence[str], text_terms: Sequence[str]) -> bool:
+    """Whether the phrase's terms appear adjacent and in order in the text's terms; both come
+    from `tokenize`, so stop words count and case, accents and stemming do not."""
+    phrase, text = list(phrase_terms), list(text_terms)
+    if not phrase:
+        return True
+    size, first, start = len(phrase), phrase[0], 0
+    while True:
+        try:
+            start = text.index(first, start)
+        except ValueError:
+            return False
+        if text[start : start + size] == phrase:
+            return True
+        start += 1

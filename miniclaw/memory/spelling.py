@@ -1,0 +1,93 @@
+"""Spelling fallback: the known term closest to a query term that matches nothing.
+
+Closeness is the optimal string alignment distance (Damerau-Levenshtein where no substring is
+edited twice): insertions, deletions, substitutions and swaps of two adjacent characters cost
+one each. A suggestion is at most 1 edit away for words of up to 4 characters and 2 for longer
+ones (short words have too many neighbours), is never the word itself, and among equally close
+terms is the one in the most entries, then the first alphabetically. The vocabulary is whatever
+strings the caller has (index terms are stemmed; mapping back for display is the caller's job).
+
+No index is kept: each lookup scans the vocabulary, ~5 ms for 50,000 terms, because
+building a deletion index (SymSpell) costs ~1 s in Python, more than many lookups. The scan
+rejects most terms in C (`str.translate` over all terms at once, then length) and the rest
+with a bit-parallel distance bounded by the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def edit_distance(a: str, b: str) -> int:
+    """The optimal string alignment distance, by the textbook table (the definition)."""
+    before, row = None, list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        above, row = row, [i] + [0] * len(b)
+        for j, other in enumerate(b, 1):
+            row[j] = min(above[j] + 1, row[j - 1] + 1, above[j - 1] + (char != other))
+            if before and j > 1 and char == b[j - 2] and a[i - 2] == other:
+                row[j] = min(row[j], before[j - 2] + 1)
+        before = above
+    return row[-1]
+
+
+def _masks(word: str) -> dict[str, int]:
+    """For each character of the word, the bit set of its positions."""
+    masks: dict[str, int] = {}
+    for i, char in enumerate(word):
+        masks[char] = masks.get(char, 0) | 1 << i
+    return masks
+
+
+def _bounded_distance(masks: dict[str, int], size: int, term: str, limit: int) -> int | None:
+    """The distance from the word (as `_masks`, `size` characters) to `term`, or None when
+    it exceeds `limit`. Hyyrö's bit-parallel OSA (2003): one column of the table per step,
+    as bits; Python's unbounded ints make it work for any length."""
+    vp, vn, d0, last = -1, 0, 0, 0
+    top, distance, remaining = 1 << (size - 1), size, len(term)
+    for char in term:
+        pm = masks.get(char, 0)
+        swap = ((~d0 & pm) << 1) & last
+        d0 = (((pm & vp) + vp) ^ vp) | pm | vn | swap
+        hp = vn | ~(d0 | vp)
+        hn = d0 & vp
+        distance += 1 if hp & top else -1 if hn & top else 0
+        remaining -= 1
+        if distance - remaining > limit:  # each character left lowers it by one at most
+            return None
+        hp = hp << 1 | 1
+        vp = hn << 1 | ~(d0 | hp)
+        vn = hp & d0
+        last = pm
+    return distance if distance <= limit else None
+
+
+def _near(word: str, terms: list[str], limit: int) -> list[str]:
+    """Terms that may be within `limit`: at most `limit` characters not in the word, and a
+    length within `limit` of it. Counting those characters runs over all terms at once."""
+    drop = str.maketrans("", "", word)
+    foreign = "\n".join(terms).translate(drop).split("\n")
+    if len(foreign) != len(terms):  # a newline in a term or in the word: one at a time
+        foreign = [term.translate(drop) for term in terms]
+    low, high = len(word) - limit, len(word) + limit
+    return [term for term, rest in zip(terms, foreign)
+            if len(rest) <= limit and low <= len(term) <= high]
+
+
+def suggest(word: str, vocabulary: Mapping[str, int], *,
+            max_distance: int | None = None) -> str | None:
+    """The known term closest to `word` (frequency, then alphabet, break ties), or None."""
+    limit = max_distance if max_distance is not None else 1 if len(word) <= 4 else 2
+    if not word or limit < 1:
+        return None
+    masks, size, missing = _masks(word), len(word), set(word).difference
+    best: tuple[int, int, str] | None = None
+    for term in _near(word, list(vocabulary), limit):
+        if term == word or len(missing(term)) > limit:
+            continue
+        distance = _bounded_distance(masks, size, term, limit) if term else size
+        if distance is not None and distance <= limit:
+            key = (distance, -vocabulary[term], term)
+            if best is None or key < best:
+                best, limit = key, distance
+    return best[2] if best else None
