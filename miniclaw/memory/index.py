@@ -456,6 +456,7 @@ class SearchIndex:
                 if rebuild:
                     for table in ("postings", "entries", "files"):
                         conn.execute(f"DELETE FROM {table}")
+                    conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
                 # Another process may have refreshed while we waited for the lock: look again.
                 stale, gone, known, fingerprint = self._look(conn, names)
                 report = sync_files(conn, self.sources, known, stale, gone, progress)

@@ -692,3 +692,19 @@ def test_writer_and_searcher_processes_do_not_interfere(workspace, tmp_path, iso
     assert report["problems"] == []
     assert report["missing"] == []
     assert report["rounds"] >= 5
+
+
+async def test_rebuild_of_an_index_with_a_stored_fingerprint_reindexes_everything(workspace):
+    # Files older than the racy window let the index store its fingerprint of them; a
+    # rebuild must still read every file again, not trust that fingerprint.
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n- apple pie\n")
+    write(workspace, "memory/2026-02-10.md", "# Daily Note - 2026-02-10\n\n## 09:00:00 UTC\n\napple tart\n")
+    for path in (workspace / "memory").iterdir():
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    async with MemoryStore(workspace, now=lambda: NOW) as store:
+        before = await store.search_memories("apple", days=None, mode="keyword")
+        await store.search_memories("apple", days=None, mode="keyword")  # fingerprint stored
+        await store.rebuild_index()
+        after = await store.search_memories("apple", days=None, mode="keyword")
+    assert len(before) == 2
+    assert after == before
