@@ -74,6 +74,15 @@ class SearchResults(NamedTuple):
     results: list[RankedMemory]
 
 
+class _Found(NamedTuple):
+    """What one source's search found."""
+
+    scores: dict[int, float]
+    entries: dict[int, Entry]
+    total: int  # entries that matched, or joined as context
+    context: set[int]  # entries found only through their neighbours
+
+
 class SearchOptions(NamedTuple):
     limit: int = DEFAULT_LIMIT
     days: int | None = DEFAULT_DAYS
@@ -149,15 +158,10 @@ class MemoryRanker:
             asyncio.to_thread(self._search_source, source, filters, weights, scorer,
                               stats.avg_length, k)
             for source in selected))
-        own = {entry_id: score for rows, _ in found for entry_id, score, _ in rows}
-        entries = {i: e for _, got in found for i, e in got.items()}
-        total = sum(rows[0][2] for rows, _ in found if rows)
-        context: set[int] = set()
-        if scorer.neighbor_weights and own:
-            own, entries, context = await asyncio.to_thread(
-                add_neighbour_scores, self.index, own, entries, filters, weights, scorer,
-                stats.avg_length)
-            total += len(context)  # entries that only their neighbours brought in
+        own = {i: score for part in found for i, score in part.scores.items()}
+        entries = {i: entry for part in found for i, entry in part.entries.items()}
+        context = {i for part in found for i in part.context}
+        total = sum(part.total for part in found)
         ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))
         terms = frozenset(query.terms)
         results = [self._result(entries[i], own[i], terms, i not in context)
@@ -173,10 +177,19 @@ class MemoryRanker:
         return CorpusStats(count, avgdl, df)
 
     def _search_source(self, source, filters: Filters, weights: dict[str, float],
-                       scorer: Scorer, avgdl: float, k: int):
-        """One source's best rows and their entries (runs in a worker thread)."""
+                       scorer: Scorer, avgdl: float, k: int) -> _Found:
+        """One source's best entries, with neighbour context where the mode has it
+        (runs in a worker thread)."""
         rows = self.index.top(source, filters, weights, scorer.term_score_sql, avgdl, k)
-        return rows, self.index.entries([row[0] for row in rows])
+        scores = {entry_id: score for entry_id, score, _ in rows}
+        entries = self.index.entries(list(scores))
+        total = rows[0][2] if rows else 0
+        context: set[int] = set()
+        if scorer.neighbor_weights and scores:
+            scores, entries, context = add_neighbour_scores(
+                self.index, scores, entries, filters, weights, scorer, avgdl)
+            total += len(context)  # entries that only their neighbours brought in
+        return _Found(scores, entries, total, context)
 
     @staticmethod
     def _result(entry: Entry, score: float, terms: frozenset[str], matched: bool) -> RankedMemory:

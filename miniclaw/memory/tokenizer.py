@@ -147,7 +147,32 @@ def is_stop_word(term: str) -> bool:
     return term in _stop_terms()
 
 
-def index_terms(text: str) -> list[str]:
-    """The terms the index stores for a text: `tokenize` without stop words."""
+_index_cache: dict[str, str | tuple[str, ...]] = {}
+
+
+def _index_terms_of(word: str) -> str | tuple[str, ...]:
+    terms = _cache.get(word) or _terms(word)
     stop = _stop_terms()
-    return [term for term in tokenize(text) if term not in stop]
+    if terms.__class__ is str:
+        kept = () if terms in stop else terms
+    else:
+        kept = tuple(term for term in terms if term not in stop)
+    if len(_index_cache) < _CACHE_MAX:
+        _index_cache[word] = kept
+    return kept
+
+
+def index_terms(text: str) -> list[str]:
+    """The terms the index stores for a text: `tokenize` without stop words (one pass,
+    cached per word like `tokenize`: building an index is mostly this)."""
+    out: list[str] = []
+    append, extend, cached = out.append, out.extend, _index_cache.get
+    for word in _TOKEN.findall(text):
+        terms = cached(word)
+        if terms is None:
+            terms = _index_terms_of(word)
+        if terms.__class__ is str:
+            append(terms)
+        elif terms:
+            extend(terms)
+    return out
