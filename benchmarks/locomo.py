@@ -18,6 +18,7 @@ turn are dropped; questions left with no evidence are skipped (and counted).
 Run (from the repo root):
   .venv/bin/python benchmarks/locomo.py ../shared/data/locomo/locomo-dev.json --modes keyword,bm25
   .venv/bin/python benchmarks/locomo.py PATH --limit-conversations 1 --json
+  .venv/bin/python benchmarks/locomo.py PATH --modes bm25 --ablations [--no-stemming]
 """
 
 from __future__ import annotations
@@ -141,15 +142,53 @@ def print_table(report: dict) -> None:
           + f", total {s['total']:.1f}s (the first mode's queries include indexing)")
 
 
+# Ablations of the default mode, for benchmarks/README.md: each is BM25Scorer with one of
+# its refinements switched off (registered as extra modes for this run only).
+ABLATIONS = {
+    "bm25-plain": dict(b=0.75, common_weight=1.0, neighbor_weights=()),
+    "bm25-no-neighbours": dict(neighbor_weights=()),
+    "bm25-no-downweight": dict(common_weight=1.0),
+    "bm25-b0.75": dict(b=0.75),
+}
+
+
+def register_ablations() -> list[str]:
+    from functools import partial
+
+    from miniclaw.memory.scoring import _MODES
+    from miniclaw.memory.scoring.bm25 import BM25Scorer
+
+    for name, params in ABLATIONS.items():
+        _MODES[name] = partial(BM25Scorer, **params)
+    return list(ABLATIONS)
+
+
+def disable_stemming() -> None:
+    from miniclaw.memory import tokenizer
+
+    tokenizer._stem = lambda word: word
+    tokenizer._cache.clear()
+    tokenizer._index_cache.clear()
+    tokenizer._stop_terms.cache_clear()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", type=Path, help="LoCoMo-format JSON file (a list of conversations)")
     ap.add_argument("--modes", default="keyword,bm25", help="comma-separated search modes")
     ap.add_argument("--limit-conversations", type=int, default=None, metavar="N")
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    ap.add_argument("--ablations", action="store_true",
+                    help="also run the default mode with each refinement switched off")
+    ap.add_argument("--no-stemming", action="store_true",
+                    help="tokenize without the Snowball stemmer (for the ablation table)")
     args = ap.parse_args()
     data = json.loads(args.path.read_text(encoding="utf-8"))[: args.limit_conversations]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.ablations:
+        modes += register_ablations()
+    if args.no_stemming:
+        disable_stemming()
     start = time.perf_counter()
     report = asyncio.run(run(data, modes))
     report["seconds"]["total"] = round(time.perf_counter() - start, 2)

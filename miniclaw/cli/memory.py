@@ -129,34 +129,66 @@ def recent(
 @memory_app.command("rank")
 def rank(
     ctx: typer.Context,
-    query: Annotated[str, typer.Option("--query", "-q", help="What to look for.", show_default=False)],
+    query: Annotated[str, typer.Option("--query", "-q", help='What to look for: words, "a phrase", +must, -mustnot, prefix*.', show_default=False)],
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-20).")] = 5,
     days: Annotated[int | None, typer.Option("--days", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,
     all_history: Annotated[bool, typer.Option("--all", help="Search all history, not just the last 30 days.")] = False,
+    since: Annotated[str | None, typer.Option("--since", help="Only entries dated on or after DAY (2026-02-14, yesterday, 7d); replaces the 30-day window.", show_default=False)] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Only entries dated on or before DAY.", show_default=False)] = None,
+    category: Annotated[str | None, typer.Option("--category", "-c", help="Only entries of this category.", show_default=False)] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only entries with this tag; repeat: all must match.", show_default=False)] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Only long_term or daily_note; repeatable.", show_default=False)] = None,
+    require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
+    output: Annotated[str | None, typer.Option("--format", "-f", help="text (default), json or markdown.", show_default=False)] = None,
     json_out: JsonOption = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
 ) -> None:
     """Search memories and print the best matches, best first.
 
-    MEMORY.md is always searched; daily notes of the last 30 days unless --days or --all.
-    Ranked by score, then newest date. Example: miniclaw memory rank -q "atlas budget" -n 5
+    MEMORY.md is always searched; daily notes of the last 30 days unless --days, --all,
+    --since or --until. Ranked by score, then newest date. A word that matches nothing is
+    replaced by the closest indexed spelling, and the output says so.
+    Example: miniclaw memory rank -q '"atlas budget" -draft' --since 2026-01-01 -n 5
     """
     from miniclaw.cli import render
+    from miniclaw.dates import parse_day
     from miniclaw.errors import UsageError
 
     if all_history and days is not None:
         raise UsageError("choose one of --days or --all")
+    form = _output_format(output, json_out)
     window = None if all_history else (30 if days is None else days)
 
     async def work():
         async with _store(ctx) as store:
-            return await store.search(query, limit=limit, days=window, mode=mode)
+            today = store.today()
+            first = parse_day(since, today, flag="--since") if since is not None else None
+            last = parse_day(until, today, flag="--until") if until is not None else None
+            return await store.search(
+                query, limit=limit, days=window, since=first, until=last, category=category,
+                tags=tag or (), sources=source, mode=mode, require=require or (),
+                exclude=exclude or (), explain=explain)
 
     found = run(work())
-    if json_out:
+    if form == "json":
         typer.echo(render.search_json(found))
+    elif form == "markdown":
+        typer.echo(render.search_markdown(found))
     else:
-        typer.echo(render.search_text(found, _style(), all_history=all_history))
+        typer.echo(render.search_text(found, _style()))
+
+
+def _output_format(output: str | None, json_out: bool) -> str:
+    from miniclaw.errors import UsageError
+
+    form = (output or ("json" if json_out else "text")).strip().lower()
+    if form not in ("text", "json", "markdown"):
+        raise UsageError(f"--format must be text, json or markdown, not {output!r}")
+    if json_out and form != "json":
+        raise UsageError("--json asks for JSON: choose one of --json or --format")
+    return form
 
 
 @memory_app.command("index")

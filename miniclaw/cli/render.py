@@ -63,24 +63,24 @@ def to_json(payload: dict) -> str:
 
 
 def search_json(found) -> str:
-    return to_json({
-        "query": found.query, "mode": found.mode, "total": found.total,
-        "results": [hit.to_dict(rank) for rank, hit in enumerate(found.results, 1)],
-    })
+    return to_json(found.to_dict())
 
 
-def search_text(found, style: Style, *, all_history: bool) -> str:
+def _corrections(found) -> str:
+    return ", ".join(f"{typed} → {used}" for typed, used in found.corrections)
+
+
+def _explanation(hit) -> str:
+    return " + ".join(f"{part} {value:.2f}" for part, value in hit.explanation)
+
+
+def search_text(found, style: Style) -> str:
     lines = [style(f'Search Results for: "{found.query}"', "bold"), ""]
+    if found.corrections:
+        lines += [f"Searched instead: {_corrections(found)}", ""]
     if not found.results:
-        lines += [
-            "No memories matched.",
-            "Suggestions:",
-            "  - try broader or different terms",
-            "  - use fewer words",
-        ]
-        if not all_history:
-            lines.append("  - search all history with --all (daily notes older than the "
-                         "window are not searched by default)")
+        lines += ["No memories matched.", "Suggestions:"]
+        lines += [f"  - {hint}" for hint in found.suggestions]
         return "\n".join(lines)
     for rank, hit in enumerate(found.results, 1):
         day = hit.date.isoformat() if hit.date else "undated"
@@ -90,8 +90,37 @@ def search_text(found, style: Style, *, all_history: bool) -> str:
                      + ("" if hit.matched else style(" [context: next to a match]", "dim")))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
         lines.append("   " + style(hit.citation, "dim"))
+        if hit.explanation:
+            lines.append("   " + style(f"why: {_explanation(hit)}", "dim"))
         lines.append("")
     lines.append(f"Found {found.total} relevant memories (showing top {len(found.results)})")
+    return "\n".join(lines)
+
+
+def search_markdown(found) -> str:
+    """Results grouped by file, for agents that read Markdown: each entry's category
+    comment, then `**Line N:** text`, and a count at the end."""
+    lines = [f'## Results for: "{found.query}"', ""]
+    if found.corrections:
+        lines += [f"_Searched instead: {_corrections(found)}_", ""]
+    by_file: dict[str, list] = {}
+    for hit in found.results:
+        by_file.setdefault(hit.path, []).append(hit)
+    for path, hits in by_file.items():
+        lines += [f"### {path}", ""]
+        for hit in hits:
+            if hit.category:
+                lines.append(f"<!-- @category: {hit.category} -->")
+            text = " ".join(hit.content.split())
+            lines.append(f"**Line {hit.line_start}:** {text}")
+            if hit.explanation:
+                lines.append(f"_why: {_explanation(hit)}_")
+            lines.append("")
+    if not found.results:
+        lines += ["No matches.", ""] + [f"- {hint}" for hint in found.suggestions] + [""]
+    noun = "match" if len(found.results) == 1 else "matches"
+    files = "file" if len(by_file) == 1 else "files"
+    lines.append(f"Found {len(found.results)} {noun} across {len(by_file)} {files}.")
     return "\n".join(lines)
 
 

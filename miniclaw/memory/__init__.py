@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 _EXPORTS = {
     "DAILY_NOTE": "entry", "LONG_TERM": "entry", "Entry": "entry",
     "IndexStatus": "index", "RefreshReport": "index", "SearchIndex": "index",
-    "MemoryRanker": "ranker", "RankedMemory": "ranker", "SearchResults": "ranker",
+    "MemoryRanker": "ranker", "RankedMemory": "results", "SearchResults": "results",
     "DEFAULT_MODE": "scoring", "MODE_NAMES": "scoring",
     "ShortTermMemory": "short_term", "Turn": "short_term",
     "MemoryStore": "store",
@@ -42,7 +42,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
     from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
-    from miniclaw.memory.ranker import MemoryRanker, RankedMemory, SearchResults
+    from miniclaw.memory.ranker import MemoryRanker
+    from miniclaw.memory.results import RankedMemory, SearchResults
     from miniclaw.memory.scoring import DEFAULT_MODE, MODE_NAMES
     from miniclaw.memory.short_term import ShortTermMemory, Turn
     from miniclaw.memory.store import MemoryStore

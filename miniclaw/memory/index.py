@@ -102,6 +102,8 @@ class Filters(NamedTuple):
     until: Date | None = None
     category: str | None = None
     tags: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()  # terms every result must hold
+    excluded: tuple[str, ...] = ()  # terms no result may hold
 
 
 class IndexStatus(NamedTuple):
@@ -525,6 +527,14 @@ class SearchIndex:
         for tag in filters.tags:
             clauses.append("instr(' ' || e.tags || ' ', ?) > 0")
             params.append(f" {tag} ")
+        for term in filters.required:
+            clauses.append("EXISTS (SELECT 1 FROM postings r WHERE r.term = ? AND r.entry_id = e.id)")
+            params.append(term)
+        if filters.excluded:
+            marks = ", ".join("?" * len(filters.excluded))
+            clauses.append(f"NOT EXISTS (SELECT 1 FROM postings x WHERE x.term IN ({marks})"
+                           " AND x.entry_id = e.id)")
+            params.extend(filters.excluded)
         return " AND ".join(clauses), params
 
     @staticmethod
@@ -562,6 +572,45 @@ class SearchIndex:
         sql = f"{cte}SELECT p.entry_id, {score} {self._FROM}WHERE p.entry_id IN ({ids}) GROUP BY p.entry_id"
         found = dict(self._run(lambda c: c.execute(sql, params).fetchall()))
         return {i: found.get(i, 0.0) for i in entry_ids}
+
+    def contributions(self, entry_ids: Sequence[int], weights: dict[str, float],
+                      term_score_sql: str, avgdl: float) -> dict[int, dict[str, float]]:
+        """For `--explain`: each query term's part of each given entry's score."""
+        if not entry_ids or not weights:
+            return {i: {} for i in entry_ids}
+        cte, _, params = self._score_sql(weights, term_score_sql, avgdl)
+        expression = term_score_sql.replace(":avgdl", repr(float(avgdl or 1.0)))
+        ids = ", ".join(str(int(i)) for i in entry_ids)
+        sql = (f"{cte}SELECT p.entry_id, q.term, q.weight * {expression} {self._FROM}"
+               f"WHERE p.entry_id IN ({ids})")
+        out: dict[int, dict[str, float]] = {i: {} for i in entry_ids}
+        for entry_id, term, value in self._run(lambda c: c.execute(sql, params).fetchall()):
+            out[entry_id][term] = value
+        return out
+
+    def terms_starting(self, prefix: str, limit: int = 50) -> list[str]:
+        """Indexed terms that start with `prefix` (for `word*`), at most `limit`: found by
+        seeking from term to term, so a prefix shared by a million postings stays cheap."""
+        found: list[str] = []
+
+        def work(conn):
+            last = prefix
+            row = conn.execute("SELECT term FROM postings WHERE term >= ? ORDER BY term LIMIT 1",
+                               (last,)).fetchone()
+            while row is not None and row[0].startswith(prefix) and len(found) < limit:
+                found.append(row[0])
+                row = conn.execute("SELECT term FROM postings WHERE term > ? ORDER BY term"
+                                   " LIMIT 1", (row[0],)).fetchone()
+            return found
+
+        return self._run(work)
+
+    def vocabulary(self, first: str) -> dict[str, int]:
+        """Indexed terms starting with the character `first`, with the number of entries
+        holding each: the candidates of the spelling fallback."""
+        return dict(self._run(lambda c: c.execute(
+            "SELECT term, COUNT(*) FROM postings WHERE term >= ? AND term < ? GROUP BY term",
+            (first, first + "\U0010ffff")).fetchall()))
 
     def neighbours(self, entry_ids: Sequence[int], reach: int) -> dict[int, list[tuple]]:
         """(entry id, offset, own time, its time) of the entries up to `reach` places before

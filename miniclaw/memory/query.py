@@ -1,12 +1,13 @@
 """Search queries: the small query language miniclaw reads, parsed here and nowhere else.
 
-Syntax: plain words; `"exact phrase"` (its words adjacent, in order); `+word` must appear;
-`-word` must not; `word*` matches terms starting with the word. Only a `+`/`-` at the start
-of a whitespace-separated token is an operator (`e-mail`, `2026-02-14` are words), and only
-a `*` right after a word. Everything else is text for the tokenizer: `AND`, `NEAR(`, colons,
-quotes inside words, SQL: the query is never passed to SQLite as syntax, only as terms bound
-as parameters. An unclosed quote makes the rest of the query a phrase. A phrase cannot be
-excluded (`-"a b"` is an error), and a signed word takes no star (`-run*` excludes "run").
+Syntax: plain words; `"exact phrase"` (its words adjacent, in order; curly quotes too);
+`+word` must appear; `-word` must not; `word*` matches terms starting with the word. Only a
+`+`/`-` at the start of a whitespace-separated token is an operator (`e-mail`, `2026-02-14`
+are words), and only a `*` right after a word. Everything else is text for the tokenizer:
+`AND`, `NEAR(`, colons, backslashes, SQL: the query is never passed to SQLite as syntax, only
+as terms bound as parameters. An unclosed quote makes the rest of the query a phrase. A phrase
+cannot be excluded (`-"a b"` is an error), and a signed word takes no star (`-run*` excludes
+"run").
 
 Invariants of a `Query` (all terms as `tokenize` gives them, so stemmed and folded):
 `terms` is never empty, distinct, in order: the words to score (plain, required, phrase
@@ -80,7 +81,8 @@ def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty: give at least one word to search for")
     if len(text) > MAX_QUERY_CHARS:
-        raise QueryError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+        raise QueryError(
+            f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
     parts = _Parts()
     pieces = _QUOTE.split(text)  # even indexes are outside quotes, odd ones inside
     for i in range(0, len(pieces), 2):

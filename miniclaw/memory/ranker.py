@@ -18,11 +18,15 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.entry import Entry, citation
+from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.index import Filters, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
-from miniclaw.memory.query import parse_query
+from miniclaw.memory.results import RankedMemory, SearchResults
+from miniclaw.memory.hints import search_hints
+from miniclaw.memory.query import Query, parse_query, phrase_matches
+from miniclaw.memory.spelling import suggest
+from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
 from miniclaw.memory.scoring import CorpusStats, Scorer, get_scorer
 
 log = logging.getLogger("miniclaw")
@@ -31,47 +35,7 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
 DEFAULT_DAYS = 30
 _CANDIDATES = 50  # entries per source considered before neighbours are added
-
-
-class RankedMemory(NamedTuple):
-    """One search result: the entry, its score and the excerpt that matched."""
-
-    content: str
-    excerpt: str
-    score: float
-    source: str
-    date: Date | None
-    path: str
-    line_start: int
-    line_end: int
-    category: str | None
-    tags: tuple[str, ...]
-    time: str | None = None
-    highlights: tuple[tuple[int, int], ...] = ()  # spans of matched words in `excerpt`
-    matched: bool = True  # False: holds no query word, found as context of a neighbour
-
-    @property
-    def citation(self) -> str:
-        return citation(self.path, self.line_start, self.line_end)
-
-    def to_dict(self, rank: int) -> dict:
-        """The JSON object of DESIGN.md."""
-        return {
-            "rank": rank, "score": round(self.score, 4), "source": self.source,
-            "path": self.path, "line_start": self.line_start, "line_end": self.line_end,
-            "date": self.date.isoformat() if self.date else None,
-            "category": self.category, "tags": list(self.tags),
-            "content": self.content, "excerpt": self.excerpt, "matched": self.matched,
-        }
-
-
-class SearchResults(NamedTuple):
-    """What a search found: the top results, how many matched in all, and how."""
-
-    query: str
-    mode: str
-    total: int
-    results: list[RankedMemory]
+PHRASE_CANDIDATES = 500  # entries per source checked for a phrase
 
 
 class _Found(NamedTuple):
@@ -92,6 +56,18 @@ class SearchOptions(NamedTuple):
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] | None = None
     mode: str | None = None
+    require: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    explain: bool = False
+
+
+class _Plan(NamedTuple):
+    """The query as it will run: terms after prefix expansion and spelling corrections."""
+
+    terms: list[str]
+    stats: CorpusStats
+    replaced: dict[str, str]  # term that matched nothing -> the indexed term used instead
+    missing: list[str]  # terms that matched nothing and had no close spelling
 
 
 def check_limit(limit: int) -> int:
@@ -144,46 +120,82 @@ class MemoryRanker:
                        tuple(options.tags))
 
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
-        query = parse_query(text)
+        query = parse_query(text, require=options.require, exclude=options.exclude)
         check_limit(options.limit)
         scorer = get_scorer(options.mode)
         filters = self.filters(options)
 
-        terms = scorer.scored_terms(list(query.terms))
-        stats = await asyncio.to_thread(self._prepare, terms)
-        weights = scorer.weights(terms, stats)
+        plan = await asyncio.to_thread(self._prepare, query, scorer)
+        weights = scorer.weights(plan.terms, plan.stats)
+        fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
+        filters = filters._replace(required=fix(query.required), excluded=query.excluded)
+        phrases = tuple(fix(phrase) for phrase in query.phrases)
         k = max(options.limit, _CANDIDATES) if scorer.neighbor_weights else options.limit
         selected = [s for s in self.index.sources if s.name in filters.sources]
         found = await asyncio.gather(*(
             asyncio.to_thread(self._search_source, source, filters, weights, scorer,
-                              stats.avg_length, k)
+                              plan.stats.avg_length, k, phrases)
             for source in selected))
         own = {i: score for part in found for i, score in part.scores.items()}
         entries = {i: entry for part in found for i, entry in part.entries.items()}
         context = {i for part in found for i in part.context}
         total = sum(part.total for part in found)
-        ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))
-        terms = frozenset(query.terms)
-        results = [self._result(entries[i], own[i], terms, i not in context)
-                   for i in ranked[: options.limit]]
-        return SearchResults(query.text, scorer.name, total, results)
+        ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))[: options.limit]
+        explained = {}
+        if options.explain:
+            explained = await asyncio.to_thread(self.index.contributions, ranked, weights,
+                                                scorer.term_score_sql, plan.stats.avg_length)
+        shown = frozenset(plan.terms)
+        results = [self._result(entries[i], own[i], shown, i not in context, explained.get(i))
+                   for i in ranked]
+        corrections = _corrections(query.text, plan.replaced, results)
+        hints = search_hints(query, results, options.limit,
+                             windowed=filters.window_start is not None,
+                             missing_words=_typed_words(query.text, plan.missing))
+        return SearchResults(query.text, scorer.name, total, results, corrections, hints)
 
-    def _prepare(self, terms: list[str]) -> CorpusStats:
-        """Refresh the index, report damaged files, and read the corpus statistics."""
+    def _prepare(self, query: Query, scorer: Scorer) -> _Plan:
+        """Refresh the index, report damaged files, expand prefixes, correct spellings, and
+        read the corpus statistics (one worker thread)."""
         self.index.refresh()
         for warning in self.index.warnings():
             log.warning("%s", warning)
-        count, avgdl, df = self.index.corpus(terms)
-        return CorpusStats(count, avgdl, df)
+        terms = scorer.scored_terms(list(query.terms))
+        expanded = [t for prefix in query.prefixes for t in self.index.terms_starting(prefix)]
+        count, avgdl, df = self.index.corpus(terms + expanded)
+        prefixed = {t for prefix in query.prefixes for t in tokenize(prefix)}
+        replaced, missing = {}, []
+        for term in terms:
+            if df.get(term) or is_stop_word(term) or term in prefixed:
+                continue
+            candidate = suggest(term, self.index.vocabulary(term[0]))
+            if candidate is None:
+                missing.append(term)
+            else:
+                replaced[term] = candidate
+        if replaced:
+            df.update(self.index.corpus(list(replaced.values()))[2])
+        used = list(dict.fromkeys([replaced.get(t, t) for t in terms] + expanded))
+        return _Plan(used, CorpusStats(count, avgdl, df), replaced, missing)
 
     def _search_source(self, source, filters: Filters, weights: dict[str, float],
-                       scorer: Scorer, avgdl: float, k: int) -> _Found:
+                       scorer: Scorer, avgdl: float, k: int,
+                       phrases: tuple[tuple[str, ...], ...] = ()) -> _Found:
         """One source's best entries, with neighbour context where the mode has it
-        (runs in a worker thread)."""
-        rows = self.index.top(source, filters, weights, scorer.term_score_sql, avgdl, k)
-        scores = {entry_id: score for entry_id, score, _ in rows}
-        entries = self.index.entries(list(scores))
+        (runs in a worker thread). Phrases are checked here, on the entries' text, among
+        up to `PHRASE_CANDIDATES` entries holding all their words: inside the ranking, so
+        `-n 5` still gives five results when five match."""
+        fetch = max(k, PHRASE_CANDIDATES) if phrases else k
+        rows = self.index.top(source, filters, weights, scorer.term_score_sql, avgdl, fetch)
+        entries = self.index.entries([row[0] for row in rows])
         total = rows[0][2] if rows else 0
+        if phrases:
+            rows = [row for row in rows
+                    if all(phrase_matches(p, tokenize(entries[row[0]].text)) for p in phrases)]
+            total = len(rows)
+            rows = rows[:k]
+            entries = {row[0]: entries[row[0]] for row in rows}
+        scores = {entry_id: score for entry_id, score, _ in rows}
         context: set[int] = set()
         if scorer.neighbor_weights and scores:
             scores, entries, context = add_neighbour_scores(
@@ -192,8 +204,35 @@ class MemoryRanker:
         return _Found(scores, entries, total, context)
 
     @staticmethod
-    def _result(entry: Entry, score: float, terms: frozenset[str], matched: bool) -> RankedMemory:
+    def _result(entry: Entry, score: float, terms: frozenset[str], matched: bool,
+                parts: dict[str, float] | None) -> RankedMemory:
         excerpt, spans = make_excerpt(entry.text, terms)
+        explanation: tuple[tuple[str, float], ...] = ()
+        if parts is not None:
+            rest = score - sum(parts.values())
+            explanation = tuple(sorted(parts.items(), key=lambda kv: -kv[1]))
+            if abs(rest) > 1e-9:
+                explanation += (("neighbours", rest),)
         return RankedMemory(entry.text, excerpt, score, entry.source, entry.date, entry.path,
                             entry.line_start, entry.line_end, entry.category, entry.tags,
-                            entry.time, spans, matched)
+                            entry.time, spans, matched, explanation)
+
+
+def _typed_words(query_text: str, terms: list[str]) -> list[str]:
+    """The words of the query, as typed, that gave these terms."""
+    wanted = set(terms)
+    return list(dict.fromkeys(query_text[start:end] for start, end, found in token_spans(query_text)
+                              if wanted & set(found)))
+
+
+def _corrections(query_text: str, replaced: dict[str, str],
+                 results: list[RankedMemory]) -> tuple[tuple[str, str], ...]:
+    """(word as typed, word searched instead): the latter as it is written in a result when
+    one holds it (index terms are stems: `bicycl`), else the indexed term."""
+    out = []
+    for term, used in replaced.items():
+        typed = _typed_words(query_text, [term])
+        written = next((hit.content[start:end].lower() for hit in results
+                        for start, end, found in token_spans(hit.content) if used in found), used)
+        out.append((typed[0] if typed else term, written))
+    return tuple(out)

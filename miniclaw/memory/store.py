@@ -27,8 +27,9 @@ from miniclaw.errors import UsageError, WorkspaceNotFoundError
 from miniclaw.memory import files
 from miniclaw.memory.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
-from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, RankedMemory,
-                                    SearchOptions, SearchResults, check_days)
+from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, SearchOptions,
+                                    check_days)
+from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
 
 # Parsing and writing are imported inside the methods that need them: a search through an
@@ -261,10 +262,21 @@ class MemoryStore:
                      days: int | None = DEFAULT_DAYS, since: Date | None = None,
                      until: Date | None = None, category: str | None = None,
                      tags: Sequence[str] = (), sources: Sequence[str] | None = None,
-                     mode: str | None = None) -> SearchResults:
-        """Search with the full answer: results, total matches and the mode used."""
-        options = SearchOptions(limit, days, since, until, category, tuple(tags),
-                                tuple(sources) if sources is not None else None, mode)
+                     mode: str | None = None, require: Sequence[str] = (),
+                     exclude: Sequence[str] = (), explain: bool = False) -> SearchResults:
+        """Search with the full answer: results, total matches, the mode used, spelling
+        corrections and suggestions; `explain` breaks each score down by term.
+
+        `query` may use the query language (`"phrase"`, `+word`, `-word`, `word*`);
+        `require`/`exclude` are words every result must / must not hold. `since`/`until`
+        (dates) replace the `days` window and filter every dated entry, MEMORY.md's too.
+        """
+        if category is not None:
+            category = category.strip().lower()
+        options = SearchOptions(limit, days, since, until, category,
+                                tuple(t.strip().lower() for t in tags),
+                                tuple(sources) if sources is not None else None, mode,
+                                tuple(require), tuple(exclude), explain)
         ranker = self.ranker()
         ranker.filters(options)  # bad options are usage errors, before the disk is touched
         self.require_workspace()
@@ -274,10 +286,12 @@ class MemoryStore:
                               days: int | None = DEFAULT_DAYS, since: Date | None = None,
                               until: Date | None = None, category: str | None = None,
                               tags: Sequence[str] = (), sources: Sequence[str] | None = None,
-                              mode: str | None = None) -> list[RankedMemory]:
+                              mode: str | None = None, require: Sequence[str] = (),
+                              exclude: Sequence[str] = ()) -> list[RankedMemory]:
         """The best `limit` memories for `query`, best first (DESIGN.md's contract)."""
         found = await self.search(query, limit=limit, days=days, since=since, until=until,
-                                  category=category, tags=tags, sources=sources, mode=mode)
+                                  category=category, tags=tags, sources=sources, mode=mode,
+                                  require=require, exclude=exclude)
         return found.results
 
     async def refresh_index(self, *, rebuild: bool = False,

@@ -54,8 +54,8 @@ def test_star_after_a_word_is_an_unstemmed_folded_prefix():
 
 
 @pytest.mark.parametrize("text, prefix", [
-    ("Café*", "cafe"), ("Caroline's*", "carolines"), ("北京大*", "北京大"), ("2026-02*", "2026-02"),
-    ("runn**", "runn"), ("e-mail*", "mail"),
+    ("Café*", "cafe"), ("Caroline's*", "carolines"), ("北京大*", "北京大"),
+    ("2026-02*", "2026-02"), ("runn**", "runn"), ("e-mail*", "mail"),
 ])
 def test_prefix_examples(text, prefix):
     assert parse_query(text).prefixes == (prefix,)
@@ -111,7 +111,8 @@ def test_fts_and_sql_syntax_is_plain_text(text, terms):
 
 
 @pytest.mark.parametrize("text, terms", [
-    ("e-mail", ("e", "mail")), ("2026-02-14", ("2026-02-14",)), ("well-known+x", ("well", "known", "x")),
+    ("e-mail", ("e", "mail")), ("2026-02-14", ("2026-02-14",)),
+    ("well-known+x", ("well", "known", "x")),
 ])
 def test_a_dash_or_plus_inside_a_word_is_not_an_operator(text, terms):
     query = parse_query(text)

@@ -54,15 +54,17 @@ def test_nothing_close_is_none(word, vocabulary):
     assert suggest(word, vocabulary) is None
 
 
-def test_limit_is_one_edit_up_to_four_characters_and_two_beyond():
+def test_limit_is_one_edit_up_to_five_characters_and_two_beyond():
     assert suggest("abcd", {"abxy": 1}) is None
-    assert suggest("abcde", {"abxye": 1}) == "abxye"
-    assert suggest("abcde", {"axyze": 1}) is None
+    assert suggest("abcde", {"abxye": 1}) is None  # "coffe" must not become "cafe"
+    assert suggest("abcde", {"abcxe": 1}) == "abcxe"
+    assert suggest("abcdef", {"abxyef": 1}) == "abxyef"
+    assert suggest("abcdef", {"axyzef": 1}) is None
 
 
 def test_max_distance_overrides_the_limit():
     assert suggest("abcd", {"abxy": 1}, max_distance=2) == "abxy"
-    assert suggest("abcde", {"abxye": 1}, max_distance=1) is None
+    assert suggest("abcdef", {"abxyef": 1}, max_distance=1) is None
     assert suggest("abc", {"abd": 1}, max_distance=0) is None
 
 
@@ -92,7 +94,7 @@ def test_distance_is_zero_iff_equal_and_within_length_bounds(a, b):
 @given(_WORD, st.dictionaries(_WORD, st.integers(1, 5), max_size=30))
 def test_suggestion_is_the_closest_allowed_term(word, vocabulary):
     """The fast scan agrees with the definition: nearest, then most frequent, then first."""
-    limit = 1 if len(word) <= 4 else 2
+    limit = 1 if len(word) <= 5 else 2
     allowed = [(edit_distance(word, term), -count, term) for term, count in vocabulary.items()
                if term != word and edit_distance(word, term) <= limit]
     found = suggest(word, vocabulary)

@@ -1,0 +1,70 @@
+"""What a search returns: ranked memories and the search's own account of itself.
+
+`RankedMemory` is one result (the entry's text and place, its score, the excerpt that
+matched); `SearchResults` is the whole answer, with how many entries matched, the spelling
+corrections made and suggestions for a better search. Their `to_dict` is the JSON contract
+of DESIGN.md, which scripts rely on: fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from datetime import date as Date
+from typing import NamedTuple
+
+from miniclaw.memory.entry import citation
+
+
+class RankedMemory(NamedTuple):
+    """One search result: the entry, its score and the excerpt that matched."""
+
+    content: str
+    excerpt: str
+    score: float
+    source: str
+    date: Date | None
+    path: str
+    line_start: int
+    line_end: int
+    category: str | None
+    tags: tuple[str, ...]
+    time: str | None = None
+    highlights: tuple[tuple[int, int], ...] = ()  # spans of matched words in `excerpt`
+    matched: bool = True  # False: holds no query word, found as context of a neighbour
+    explanation: tuple[tuple[str, float], ...] = ()  # (term or "neighbours", part of score)
+
+    @property
+    def citation(self) -> str:
+        return citation(self.path, self.line_start, self.line_end)
+
+    def to_dict(self, rank: int) -> dict:
+        """The JSON object of DESIGN.md (plus `matched`, and `explain` when asked for)."""
+        out = {
+            "rank": rank, "score": round(self.score, 4), "source": self.source,
+            "path": self.path, "line_start": self.line_start, "line_end": self.line_end,
+            "date": self.date.isoformat() if self.date else None,
+            "category": self.category, "tags": list(self.tags),
+            "content": self.content, "excerpt": self.excerpt, "matched": self.matched,
+        }
+        if self.explanation:
+            out["explain"] = {part: round(value, 4) for part, value in self.explanation}
+        return out
+
+
+class SearchResults(NamedTuple):
+    """What a search found: the top results, how many matched in all, and how."""
+
+    query: str
+    mode: str
+    total: int
+    results: list[RankedMemory]
+    corrections: tuple[tuple[str, str], ...] = ()  # (word as typed, word searched instead)
+    suggestions: tuple[str, ...] = ()  # what to try when results are few
+
+    def to_dict(self) -> dict:
+        """The JSON object of DESIGN.md, with the corrections and suggestions."""
+        return {
+            "query": self.query, "mode": self.mode, "total": self.total,
+            "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
+            "suggestions": list(self.suggestions),
+            "results": [hit.to_dict(rank) for rank, hit in enumerate(self.results, 1)],
+        }
