@@ -10,6 +10,9 @@ from __future__ import annotations
 from miniclaw.memory.tokenizer import token_spans
 
 EXCERPT_WIDTH = 150
+# An entry can be megabytes long (one pasted line): the window is chosen within its first
+# 200,000 characters, which keeps a search of such an entry in milliseconds.
+SCAN_CHARS = 200_000
 _ELLIPSIS = "…"
 _LEAD = 30  # characters of context kept before the first matched word
 
@@ -17,9 +20,12 @@ _LEAD = 30  # characters of context kept before the first matched word
 def make_excerpt(text: str, terms: set[str] | frozenset[str],
                  width: int = EXCERPT_WIDTH) -> tuple[str, tuple[tuple[int, int], ...]]:
     """(excerpt, highlight spans as (start, end) offsets into the excerpt)."""
-    flat = " ".join(text.split())
-    hits = [(start, end, set(found) & terms) for start, end, found in token_spans(flat)]
-    hits = [(start, end, found) for start, end, found in hits if found]
+    flat = " ".join(text[:SCAN_CHARS].split())
+    hits = []
+    for start, end, found in token_spans(flat):
+        matched = terms.intersection(found)
+        if matched:
+            hits.append((start, end, matched))
     if len(flat) <= width:
         return flat, tuple((s, e) for s, e, _ in hits)
 

@@ -298,7 +298,10 @@ class MemoryStore:
                             progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         """Bring the index up to date (every search does this too); `rebuild` starts over."""
         self.require_workspace()
-        return await asyncio.to_thread(self.index.refresh, rebuild=rebuild, progress=progress)
+        report = await asyncio.to_thread(self.index.refresh, rebuild=rebuild, progress=progress)
+        for warning in await asyncio.to_thread(self.index.warnings):
+            log.warning("%s", warning)
+        return report
 
     async def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         return await self.refresh_index(rebuild=True, progress=progress)

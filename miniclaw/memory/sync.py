@@ -22,6 +22,9 @@ from miniclaw.memory.sources import MemorySource, SourceFile
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
+# Larger files are not indexed (a warning names them on every search): a 50 MB note would
+# take half a minute and a gigabyte of memory to index. MEMORY.md with 100,000 entries is 9 MB.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 class RefreshReport:
@@ -54,6 +57,11 @@ def _entry_key(ordinal: int, entry: Entry) -> tuple:
 
 
 def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
+    if source_file.size > MAX_FILE_BYTES:
+        warning = (f"{source_file.path} is {source_file.size / 1048576:.0f} MB: memory files "
+                   f"over {MAX_FILE_BYTES // 1048576} MB are not searched; split it into "
+                   "smaller notes")
+        return _Parsed(source_file, [], [], warning, False)
     raw = read_bytes(source_file.absolute)
     if raw is None:
         return _Parsed(source_file, None, [], None, False)
