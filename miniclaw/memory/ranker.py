@@ -190,18 +190,27 @@ class MemoryRanker:
         entries = self.index.entries([row[0] for row in rows])
         total = rows[0][2] if rows else 0
         if phrases:
-            rows = [row for row in rows
-                    if all(phrase_matches(p, tokenize(entries[row[0]].text)) for p in phrases)]
+            rows = [row for row in rows if self._has_phrases(entries[row[0]], phrases)]
             total = len(rows)
             rows = rows[:k]
             entries = {row[0]: entries[row[0]] for row in rows}
         scores = {entry_id: score for entry_id, score, _ in rows}
         context: set[int] = set()
         if scorer.neighbor_weights and scores:
+            before = set(scores)
             scores, entries, context = add_neighbour_scores(
                 self.index, scores, entries, filters, weights, scorer, avgdl)
-            total += len(context)  # entries that only their neighbours brought in
+            if phrases:  # neighbours that hold query words must hold the phrases too
+                scores = {i: score for i, score in scores.items() if i in before
+                          or i in context or self._has_phrases(entries[i], phrases)}
+                entries = {i: entries[i] for i in scores}
+            total += len(context)  # entries only their neighbours brought in
         return _Found(scores, entries, total, context)
+
+    @staticmethod
+    def _has_phrases(entry: Entry, phrases: tuple[tuple[str, ...], ...]) -> bool:
+        terms = tokenize(entry.text)
+        return all(phrase_matches(phrase, terms) for phrase in phrases)
 
     @staticmethod
     def _result(entry: Entry, score: float, terms: frozenset[str], matched: bool,
