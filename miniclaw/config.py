@@ -4,6 +4,10 @@ Precedence for the workspace: an explicit path (``--workspace``), then ``MINICLA
 then ``$MINICLAW_HOME/workspace``, then ``~/.miniclaw/workspace``. The index is a cache and
 never lives inside the workspace: ``MINICLAW_INDEX`` names its file, else it is one file per
 workspace under ``$XDG_CACHE_HOME/miniclaw/`` (``~/.cache/miniclaw/`` when unset).
+
+Settings for the model server come from ``$MINICLAW_HOME/config.json`` (its ``"llm"``
+object), overridden by ``MINICLAW_LLM_*`` environment variables, overridden by command-line
+flags. With no server configured the provider is ``echo``, which works offline.
 """
 
 from __future__ import annotations
@@ -12,9 +16,20 @@ import zlib
 import os
 import re
 from pathlib import Path
+from typing import Any, NamedTuple
+
+from miniclaw.errors import UsageError
 
 MEMORY_DIR = "memory"
 LONG_TERM_FILE = "MEMORY.md"
+CONFIG_FILE = "config.json"
+SESSIONS_DIR = "sessions"
+
+PROVIDERS = ("echo", "openai")
+# A local model may take a while to load before its first token: the read timeout is the
+# longest silence allowed between two pieces of the answer, not the time for all of it.
+DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_READ_TIMEOUT = 120.0
 
 
 def miniclaw_home() -> Path:
@@ -48,3 +63,103 @@ def index_path(workspace: Path) -> Path:
     digest = f"{zlib.crc32(raw):08x}{zlib.crc32(raw[::-1]):08x}"
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(resolved).name)[:40] or "workspace"
     return cache_dir() / f"{name}-{digest}.sqlite3"
+
+
+class LLMSettings(NamedTuple):
+    """Which model server to talk to, and how patiently."""
+
+    provider: str  # one of PROVIDERS
+    base_url: str | None = None  # e.g. http://127.0.0.1:11434/v1
+    model: str | None = None
+    api_key: str | None = None
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+
+
+def config_path() -> Path:
+    return miniclaw_home() / CONFIG_FILE
+
+
+def load_config() -> dict[str, Any]:
+    """The settings object of config.json ({} when there is no file)."""
+    import json  # only commands that read settings need it
+
+    path = config_path()
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg}); fix or remove it") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} must hold one JSON object, like {{\"llm\": {{...}}}}")
+    return data
+
+
+def llm_settings(*, provider: str | None = None, base_url: str | None = None,
+                 model: str | None = None, connect_timeout: float | None = None,
+                 read_timeout: float | None = None) -> LLMSettings:
+    """The model settings: flags (these arguments) over MINICLAW_LLM_* over config.json.
+
+    The provider defaults to `openai` when a base URL is set anywhere, else `echo`. The API
+    key is never a flag (it would land in shell history): env or config.json only.
+    """
+    section = load_config().get("llm", {})
+    if not isinstance(section, dict):
+        raise UsageError(f'{config_path()}: "llm" must be an object, like {{"base_url": "..."}}')
+    env = os.environ
+
+    def pick(flag: Any, env_name: str | None, key: str) -> Any:
+        if flag is not None:
+            return flag
+        if env_name and env.get(env_name):
+            return env[env_name]
+        return section.get(key)
+
+    base_url = pick(base_url, "MINICLAW_LLM_BASE_URL", "base_url")
+    chosen = pick(provider, "MINICLAW_LLM_PROVIDER", "provider") or ("openai" if base_url else "echo")
+    chosen = str(chosen).strip().lower()
+    if chosen not in PROVIDERS:
+        raise UsageError(f"unknown provider {chosen!r}; choose from: {', '.join(PROVIDERS)}")
+    settings = LLMSettings(
+        chosen, _text(base_url, "base_url"), _text(pick(model, "MINICLAW_LLM_MODEL", "model"), "model"),
+        _text(pick(None, "MINICLAW_LLM_API_KEY", "api_key"), "api_key"),
+        _seconds(pick(connect_timeout, None, "connect_timeout"), "connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+        _seconds(pick(read_timeout, None, "read_timeout"), "read_timeout", DEFAULT_READ_TIMEOUT))
+    if chosen == "openai":
+        if not settings.base_url:
+            raise UsageError("the openai provider needs the server's URL: pass --base-url, set "
+                             "MINICLAW_LLM_BASE_URL or \"base_url\" in config.json "
+                             "(e.g. http://127.0.0.1:11434/v1)")
+        if not re.match(r"^https?://", settings.base_url):
+            raise UsageError(f"the model server URL must start with http:// or https://, "
+                             f"not {settings.base_url!r}")
+        if not settings.model:
+            raise UsageError("the openai provider needs a model name: pass --model, set "
+                             "MINICLAW_LLM_MODEL or \"model\" in config.json")
+    return settings
+
+
+def _text(value: Any, key: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{key} in {config_path()} must be a string, not {value!r}")
+    return value.strip() or None
+
+
+def _seconds(value: Any, key: str, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{key} must be a number of seconds, not {value!r}") from None
+    if not 0 < seconds <= 3600:
+        raise UsageError(f"{key} must be between 0 and 3600 seconds, not {value!r}")
+    return seconds

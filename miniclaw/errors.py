@@ -5,11 +5,13 @@
     │   ├── QueryError             a search query that cannot be searched
     │   └── WorkspaceNotFoundError the workspace (or its memory/ folder) does not exist
     ├── MemoryFileError            reading or writing a memory file failed (exit code 1)
-    └── SearchIndexError           the search index could not be opened or updated (exit code 1)
+    ├── SearchIndexError           the search index could not be opened or updated (exit code 1)
+    └── ProviderError              the model server could not be reached or failed (exit code 1)
 
 Library code raises these and never prints or exits; the CLI maps them to one line on
 stderr and an exit code in one place (`miniclaw.cli.app`). Low-level errors (`OSError`,
-`sqlite3.Error`) are converted where they first appear, with `raise ... from exc`.
+`sqlite3.Error`, `httpx.HTTPError`) are converted where they first appear, with
+`raise ... from exc`.
 """
 
 from __future__ import annotations
@@ -41,3 +43,8 @@ class MemoryFileError(MiniclawError):
 
 class SearchIndexError(MiniclawError):
     """The search index (a cache) could not be opened, rebuilt or updated."""
+
+
+class ProviderError(MiniclawError):
+    """The model server (an LLM provider) could not be reached, timed out or answered with an
+    error; the message names the server. The chat loop reports it and keeps running."""

@@ -30,7 +30,7 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
                      "hold all of them")
     if len(query.terms) > 2:
         hints.append("use fewer words")
-    if not results:
+    if not results or not hints:
         hints.append("try broader or different words")
     categories = Counter(hit.category for hit in results if hit.category)
     tags = Counter(tag for hit in results for tag in hit.tags)

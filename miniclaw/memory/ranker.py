@@ -150,7 +150,8 @@ class MemoryRanker:
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)
         hints = search_hints(query, results, options.limit,
-                             windowed=filters.window_start is not None,
+                             windowed=filters.window_start is not None and any(
+                                 s.windowed for s in selected),
                              missing_words=_typed_words(query.text, plan.missing))
         return SearchResults(query.text, scorer.name, total, results, corrections, hints)
 

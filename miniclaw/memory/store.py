@@ -273,8 +273,15 @@ class MemoryStore:
         """
         if category is not None:
             category = category.strip().lower()
-        options = SearchOptions(limit, days, since, until, category,
-                                tuple(t.strip().lower() for t in tags),
+            if not CATEGORY_PATTERN.match(category):
+                raise UsageError(f"--category {category!r} is not a category: lowercase letters, "
+                                 "digits and dashes, starting with a letter")
+        clean_tags = tuple(t.strip().lower() for t in tags)
+        for tag in clean_tags:
+            if not TAG_PATTERN.match(tag):
+                raise UsageError(f"--tag {tag!r} is not a tag: letters, digits, '-' and '_', "
+                                 "no spaces (repeat --tag for several)")
+        options = SearchOptions(limit, days, since, until, category, clean_tags,
                                 tuple(sources) if sources is not None else None, mode,
                                 tuple(require), tuple(exclude), explain)
         ranker = self.ranker()

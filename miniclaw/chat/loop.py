@@ -1,0 +1,196 @@
+"""ChatSession: one conversation between the user, their memory and a model.
+
+A user turn goes, in this order: into short-term memory, into the transcript, into a context
+built for it (`ContextBuilder`), to the provider, whose answer is written out as it streams;
+tool calls the model makes are carried out through the store and shown; the answer then goes
+into short-term memory and the transcript. When the provider fails, the user's turn is
+already in the transcript, an `error` record follows it, and the session goes on.
+
+Slash commands act on memory directly and are not messages: /remember, /note, /search,
+/context, /help, /exit. The session writes to the two streams it is given (`out` for
+answers and command output, `err` for errors) and reads nothing: the terminal is
+`chat.console`'s business, so the session is tested with plain string buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
+from miniclaw.chat.tools import TOOLS, run_tool
+from miniclaw.chat.transcript import Transcript, new_session_id
+from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
+from miniclaw.errors import MiniclawError, ProviderError, UsageError
+
+MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
+SEARCH_LIMIT = 5
+
+HELP = """\
+Commands:
+  /remember TEXT   save TEXT in long-term memory (memory/MEMORY.md)
+  /note TEXT       add TEXT to today's daily note
+  /search QUERY    search all of memory ("phrase", +must, -not, prefix*)
+  /context         what the assistant saw for your last message
+  /help            this list
+  /exit            end the session (Ctrl-D and Ctrl-C too)
+Anything else is a message to the assistant."""
+
+
+class _Output:
+    """A text stream that remembers whether the cursor is at the start of a line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.at_line_start = True
+
+    def write(self, text: str) -> None:
+        if text:
+            self.stream.write(text)
+            self.stream.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def line(self, text: str) -> None:
+        """`text` on a line of its own."""
+        self.write(("" if self.at_line_start else "\n") + text + "\n")
+
+
+class ChatSession:
+    def __init__(self, store, provider: Provider, transcript: Transcript, *,
+                 out: TextIO, err: TextIO, format_search: Callable[[object], str],
+                 budget: int = DEFAULT_BUDGET) -> None:
+        self.store = store
+        self.provider = provider
+        self.transcript = transcript
+        self.builder = ContextBuilder(store)
+        self.budget = budget
+        self.last_context: Context | None = None
+        self._out, self._err = _Output(out), _Output(err)
+        self._format_search = format_search
+
+    @classmethod
+    def open(cls, workspace: Path, provider: Provider, **options) -> ChatSession:
+        """A new session on a workspace, with a fresh session id and transcript."""
+        from miniclaw.config import SESSIONS_DIR
+        from miniclaw.memory import MemoryStore
+
+        store = MemoryStore(workspace)
+        store.require_workspace()
+        transcript = Transcript(store.workspace / SESSIONS_DIR, new_session_id(store.now()))
+        return cls(store, provider, transcript, **options)
+
+    async def aclose(self) -> None:
+        try:
+            await self.provider.aclose()
+        finally:
+            self.transcript.close()
+            self.store.close()
+
+    # -- one line of input ---------------------------------------------------------------
+
+    async def handle(self, line: str) -> bool:
+        """Act on one line the user typed; False when the session should end."""
+        text = line.strip()
+        if not text:
+            return True
+        try:
+            if text.startswith("/"):
+                return await self._command(text)
+            await self.ask(text)
+        except MiniclawError as exc:
+            self._err.line(f"Error: {exc}")
+        return True
+
+    async def _command(self, text: str) -> bool:
+        name, _, arg = text[1:].partition(" ")
+        name, arg = name.lower(), arg.strip()
+        if name in ("exit", "quit"):
+            return False
+        if name == "help":
+            self._out.line(HELP)
+        elif name == "context":
+            self._out.line(self._context_text())
+        elif name in ("remember", "note", "search") and not arg:
+            raise UsageError(f"/{name} needs text: /{name} {'QUERY' if name == 'search' else 'TEXT'}")
+        elif name == "remember":
+            entry = await self.store.add_long_term(arg)
+            self._out.line(f"Remembered in long-term memory: {entry.citation}" if entry else
+                           "Remembered (all of it is private, so it will not show in searches).")
+        elif name == "note":
+            entry = await self.store.add_daily_note(arg)
+            self._out.line(f"Noted in today's daily note: {entry.citation}" if entry else
+                           "Noted (all of it is private, so it will not show in searches).")
+        elif name == "search":
+            found = await self.store.search(arg, limit=SEARCH_LIMIT, days=None)
+            self._out.line(self._format_search(found))
+        else:
+            raise UsageError(f"there is no command /{name}: /help lists them")
+        return True
+
+    def _context_text(self) -> str:
+        context = self.last_context
+        if context is None:
+            return "No message yet: /context shows what the assistant saw for your last one."
+        counts = {name: len(context.items(name)) for name in ("memories", "notes", "history")}
+        return (f"{context.render()}\n\n(about {context.tokens} of {context.budget} tokens, "
+                f"estimated: {counts['memories']} memories, {counts['notes']} note entries, "
+                f"{counts['history']} earlier turns)")
+
+    # -- a message to the model ----------------------------------------------------------
+
+    async def ask(self, text: str) -> str:
+        """Answer one message, streaming the answer to `out`; returns the whole answer.
+
+        Raises `ProviderError` when the model cannot answer, after recording it.
+        """
+        self.store.short_term.add("user", text)
+        await self._record("user", text)
+        try:
+            answer = await self._answer(text)
+        except ProviderError as exc:
+            await self._record("error", str(exc))
+            if not self._out.at_line_start:
+                self._out.write("\n")
+            raise
+        self.store.short_term.add("assistant", answer)
+        await self._record("assistant", answer)
+        return answer
+
+    async def _answer(self, text: str) -> str:
+        context = await self.builder.build(text, budget_tokens=self.budget)
+        self.last_context = context
+        messages = [{"role": "system", "content": context.render()},
+                    {"role": "user", "content": text}]
+        parts: list[str] = []
+        for _ in range(MAX_TOOL_ROUNDS + 1):
+            said: list[str] = []
+            calls: list[ToolCall] = []
+            async for event in self.provider.stream(ChatRequest(messages, TOOLS, context)):
+                if isinstance(event, ToolCall):
+                    calls.append(event)
+                else:
+                    said.append(event)
+                    self._out.write(event)
+            parts += said
+            if not calls:
+                break
+            messages.append({"role": "assistant", "content": "".join(said) or None,
+                             "tool_calls": [{"id": c.id, "type": "function", "function": {
+                                 "name": c.name, "arguments": c.arguments}} for c in calls]})
+            for call in calls:
+                outcome = await run_tool(self.store, call.name, call.arguments)
+                self._out.line(outcome.shown)
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": outcome.result})
+                self.store.short_term.add("tool", outcome.shown)
+                await self._record("tool", outcome.shown)
+        else:
+            self._err.line(f"(stopped: the model was still calling tools after "
+                           f"{MAX_TOOL_ROUNDS} rounds)")
+        if not self._out.at_line_start:
+            self._out.write("\n")
+        return "".join(parts)
+
+    async def _record(self, role: str, content: str) -> None:
+        await self.transcript.append(role, content, self.store.now())

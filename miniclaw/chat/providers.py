@@ -1,0 +1,56 @@
+"""What a model provider is to the chat loop, and how one is chosen from the settings.
+
+A provider turns a `ChatRequest` (OpenAI-style messages, the tools it may call, and the
+`Context` they were built from) into a stream: pieces of the answer (`str`) as they come,
+then the `ToolCall`s the model asked for. It raises `ProviderError`, and nothing else, when
+the model cannot answer. Providers are imported only when chosen: `openai` needs httpx,
+which `miniclaw memory rank` should never pay for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from miniclaw.config import LLMSettings
+    from miniclaw.context import Context
+
+
+class ToolCall(NamedTuple):
+    """The model asks the loop to run a tool; `arguments` is the JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class ChatRequest(NamedTuple):
+    messages: list[dict]  # {"role": ..., "content": ...}, the system prompt first
+    tools: list[dict]  # OpenAI function-tool schemas (chat.tools.TOOLS)
+    context: Context  # what the system prompt was rendered from
+
+
+class Provider(Protocol):
+    name: str
+
+    def describe(self) -> str:
+        """One line for people: which model, where."""
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[str | ToolCall]:
+        """The answer in pieces as they come, then the tool calls."""
+
+    async def aclose(self) -> None:
+        """Release connections."""
+
+
+def make_provider(settings: LLMSettings) -> Provider:
+    if settings.provider == "openai":
+        from miniclaw.chat.openai import OpenAIProvider
+
+        return OpenAIProvider(settings.base_url, settings.model, api_key=settings.api_key,
+                              connect_timeout=settings.connect_timeout,
+                              read_timeout=settings.read_timeout)
+    from miniclaw.chat.echo import EchoProvider
+
+    return EchoProvider()

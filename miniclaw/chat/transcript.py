@@ -1,0 +1,59 @@
+"""A chat session's transcript: `sessions/<session-id>.jsonl` in the workspace.
+
+One JSON object per line and per message: `role` (user, assistant, tool, error), `content`,
+`timestamp` (UTC, ISO 8601) and `session_id`. Each message is appended in one `write` and
+fsynced as it happens, so a crash loses at most the turn in flight and never leaves half a
+line before a whole one. The file is created 0600 in a 0700 folder, and only when the first
+message is written. What goes in is what was said: the user's own words, the answers, and
+what the tools did; memory text reaches it only through those, already without private parts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+from datetime import datetime
+from pathlib import Path
+
+from miniclaw.errors import MemoryFileError
+from miniclaw.memory.files import FILE_MODE, ensure_dir
+
+
+def new_session_id(now: datetime) -> str:
+    """Sortable by time, unique enough for one person: `20260214-091203-a1b2c3`."""
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+class Transcript:
+    def __init__(self, folder: Path, session_id: str) -> None:
+        self.folder = Path(folder)
+        self.session_id = session_id
+        self.path = self.folder / f"{session_id}.jsonl"
+        self._fd: int | None = None
+
+    async def append(self, role: str, content: str, at: datetime) -> None:
+        record = {"role": role, "content": content,
+                  "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                  "session_id": self.session_id}
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        await asyncio.to_thread(self._write, line)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            if self._fd is None:
+                ensure_dir(self.folder)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+            view = memoryview(data)
+            while view:  # one write for a line in practice; loop for the rare short write
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise MemoryFileError(f"cannot write the transcript {self.path}: "
+                                  f"{exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
