@@ -121,15 +121,16 @@ def llm_settings(*, provider: str | None = None, base_url: str | None = None,
             return env[env_name]
         return section.get(key)
 
-    base_url = pick(base_url, "MINICLAW_LLM_BASE_URL", "base_url")
+    base_url = _text(pick(base_url, "MINICLAW_LLM_BASE_URL", "base_url"), "base_url")
     chosen = pick(provider, "MINICLAW_LLM_PROVIDER", "provider") or ("openai" if base_url else "echo")
     chosen = str(chosen).strip().lower()
     if chosen not in PROVIDERS:
         raise UsageError(f"unknown provider {chosen!r}; choose from: {', '.join(PROVIDERS)}")
     settings = LLMSettings(
-        chosen, _text(base_url, "base_url"), _text(pick(model, "MINICLAW_LLM_MODEL", "model"), "model"),
+        chosen, base_url, _text(pick(model, "MINICLAW_LLM_MODEL", "model"), "model"),
         _text(pick(None, "MINICLAW_LLM_API_KEY", "api_key"), "api_key"),
-        _seconds(pick(connect_timeout, None, "connect_timeout"), "connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+        _seconds(pick(connect_timeout, None, "connect_timeout"), "connect_timeout",
+                 DEFAULT_CONNECT_TIMEOUT),
         _seconds(pick(read_timeout, None, "read_timeout"), "read_timeout", DEFAULT_READ_TIMEOUT))
     if chosen == "openai":
         if not settings.base_url:

@@ -32,6 +32,7 @@ run time. See `estimate_tokens` for the rule and how far it errs.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from datetime import date as Date
@@ -42,6 +43,8 @@ from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.results import RankedMemory
 from miniclaw.memory.short_term import Turn
+
+log = logging.getLogger("miniclaw")
 
 MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 200, 32_000, 4_000
 IDENTITY_FILES = ("SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md")
@@ -74,7 +77,7 @@ def estimate_tokens(text: str) -> int:
     The sum is rounded up.
 
     Measured against OpenAI's cl100k_base and o200k_base tokenizers (tests/test_context.py),
-    it counts 1.3 to 2.3 times the real number on prose, Markdown, code, URLs and numbers in
+    it counts 1.2 to 2.3 times the real number on prose, Markdown, code, URLs and numbers in
     English, French, Chinese, Japanese, Korean, Russian, Greek, Arabic, Hindi and Thai (a
     Chinese character: 2, real 0.8 to 1.3). Strings with no words in them (random base64,
     random letters) are the known exception: up to 40% more tokens than estimated.
@@ -110,7 +113,7 @@ def _cost(block: str) -> int:
 
 def cut_to_fit(text: str, fits) -> str | None:
     """The longest start of `text`, ended with " …", for which `fits(shorter)` holds (cut at
-    a space when one is near the end); None when not even " …" alone fits."""
+    a space when one is near the end); None when no start of it fits."""
     mark = " …"
     low, high = 0, len(text)  # binary search on the prefix length; every kept `low` fits
     while low < high:
@@ -195,7 +198,8 @@ class Context(NamedTuple):
 
 
 def check_budget(budget: int) -> int:
-    if isinstance(budget, bool) or not isinstance(budget, int) or not MIN_BUDGET <= budget <= MAX_BUDGET:
+    valid = isinstance(budget, int) and not isinstance(budget, bool)
+    if not valid or not MIN_BUDGET <= budget <= MAX_BUDGET:
         raise UsageError(f"the context budget must be between {MIN_BUDGET} and {MAX_BUDGET} "
                          f"tokens, not {budget!r}")
     return budget
@@ -237,7 +241,9 @@ class ContextBuilder:
                 raw = read_bytes(self.store.workspace / name)
                 if raw is None:
                     continue
-                text, _ = decode(raw, name)
+                text, warning = decode(raw, name)
+                if warning:
+                    log.warning("%s", warning)
                 visible = "\n".join(redact_lines(split_lines(text))).strip()
                 visible = re.sub(r"\n{3,}", "\n\n", visible)  # hidden blocks leave blank runs
                 if visible:

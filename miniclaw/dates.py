@@ -37,6 +37,9 @@ def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
     if relative:
         amount = int(relative.group(1)) * (7 if relative.group(2) == "w" else 1)
         return today - timedelta(days=amount)
+    if value.isdigit():
+        raise UsageError(f"{flag} {text!r} is ambiguous: write {value}d for {value} days ago, "
+                         "or a date like 2026-02-14")
     if not value or not re.search(r"\d", value):
         raise UsageError(f"{flag} {text!r} is not a date (expected YYYY-MM-DD, 'yesterday' or '7d')")
     from dateutil import parser  # slow to import: only for unusual forms

@@ -22,7 +22,7 @@ from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
 from miniclaw.chat.tools import TOOLS, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
-from miniclaw.errors import MiniclawError, ProviderError, UsageError
+from miniclaw.errors import MiniclawError, UsageError
 
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
 SEARCH_LIMIT = 5
@@ -112,7 +112,8 @@ class ChatSession:
         elif name == "context":
             self._out.line(self._context_text())
         elif name in ("remember", "note", "search") and not arg:
-            raise UsageError(f"/{name} needs text: /{name} {'QUERY' if name == 'search' else 'TEXT'}")
+            what = "QUERY" if name == "search" else "TEXT"
+            raise UsageError(f"/{name} needs text: /{name} {what}")
         elif name == "remember":
             entry = await self.store.add_long_term(arg)
             self._out.line(f"Remembered in long-term memory: {entry.citation}" if entry else
@@ -142,13 +143,14 @@ class ChatSession:
     async def ask(self, text: str) -> str:
         """Answer one message, streaming the answer to `out`; returns the whole answer.
 
-        Raises `ProviderError` when the model cannot answer, after recording it.
+        Raises `ProviderError` when the model cannot answer (and any `MiniclawError` of
+        building the context or carrying out a tool), after recording it.
         """
         self.store.short_term.add("user", text)
         await self._record("user", text)
         try:
             answer = await self._answer(text)
-        except ProviderError as exc:
+        except MiniclawError as exc:
             await self._record("error", str(exc))
             if not self._out.at_line_start:
                 self._out.write("\n")

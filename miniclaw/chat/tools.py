@@ -4,7 +4,8 @@
 through the `MemoryStore` and returns two texts: what the model gets back, and one line for
 the person, saying what was written or searched. A bad call (unknown tool, arguments that are
 not JSON, empty text) is answered to the model as an error it can correct, never raised:
-the conversation goes on, and the person sees the failure in the shown line. Search results are the parser's entries: no private text.
+the conversation goes on, and the person sees the failure in the shown line. Search results
+are the parser's entries: no private text.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ TOOLS = [
                        "kind long_term: lasting facts, preferences and decisions (MEMORY.md); "
                        "kind daily: what happened today (today's daily note).",
         "parameters": {"type": "object", "properties": {
-            "content": {"type": "string", "description": "The memory, one self-contained sentence."},
+            "content": {"type": "string",
+                        "description": "The memory, one self-contained sentence."},
             "kind": {"type": "string", "enum": ["long_term", "daily"]},
         }, "required": ["content", "kind"]},
     }},

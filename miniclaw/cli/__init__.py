@@ -8,6 +8,8 @@ import sys
 from miniclaw.cli.app import app
 from miniclaw.cli.memory import memory_app
 from miniclaw.cli import workspace as _workspace  # noqa: F401  (registers `init`)
+from miniclaw.cli import chat as _chat  # noqa: F401  (registers `chat`)
+from miniclaw.cli import context as _context  # noqa: F401  (registers `context`)
 
 app.add_typer(memory_app)
 

@@ -13,6 +13,8 @@ import re
 from datetime import date as Date
 from typing import NamedTuple
 
+from miniclaw.errors import UsageError
+
 LONG_TERM = "long_term"
 DAILY_NOTE = "daily_note"
 
@@ -21,6 +23,24 @@ SOURCE_LABELS = {LONG_TERM: "Long-term Memory", DAILY_NOTE: "Daily Note"}
 # What an annotation may say: `<!-- @category: decision -->`, `<!-- @tag: travel -->`.
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_PATTERN = re.compile(r"^[^\W_][\w-]*$")
+
+
+def clean_category(value: str) -> str:
+    """A category as stored (lowercase), or UsageError saying what a category may be."""
+    category = value.strip().lower()
+    if not CATEGORY_PATTERN.match(category):
+        raise UsageError(f"{value!r} is not a category: use lowercase letters, digits and "
+                         "dashes, starting with a letter (e.g. decision)")
+    return category
+
+
+def clean_tag(value: str) -> str:
+    """A tag as stored (lowercase), or UsageError saying what a tag may be."""
+    tag = value.strip().lower()
+    if not TAG_PATTERN.match(tag):
+        raise UsageError(f"{value!r} is not a tag: use letters, digits, '-' and '_', no "
+                         "spaces (repeat the option for several tags)")
+    return tag
 
 
 def citation(path: str, line_start: int, line_end: int) -> str:

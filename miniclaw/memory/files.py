@@ -10,6 +10,7 @@ and the caller gets a warning naming the file. OS errors become `MemoryFileError
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import fcntl
@@ -23,14 +24,29 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
 def decode(raw: bytes, name: str) -> tuple[str, str | None]:
-    """Text of a memory file and a warning when its bytes were not valid UTF-8."""
+    """Text of a memory file and a warning when its bytes were not valid UTF-8.
+
+    A UTF-16 or UTF-32 file (Windows editors write them) is read by its byte-order mark.
+    Text that still holds NUL bytes is some other encoding whose `<private>` tags cannot be
+    recognised: it is withheld whole (fail closed), with a warning.
+    """
+    encoding = next((codec for bom, codec in _BOMS if raw.startswith(bom)), "utf-8-sig")
+    warning = None
     try:
-        return raw.decode("utf-8-sig"), None
+        text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
-        warning = (f"{name} is not valid UTF-8 (first bad byte at offset {exc.start}); "
-                   "bad bytes were replaced and the rest is searched")
-        return raw.decode("utf-8-sig", "replace"), warning
+        warning = (f"{name} is not valid {encoding.removesuffix('-sig').upper()} (first bad "
+                   f"byte at offset {exc.start}); bad bytes were replaced and the rest is searched")
+        text = raw.decode(encoding, "replace")
+    if "\x00" in text:
+        return "", (f"{name} holds NUL bytes (UTF-16 without a byte-order mark?): it is not "
+                    "read or searched until it is saved as UTF-8")
+    return text, warning
 
 
 def read_bytes(path: str | Path) -> bytes | None:

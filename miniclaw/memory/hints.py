@@ -20,6 +20,9 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
     if len(results) >= limit:
         return ()
     hints: list[str] = []
+    if not query.has_words:
+        hints.append("search for rarer words: very common words (the, of, what...) are not "
+                     "indexed")
     if windowed:
         hints.append("search all history with --all (only the last 30 days of daily notes, "
                      "or --days, were searched)")

@@ -447,42 +447,45 @@ class SearchIndex:
     def _refresh(self, conn, rebuild, progress) -> RefreshReport:
         with self._refreshing:  # one refresh at a time: a drained watch must be acted on
             names = self._changed_names(rebuild)
-            if not rebuild:
-                stale, gone, known, fingerprint = self._look(conn, names)
-                # Up to date; but when the fingerprint was not stored yet, store it below.
-                if not stale and not gone and not (fingerprint and known):
-                    self._refreshed = self._local.conn[1]
-                    return RefreshReport()
-            self._write_settings(conn)
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                if rebuild:
-                    for table in ("postings", "entries", "files"):
-                        conn.execute(f"DELETE FROM {table}")
-                    conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
-                # Another process may have refreshed while we waited for the lock: look again.
-                stale, gone, known, fingerprint = self._look(conn, names)
-                report = sync_files(conn, self.sources, known, stale, gone, progress)
-                racy = conn.execute("SELECT 1 FROM files WHERE racy LIMIT 1").fetchone()
-                if fingerprint is None or racy:
-                    conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
-                else:
-                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)",
-                                 (fingerprint,))
-                if report.changed or rebuild:
-                    # Corpus totals for every search, kept here rather than summed each time.
-                    conn.execute(
-                        "INSERT OR REPLACE INTO meta SELECT 'entries', COALESCE(SUM(entry_count), 0)"
-                        " FROM files UNION ALL SELECT 'terms', COALESCE(SUM(term_count), 0)"
-                        " FROM files UNION ALL SELECT 'updated_at', ?",
-                        (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
-                conn.execute("COMMIT")
-                self._refreshed = self._local.conn[1]
+                report = self._apply(conn, names, rebuild, progress)
             except BaseException:
                 _rollback(conn)
-                self._refreshed = None  # the drained changes were not applied: check all
+                self._refreshed = None  # drained changes may not be applied: check all next
                 raise
+            self._refreshed = self._local.conn[1]
             return report
+
+    def _apply(self, conn, names: set[str] | None, rebuild: bool, progress) -> RefreshReport:
+        """Index what changed among `names` (None: every file), in one write transaction."""
+        if not rebuild:
+            stale, gone, known, fingerprint = self._look(conn, names)
+            # Up to date; but when the fingerprint was not stored yet, store it below.
+            if not stale and not gone and not (fingerprint and known):
+                return RefreshReport()
+        self._write_settings(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        if rebuild:
+            for table in ("postings", "entries", "files"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+        # Another process may have refreshed while we waited for the lock: look again.
+        stale, gone, known, fingerprint = self._look(conn, names)
+        report = sync_files(conn, self.sources, known, stale, gone, progress)
+        racy = conn.execute("SELECT 1 FROM files WHERE racy LIMIT 1").fetchone()
+        if fingerprint is None or racy:
+            conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+        else:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+        if report.changed or rebuild:
+            # Corpus totals for every search, kept here rather than summed each time.
+            conn.execute(
+                "INSERT OR REPLACE INTO meta SELECT 'entries', COALESCE(SUM(entry_count), 0)"
+                " FROM files UNION ALL SELECT 'terms', COALESCE(SUM(term_count), 0)"
+                " FROM files UNION ALL SELECT 'updated_at', ?",
+                (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+        conn.execute("COMMIT")
+        return report
 
     # -- reading -------------------------------------------------------------------------
 

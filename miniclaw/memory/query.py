@@ -58,18 +58,29 @@ class _Parts:
         self.prefixes: dict[str, None] = {}
         self.operators = 0  # signs and stars seen, to say why a query has no words
         self.exclusions = 0  # excluded words seen, stop words too, for the same reason
+        self.too_common: dict[str, str] = {}  # stop words given + or -: not in the index
 
-    def search(self, terms: Iterable[str], required: bool = False) -> None:
+    def search(self, terms: Iterable[str], required: bool = False, written: str = "") -> None:
+        terms = list(terms)
+        self._check_common(terms, written)
         for term in terms:
             self.terms[term] = None
             if required and not is_stop_word(term):
                 self.required[term] = None
 
     def exclude(self, terms: Iterable[str], written: str) -> None:
+        terms = list(terms)
+        self._check_common(terms, written)
         for term in terms:
             self.exclusions += 1
             if not is_stop_word(term):
                 self.excluded.setdefault(term, written)
+
+    def _check_common(self, terms: list[str], written: str) -> None:
+        """A `+word`, `-word` or option value made only of stop words cannot be honoured
+        (the index does not hold them): say so rather than ignore it."""
+        if written and terms and all(is_stop_word(term) for term in terms):
+            self.too_common.setdefault(terms[0], written)
 
 
 def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str] = ()) -> Query:
@@ -94,7 +105,7 @@ def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str
         if i + 1 < len(pieces):
             _read_phrase(pieces[i + 1], sign, parts)
     for words in _texts(require, "--require"):
-        parts.search(tokenize(words), required=True)
+        parts.search(tokenize(words), required=True, written=f"--require {words}")
     for words in _texts(exclude, "--exclude"):
         parts.exclude(tokenize(words), f"--exclude {words}")
     return _checked(text.strip(), parts)
@@ -105,7 +116,7 @@ def _read_token(token: str, parts: _Parts) -> None:
     if token[0] in "+-":
         parts.operators += 1
         if token[0] == "+":
-            parts.search(tokenize(token[1:]), required=True)
+            parts.search(tokenize(token[1:]), required=True, written=token)
         else:
             parts.exclude(tokenize(token[1:]), token)
         return
@@ -147,6 +158,9 @@ def _texts(values: Sequence[str] | str, option: str) -> tuple[str, ...]:
 
 def _checked(text: str, parts: _Parts) -> Query:
     """The Query, once it is sure to have words to search and no contradiction."""
+    for term, written in parts.too_common.items():
+        raise QueryError(f"{written!r} names only words too common to be indexed ({term!r}), "
+                         "so it cannot be required or excluded: drop it")
     for term, written in parts.excluded.items():
         if term in parts.terms:
             raise QueryError(f"{written!r} excludes {term!r}, which the query also searches "

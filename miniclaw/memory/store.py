@@ -25,7 +25,7 @@ from miniclaw import config
 from miniclaw.dates import utc_now
 from miniclaw.errors import UsageError, WorkspaceNotFoundError
 from miniclaw.memory import files
-from miniclaw.memory.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
+from miniclaw.memory.entry import Entry, clean_category, clean_tag
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
 from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, SearchOptions,
                                     check_days)
@@ -108,6 +108,8 @@ class MemoryStore:
 
     @staticmethod
     def _clean(text: str, category: str | None, tags: Iterable[str]) -> tuple[str, str | None, tuple[str, ...]]:
+        from miniclaw.memory.parsing import split_lines
+        from miniclaw.memory.privacy import open_at_end
         from miniclaw.memory.writing import normalize_text
 
         if not isinstance(text, str):
@@ -117,18 +119,11 @@ class MemoryStore:
             raise UsageError("the memory text is empty: give the text to remember")
         if len(body) > MAX_ENTRY_CHARS:
             raise UsageError(f"the memory text is {len(body)} characters; the limit is {MAX_ENTRY_CHARS}")
-        if category is not None:
-            category = category.strip().lower()
-            if not CATEGORY_PATTERN.match(category):
-                raise UsageError(f"category {category!r} is not valid: use lowercase letters, "
-                                 "digits and dashes, starting with a letter (e.g. decision)")
-        clean_tags: list[str] = []
-        for tag in tags:
-            value = tag.strip().lower()
-            if not TAG_PATTERN.match(value):
-                raise UsageError(f"tag {tag!r} is not valid: use letters, digits, '-' and '_'")
-            if value not in clean_tags:
-                clean_tags.append(value)
+        if open_at_end(split_lines(body)):
+            raise UsageError("the text opens <private> without closing it: add </private> "
+                             "where the private part ends")
+        category = clean_category(category) if category is not None else None
+        clean_tags = list(dict.fromkeys(clean_tag(tag) for tag in tags))
         return body, category, tuple(clean_tags)
 
     async def add_long_term(self, text: str, *, category: str | None = None,
@@ -272,15 +267,8 @@ class MemoryStore:
         (dates) replace the `days` window and filter every dated entry, MEMORY.md's too.
         """
         if category is not None:
-            category = category.strip().lower()
-            if not CATEGORY_PATTERN.match(category):
-                raise UsageError(f"--category {category!r} is not a category: lowercase letters, "
-                                 "digits and dashes, starting with a letter")
-        clean_tags = tuple(t.strip().lower() for t in tags)
-        for tag in clean_tags:
-            if not TAG_PATTERN.match(tag):
-                raise UsageError(f"--tag {tag!r} is not a tag: letters, digits, '-' and '_', "
-                                 "no spaces (repeat --tag for several)")
+            category = clean_category(category)
+        clean_tags = tuple(clean_tag(tag) for tag in tags)
         options = SearchOptions(limit, days, since, until, category, clean_tags,
                                 tuple(sources) if sources is not None else None, mode,
                                 tuple(require), tuple(exclude), explain)

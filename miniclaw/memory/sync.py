@@ -67,7 +67,8 @@ def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
         return _Parsed(source_file, None, [], None, False)
     text, warning = decode(raw, source_file.path)
     entries = source.parse(text, source_file.path)
-    racy = time.time_ns() - source_file.mtime_ns < RACY_NS
+    age = time.time_ns() - source_file.mtime_ns
+    racy = 0 <= age < RACY_NS  # a future mtime (clock skew, touch -d) is not "just written"
     return _Parsed(source_file, entries, [Counter(index_terms(e.text)) for e in entries],
                    warning, racy)
 

@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3
 
 _TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)+|[^\W_]+(?:['’][^\W_]+)*")
 _COMBINING = re.compile(r"[\u0300-\u036f]")
@@ -43,7 +43,6 @@ just me more most my myself no nor not now of off on once only or other our ours
 over own same she should so some such than that the their theirs them themselves then there
 these they this those through to too under until up very was we were what when where which
 while who whom why will with would you your yours yourself yourselves s t d ll m re ve
-also get got let like make made maybe much one really thing things yeah yes ok okay oh hey
 """.split())
 
 

@@ -56,8 +56,10 @@ class FolderWatch:
     """The names that changed in one folder since the last call to `changes()`."""
 
     def __init__(self, folder: Path) -> None:
+        self.path = str(folder)
         self.folder = os.path.realpath(folder)
         self._fd: int | None = None
+        self._identity: tuple[int, int] | None = None
 
     def start(self) -> bool:
         """Begin watching; False (and no watch) where the watch could not be exact."""
@@ -76,10 +78,21 @@ class FolderWatch:
         except (OSError, AttributeError):
             return False
         self._fd = fd
-        if any(entry.is_symlink() for entry in os.scandir(self.folder)):
-            self.close()
-            return False
+        self._identity = self._folder_identity()
+        with os.scandir(self.folder) as entries:
+            if any(entry.is_symlink() for entry in entries):
+                self.close()
+                return False
         return True
+
+    def _folder_identity(self) -> tuple[int, int] | None:
+        """Which folder the watched path names now: the workspace may have been moved away
+        and another put in its place, which no event on the old folder reports."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
 
     @property
     def active(self) -> bool:
@@ -90,7 +103,7 @@ class FolderWatch:
         if self._fd is None:
             return None
         names: set[str] = set()
-        unknown = False
+        unknown = self._folder_identity() != self._identity
         while True:
             try:
                 data = os.read(self._fd, 65536)

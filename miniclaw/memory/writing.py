@@ -32,10 +32,9 @@ def annotation_lines(category: str | None, tags: tuple[str, ...] | list[str]) ->
 def long_term_item(text: str, added_at: datetime, category: str | None = None,
                    tags: tuple[str, ...] = ()) -> list[str]:
     """The lines of one MEMORY.md bullet: `- text (added at 2026-02-14T09:12:03Z)`."""
-    lines = normalize_text(text).split("\n")
+    lines = [escape_line(line) for line in normalize_text(text).split("\n")]
     stamp = added_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines[-1] = f"{lines[-1]} (added at {stamp})"
-    lines = [escape_line(line) for line in lines]
+    lines[-1] = f"{lines[-1]} (added at {stamp})"  # after escaping: the reader strips it first
     body = ["- " + lines[0]] + [("  " + line) if line else "" for line in lines[1:]]
     return body + annotation_lines(category, tags)
 

@@ -164,7 +164,7 @@ def test_a_query_of_only_stop_words_is_valid_but_has_no_index_words():
     (" \t\n\u3000", "the query is empty: give at least one word to search for"),
     ("sam " * 250 + "x", "the query is 1001 characters long; the limit is 1000"),
     ("-foo -bar", "the query '-foo -bar' only excludes words: add a word to search for"),
-    ("-the", "the query '-the' only excludes words: add a word to search for"),
+    ("-the", "'-the' names only words too common to be indexed ('the'), so it cannot be required or excluded: drop it"),
     ("+ - * --", "the query '+ - * --' has operators but no word to search for"),
     ("?! ... ()", "the query '?! ... ()' has no words to search for"),
     ('""', "the query '\"\"' has no words to search for"),

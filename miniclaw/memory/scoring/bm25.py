@@ -1,8 +1,8 @@
 """BM25 over entries, tuned on the LoCoMo development set (see benchmarks/README.md).
 
 On top of textbook BM25 (k1, b, Lucene's always-positive idf):
-- stop words are left out when the query has other words, and count fully when it has
-  none (so "to be or not to be" still searches);
+- stop words are left out (the index does not hold them either: measured, counting them
+  made ranking worse), so a query of only stop words finds nothing;
 - a term found in more than `common_share` of all entries (a speaker's own name, "today")
   is weighted down further, since it tells entries apart poorly;
 - in daily notes an entry gains `neighbor_weight` of its neighbours' scores: a question

@@ -12,7 +12,7 @@ class KeywordScorer:
     term_score_sql = "1.0"
 
     def scored_terms(self, terms: list[str]) -> list[str]:
-        return terms  # the story's ranker counts every word, stop words too
+        return terms  # every query word counts (stop words find nothing: not indexed)
 
     def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]:
         return dict.fromkeys(terms, 1.0)

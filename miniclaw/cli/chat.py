@@ -1,0 +1,74 @@
+"""`miniclaw chat`: talk with the assistant, its memory in the prompt.
+
+The command resolves the settings (flags over MINICLAW_LLM_* over config.json), then hands
+the terminal to `chat.console` (or, with --once, answers one message through `run`). The
+chat package, and httpx with it, is imported only here, inside the command.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from miniclaw.cli.app import app, run, use_color, workspace_of
+
+BudgetOption = Annotated[int, typer.Option(
+    "--budget", "-b", help="Token budget of the context (200-32000), estimated conservatively.")]
+
+
+@app.command("chat")
+def chat(
+    ctx: typer.Context,
+    once: Annotated[str | None, typer.Option("--once", help="Answer this one message on stdout and exit.", show_default=False)] = None,
+    provider: Annotated[str | None, typer.Option("--provider", help="echo (offline, the default with no server) or openai.", show_default=False)] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="An OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 [env MINICLAW_LLM_BASE_URL].", show_default=False)] = None,
+    model: Annotated[str | None, typer.Option("--model", help="The model name the server knows [env MINICLAW_LLM_MODEL].", show_default=False)] = None,
+    budget: BudgetOption = 4000,
+    connect_timeout: Annotated[float | None, typer.Option("--connect-timeout", help="Seconds to wait for a connection [default: 5].", show_default=False)] = None,
+    read_timeout: Annotated[float | None, typer.Option("--read-timeout", help="Longest silence while the model answers, in seconds [default: 120].", show_default=False)] = None,
+) -> None:
+    """Chat with the assistant; each message is answered with the memories relevant to it.
+
+    Commands in the chat: /remember TEXT, /note TEXT, /search QUERY, /context, /help, /exit.
+    Works line by line from a pipe too. With no model server configured, the echo provider
+    answers offline with what memory holds. The conversation is saved in
+    sessions/<session-id>.jsonl in the workspace.
+    Example: miniclaw chat --base-url http://127.0.0.1:11434/v1 --model llama3.2
+    """
+    from miniclaw.config import llm_settings
+    from miniclaw.context import check_budget
+    from miniclaw.errors import UsageError
+
+    check_budget(budget)
+    if once is not None and not once.strip():
+        raise UsageError("--once needs a message to answer")
+    settings = llm_settings(provider=provider, base_url=base_url, model=model,
+                            connect_timeout=connect_timeout, read_timeout=read_timeout)
+    workspace = workspace_of(ctx)
+
+    async def open_session():
+        from miniclaw.chat.loop import ChatSession
+        from miniclaw.chat.providers import make_provider
+        from miniclaw.cli.render import Style, search_text
+
+        style = Style(use_color())
+        return ChatSession.open(workspace, make_provider(settings), out=sys.stdout,
+                                err=sys.stderr, budget=budget,
+                                format_search=lambda found: search_text(found, style))
+
+    if once is not None:
+        async def answer_once() -> None:
+            session = await open_session()
+            try:
+                await session.ask(once.strip())
+            finally:
+                await session.aclose()
+
+        run(answer_once())
+        return
+    from miniclaw.chat.console import run_console
+
+    raise typer.Exit(run_console(open_session, stdin=sys.stdin, stdout=sys.stdout,
+                                 stderr=sys.stderr, interactive=sys.stdin.isatty()))

@@ -1,0 +1,44 @@
+"""`miniclaw context`: print the system prompt the assistant would get for a message."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from miniclaw.cli.app import app, run, workspace_of
+from miniclaw.cli.chat import BudgetOption
+
+
+@app.command("context")
+def context(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Option("--query", "-q", help="The message to build the context for.", show_default=False)],
+    budget: BudgetOption = 4000,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (sections, items, token counts, prompt).")] = False,
+) -> None:
+    """Show what the assistant would see for a message: identity files, the memories
+    relevant to it, today's and yesterday's notes, within a token budget.
+
+    The prompt goes to stdout and a line of token counts to stderr.
+    Example: miniclaw context -q "what did Sam approve?" --budget 1000
+    """
+    from miniclaw.cli.render import to_json
+    from miniclaw.context import ContextBuilder, check_budget
+    from miniclaw.memory import MemoryStore
+
+    check_budget(budget)
+
+    async def work():
+        async with MemoryStore(workspace_of(ctx)) as store:
+            return await ContextBuilder(store).build(query, budget_tokens=budget)
+
+    built = run(work())
+    if json_out:
+        typer.echo(to_json(built.to_dict()))
+        return
+    typer.echo(built.render())
+    counts = (f"{len(built.items('identity'))} identity files, {len(built.items('memories'))} "
+              f"memories, {len(built.items('notes'))} note entries")
+    sys.stderr.write(f"(about {built.tokens} of {budget} tokens, estimated: {counts})\n")
