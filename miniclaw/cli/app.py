@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from typer._click.exceptions import ClickException  # typer >= 0.29 vendors click
+from typer._click.exceptions import ClickException, NoArgsIsHelpError  # vendored click
 from typer.core import TyperGroup
 
 T = TypeVar("T")
@@ -42,19 +42,26 @@ class MiniclawGroup(TyperGroup):
             result = super().main(args, prog_name or "miniclaw", complete_var,
                                   standalone_mode=False, **extra)
             code = result if isinstance(result, int) else 0
+        except NoArgsIsHelpError as exc:  # `miniclaw` or `miniclaw memory` alone: help
+            typer.echo(exc.ctx.get_help())
+            code = 0
         except ClickException as exc:
             code = _fail(exc.format_message(), exc.exit_code, exc)
+        except BrokenPipeError:
+            # The reader went away (`miniclaw ... | head`): not an error worth a traceback.
+            sys.stderr.close()
+            code = 1
         except MiniclawError as exc:
             code = _fail(str(exc), exc.exit_code, exc)
+        except OSError as exc:  # not converted by the library: still one line, not a traceback
+            where = f": {exc.filename}" if exc.filename else ""
+            code = _fail(f"{exc.strerror or exc}{where}", 1, exc)
         except typer.Abort:
             sys.stderr.write("Aborted.\n")
             code = 1
         except typer.Exit as exc:
             code = exc.exit_code
-        except BrokenPipeError:
-            # The reader went away (`miniclaw ... | head`): not an error worth a traceback.
-            sys.stderr.close()
-            code = 1
+
         if standalone_mode:
             sys.exit(code)
         return code
@@ -93,7 +100,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    workspace: Annotated[Path | None, typer.Option(
+    workspace: Annotated[str | None, typer.Option(
         "--workspace", "-w", envvar="MINICLAW_WORKSPACE", show_envvar=True,
         help="Workspace folder [default: $MINICLAW_HOME/workspace, ~/.miniclaw/workspace].",
     )] = None,
@@ -109,8 +116,12 @@ def root(
     Example: miniclaw init && miniclaw memory add "Prefers dark roast" --long
     """
     from miniclaw.config import resolve_workspace
+    from miniclaw.errors import UsageError
 
     _state["debug"] = debug
+    if workspace is not None and not workspace.strip():
+        raise UsageError("--workspace is empty: give the workspace folder (or leave it out "
+                         "for ~/.miniclaw/workspace)")
     logger = logging.getLogger("miniclaw")
     if not any(isinstance(h, _WarningLine) for h in logger.handlers):
         logger.addHandler(_WarningLine())

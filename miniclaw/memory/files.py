@@ -62,15 +62,15 @@ def read_bytes(path: str | Path) -> bytes | None:
 
 def ensure_dir(path: Path) -> None:
     """Create a folder (and its missing parents) with mode 0700."""
-    try:
-        missing = []
-        while not path.exists() and path != path.parent:
-            missing.append(path)
-            path = path.parent
-        for folder in reversed(missing):
+    missing, parent = [], path
+    while not os.path.exists(parent) and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        try:
             folder.mkdir(mode=DIR_MODE, exist_ok=True)
-    except OSError as exc:
-        raise MemoryFileError(f"cannot create folder {path}: {exc.strerror or exc}") from exc
+        except OSError as exc:
+            raise MemoryFileError(f"cannot create folder {folder}: {exc.strerror or exc}") from exc
 
 
 @contextlib.contextmanager

@@ -15,17 +15,18 @@ from miniclaw.memory.results import RankedMemory
 
 
 def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
-                 windowed: bool, missing_words: Sequence[str]) -> tuple[str, ...]:
-    """Suggestions when fewer than `limit` results came back (none otherwise)."""
+                 window: int | None, missing_words: Sequence[str]) -> tuple[str, ...]:
+    """Suggestions when fewer than `limit` results came back (none otherwise). `window` is
+    the number of days of daily notes searched, None when it was not limited."""
     if len(results) >= limit:
         return ()
     hints: list[str] = []
     if not query.has_words:
         hints.append("search for rarer words: very common words (the, of, what...) are not "
                      "indexed")
-    if windowed:
-        hints.append("search all history with --all (only the last 30 days of daily notes, "
-                     "or --days, were searched)")
+    if window is not None:
+        hints.append(f"search all history with --all (only the last {window} days of daily "
+                     "notes were searched)")
     for word in missing_words:
         hints.append(f"drop '{word}': no memory contains it")
     if query.required or query.phrases:

@@ -26,6 +26,7 @@ Only what the parser lets through is stored: never private text.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -132,9 +133,27 @@ def _rollback(conn: sqlite3.Connection) -> None:
             pass
 
 
+_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+_DAMAGED = {10, 11, 26}  # SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB
+
+
 def _is_busy(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY
+
+
+def _is_damage(exc: Exception) -> bool:
+    """A damaged file (or a schema torn away): emptying the cache is the cure. Other errors
+    (read-only, disk full, no permission) are reported, never "repaired" by deleting it."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    return code in _DAMAGED or (code == 1 and "no such table" in str(exc))
+
+
+def _unusable(path: Path, exc: Exception) -> SearchIndexError:
+    if _is_busy(exc):
+        return SearchIndexError(f"the search index {path} stayed locked for "
+                                f"{BUSY_TIMEOUT_S:.0f} s by another process")
+    return SearchIndexError(f"cannot use the search index {path}: {exc}; fix its folder's "
+                            "permissions or set MINICLAW_INDEX to a writable file")
 
 
 def row_to_entry(row: Sequence) -> Entry:
@@ -217,10 +236,12 @@ class SearchIndex:
     def _open(self) -> sqlite3.Connection:
         try:
             return self._connect_checked()
+        except OSError as exc:
+            raise SearchIndexError(f"cannot open the search index {self.path}: "
+                                   f"{exc.strerror or exc}") from exc
         except sqlite3.DatabaseError as exc:
-            if _is_busy(exc):
-                raise SearchIndexError(f"the search index {self.path} stayed locked for "
-                                       f"{BUSY_TIMEOUT_S:.0f} s by another process") from exc
+            if not _is_damage(exc):
+                raise _unusable(self.path, exc) from exc
             self._reset(exc, None)
             try:
                 return self._connect_checked()
@@ -232,7 +253,7 @@ class SearchIndex:
     def _connect_checked(self) -> sqlite3.Connection:
         """A connection with the schema checked; kept to the minimum, since each search
         thread opens one (write settings are applied by `_write_settings` before writing)."""
-        new = not self.path.exists()
+        new = not os.path.exists(self.path)
         if new:
             self._create_folder()
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
@@ -348,11 +369,11 @@ class SearchIndex:
                 self._refresh(conn, False, None)
             return work(conn)
         except sqlite3.DatabaseError as exc:
-            if _is_busy(exc):
-                raise SearchIndexError(f"the search index {self.path} stayed locked for "
-                                       f"{BUSY_TIMEOUT_S:.0f} s by another process") from exc
+            replaced = self._identity() != seen  # deleted or swapped under us: reconnect
+            if not replaced and not _is_damage(exc):
+                raise _unusable(self.path, exc) from exc
             self._discard(conn)
-            if self._identity() == seen:  # the same file, and it fails: damaged
+            if not replaced:  # the same file, and it is damaged
                 self._reset(exc, seen)
             try:
                 conn = self.connection()
@@ -360,7 +381,7 @@ class SearchIndex:
                     self._refresh(conn, False, None)
                 return work(conn)
             except sqlite3.Error as again:
-                raise SearchIndexError(f"search index {self.path}: {again}") from again
+                raise _unusable(self.path, again) from again
 
     # -- keeping up to date --------------------------------------------------------------
 
@@ -675,7 +696,7 @@ class SearchIndex:
             f"SELECT id, length FROM entries WHERE id IN ({ids})").fetchall()))
 
     def status(self) -> IndexStatus:
-        exists = self.path.exists()
+        exists = os.path.exists(self.path)
 
         def work(conn):
             disk = self.scan()
@@ -689,8 +710,10 @@ class SearchIndex:
             terms = conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT term FROM postings)"
                                  ).fetchone()[0]
             updated = conn.execute("SELECT value FROM meta WHERE key = 'updated_at'").fetchone()
-            size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal")
-                       if os.path.exists(f"{self.path}{s}"))
+            size = 0
+            for suffix in ("", "-wal"):
+                with contextlib.suppress(OSError):
+                    size += os.path.getsize(f"{self.path}{suffix}")
             return IndexStatus(str(self.path), exists, size, files, entries, terms,
                                updated[0] if updated else None, tuple(stale), tuple(gone),
                                len(disk))

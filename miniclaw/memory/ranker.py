@@ -82,8 +82,7 @@ MAX_DAYS = 36_500  # a century: further back is "all history"
 def check_days(days: int | None) -> int | None:
     if days is not None and (isinstance(days, bool) or not isinstance(days, int)
                              or not 1 <= days <= MAX_DAYS):
-        raise UsageError(f"--days must be between 1 and {MAX_DAYS}, not {days!r} "
-                         "(use --all for all history)")
+        raise UsageError(f"the number of days must be between 1 and {MAX_DAYS}, not {days!r}")
     return days
 
 
@@ -150,8 +149,8 @@ class MemoryRanker:
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)
         hints = search_hints(query, results, options.limit,
-                             windowed=filters.window_start is not None and any(
-                                 s.windowed for s in selected),
+                             window=options.days if filters.window_start is not None and any(
+                                 s.windowed for s in selected) else None,
                              missing_words=_typed_words(query.text, plan.missing))
         return SearchResults(query.text, scorer.name, total, results, corrections, hints)
 

@@ -31,6 +31,7 @@ from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, S
                                     check_days)
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
+from miniclaw.memory.sources import DailyNoteSource
 
 # Parsing and writing are imported inside the methods that need them: a search through an
 # up-to-date index parses nothing, and start-up time is part of the product.
@@ -84,10 +85,16 @@ class MemoryStore:
         self.close()
 
     def require_workspace(self) -> None:
+        """A workspace is a folder holding memory/ (as `miniclaw init` makes it): any other
+        folder is refused, so a mistyped or empty --workspace never scatters notes."""
         if not self.workspace.is_dir():
             raise WorkspaceNotFoundError(
                 f"no workspace at {self.workspace}: run `miniclaw init` to create one "
                 "(or pass --workspace / set MINICLAW_WORKSPACE)")
+        if not self.memory_dir.is_dir():
+            raise WorkspaceNotFoundError(
+                f"{self.workspace} is not a miniclaw workspace (it has no memory/ folder): "
+                "run `miniclaw init` there, or pass the right --workspace")
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.workspace).as_posix()
@@ -244,7 +251,9 @@ class MemoryStore:
         check_days(days)
         self.require_workspace()
         today = self.today()
-        wanted = [today - timedelta(days=n) for n in range(days)]
+        first = today - timedelta(days=days - 1)
+        notes = await asyncio.to_thread(DailyNoteSource().files, self.workspace)
+        wanted = sorted((f.day for f in notes if first <= f.day <= today), reverse=True)
         found = await asyncio.gather(*(self.read_day(day) for day in wanted))
         return [(day, entries) for day, entries in zip(wanted, found) if entries]
 

@@ -125,14 +125,26 @@ async def test_returned_line_numbers_match_the_file(store, workspace):
 
 
 async def test_new_memory_folder_is_0700_and_files_are_0600(tmp_path):
+    from miniclaw.workspace import init_workspace
+
     ws = tmp_path / "fresh"
-    ws.mkdir()
+    init_workspace(ws)
+    (ws / "memory/MEMORY.md").unlink()  # created by the writer below, not by init
     async with MemoryStore(ws, now=lambda: NOW) as memory:
         await memory.add_long_term("long")
         await memory.add_daily_note("daily")
     assert stat.S_IMODE((ws / "memory").stat().st_mode) == 0o700
     assert stat.S_IMODE((ws / "memory/MEMORY.md").stat().st_mode) == 0o600
     assert stat.S_IMODE((ws / "memory/2026-02-14.md").stat().st_mode) == 0o600
+
+
+async def test_a_folder_without_memory_is_not_a_workspace_and_nothing_is_written(tmp_path):
+    ws = tmp_path / "just-a-folder"
+    ws.mkdir()
+    async with MemoryStore(ws, now=lambda: NOW) as memory:
+        with pytest.raises(WorkspaceNotFoundError, match="miniclaw init"):
+            await memory.add_daily_note("stray note")
+    assert list(ws.iterdir()) == []
 
 
 async def test_rewrite_leaves_no_temporary_files(store, workspace):
