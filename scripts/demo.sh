@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 miniclaw=".venv/bin/miniclaw"
 ws="demo-workspace"
-run() { printf '\n$ %s\n' "$*"; "$@"; }
+run() { printf '\n$'; printf ' %q' "$@"; printf '\n'; "$@"; }
 
 rm -rf "$ws"
 run "$miniclaw" --workspace "$ws" init

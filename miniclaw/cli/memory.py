@@ -47,6 +47,7 @@ def add(
 ) -> None:
     """Add a memory to today's daily note, or with --long to MEMORY.md.
 
+    Text that starts with "-" goes after "--": miniclaw memory add -- "-5 degrees at dawn".
     Example: miniclaw memory add "Prefers dark roast coffee" --long --category preference
     """
     from miniclaw.errors import UsageError
@@ -158,6 +159,8 @@ def rank(
 
     if all_history and days is not None:
         raise UsageError("choose one of --days or --all")
+    if days is not None and (since is not None or until is not None):
+        raise UsageError("choose --days or --since/--until: dates replace the window")
     form = _output_format(output, json_out)
     window = None if all_history else (30 if days is None else days)
 

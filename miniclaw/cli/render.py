@@ -112,7 +112,8 @@ def search_markdown(found) -> str:
             if hit.category:
                 lines.append(f"<!-- @category: {hit.category} -->")
             text = " ".join(hit.content.split())
-            lines.append(f"**Line {hit.line_start}:** {text}")
+            context = "" if hit.matched else " _(context: next to a match)_"
+            lines.append(f"**Line {hit.line_start}:** {text}{context}")  # the entry's first line
             if hit.explanation:
                 lines.append(f"_why: {_explanation(hit)}_")
             lines.append("")

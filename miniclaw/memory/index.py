@@ -177,6 +177,7 @@ class SearchIndex:
         self._lock = threading.Lock()
         self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
         self._refreshing = threading.RLock()
+        self._pins: dict[tuple[int, int], int] = {}  # identity -> a descriptor holding it
         self._refreshes = 0
         self._watch = None  # a FolderWatch once this process has refreshed twice
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
@@ -194,10 +195,29 @@ class SearchIndex:
                 return conn
             self._discard(conn)
         conn = self._open()
-        self._local.conn = (conn, self._identity())
+        identity = self._identity()
+        self._local.conn = (conn, identity)
         with self._lock:
             self._all.append(conn)
+            self._pin(identity)
         return conn
+
+    def _pin(self, identity: tuple[int, int] | None) -> None:
+        """Hold the index file open until `close()`: while a file is open its inode number
+        cannot be given to a new file, so a replaced index is never mistaken for the one this
+        process knows. (Closed only after every connection: closing a descriptor of a file
+        drops the process's SQLite locks on it.)"""
+        if identity is None or identity in self._pins:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == identity:
+            self._pins[identity] = fd
+        else:  # replaced again meanwhile: pinning the newer file comes with its connection
+            self._pins[(st.st_dev, st.st_ino)] = fd
 
     def _identity(self) -> tuple[int, int] | None:
         """Which file is at the index path now (None: none). An open connection keeps its
@@ -231,6 +251,9 @@ class SearchIndex:
                 except sqlite3.Error:
                     pass
             self._all.clear()
+            for fd in self._pins.values():
+                os.close(fd)
+            self._pins.clear()
         self._local = threading.local()
 
     def _open(self) -> sqlite3.Connection:

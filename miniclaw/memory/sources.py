@@ -69,9 +69,10 @@ class MemorySource(Protocol):
     def parse(self, text: str, path: str) -> list[Entry]: ...
 
 
-def _inside(path: str, root: str) -> bool:
-    target = os.path.realpath(path)
-    return os.path.commonpath([target, root]) == root
+def inside_workspace(path: str | Path, workspace: str | Path) -> bool:
+    """Whether `path`, symlinks resolved, stays inside the workspace."""
+    root = os.path.realpath(workspace)
+    return os.path.commonpath([os.path.realpath(path), root]) == root
 
 
 def stat_in_workspace(path: str, workspace: Path) -> os.stat_result | None:
@@ -79,7 +80,7 @@ def stat_in_workspace(path: str, workspace: Path) -> os.stat_result | None:
     try:
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
-            if not _inside(path, os.path.realpath(workspace)):
+            if not inside_workspace(path, workspace):
                 return None
             st = os.stat(path)
     except (OSError, ValueError):

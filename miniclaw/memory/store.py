@@ -31,7 +31,7 @@ from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, S
                                     check_days)
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
-from miniclaw.memory.sources import DailyNoteSource
+from miniclaw.memory.sources import DailyNoteSource, inside_workspace
 
 # Parsing and writing are imported inside the methods that need them: a search through an
 # up-to-date index parses nothing, and start-up time is part of the product.
@@ -102,14 +102,18 @@ class MemoryStore:
     def _day_path(self, day: Date) -> Path:
         return self.memory_dir / f"{day.isoformat()}.md"
 
-    def _check_target(self, path: Path) -> None:
-        """Refuse to write through a symlink that leaves the workspace."""
+    def _target(self, path: Path) -> Path:
+        """The file to write for `path`: a symlink's target when it stays in the workspace
+        (so the link survives a rewrite), never one outside it, never a read-only file."""
+        name = self._relative(path)
         if path.is_symlink():
-            target = os.path.realpath(path)
-            root = os.path.realpath(self.workspace)
-            if os.path.commonpath([target, root]) != root:
-                raise UsageError(f"{self._relative(path)} is a symlink out of the workspace; "
-                                 "refusing to write through it")
+            if not inside_workspace(path, self.workspace):
+                raise UsageError(f"{name} is a symlink out of the workspace; refusing to "
+                                 "write through it")
+            path = Path(os.path.realpath(path))
+        if path.exists() and not os.access(path, os.W_OK):
+            raise files.MemoryFileError(f"{name} is read-only: make it writable to add memories")
+        return path
 
     # -- writing -------------------------------------------------------------------------
 
@@ -149,9 +153,9 @@ class MemoryStore:
 
         def write() -> Entry | None:
             files.ensure_dir(self.memory_dir)
-            self._check_target(path)
+            target = self._target(path)
             with files.locked(self.memory_dir):
-                raw = files.read_bytes(path) or b""
+                raw = files.read_bytes(target) or b""
                 new, line = insert_long_term(raw, now.date(), lines)
                 text_after, _ = files.decode(new, rel)
                 before = split_lines(text_after)[: line - 1]
@@ -159,7 +163,7 @@ class MemoryStore:
                     raise files.MemoryFileError(
                         f"{rel} has a <private> block that is never closed before line {line}; "
                         "close it with </private> so new memories stay visible")
-                files.replace_bytes(path, new)
+                files.replace_bytes(target, new)
             return next((e for e in parse_long_term(text_after, rel) if e.line_start == line), None)
 
         return await asyncio.to_thread(write)
@@ -197,9 +201,9 @@ class MemoryStore:
 
         def write() -> Entry | None:
             files.ensure_dir(self.memory_dir)
-            self._check_target(path)
+            target = self._target(path)
             with files.locked(self.memory_dir):
-                files.append_bytes(path, make)
+                files.append_bytes(target, make)
             before, appended = written[0]
             old_lines = before.count(b"\n") + 1
             entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
@@ -211,11 +215,9 @@ class MemoryStore:
 
     async def _read(self, path: Path, parse: Callable[[str, str], list[Entry]]) -> list[Entry]:
         rel = self._relative(path)
-        if path.is_symlink():
-            target = os.path.realpath(path)
-            if os.path.commonpath([target, os.path.realpath(self.workspace)]) != os.path.realpath(self.workspace):
-                log.warning("%s is a symlink out of the workspace; not read", rel)
-                return []
+        if path.is_symlink() and not inside_workspace(path, self.workspace):
+            log.warning("%s is a symlink out of the workspace; not read", rel)
+            return []
         import aiofiles  # only readers need it
 
         try:

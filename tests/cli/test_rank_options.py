@@ -252,9 +252,9 @@ def test_since_and_until_together(runner, dated):
     assert long_of(hits) == {"new coffee habit"}
 
 
-def test_since_with_days_uses_since(runner, dated):
-    hits = found(runner, dated, "-q", "coffee", "--days", "1", "--since", day(10))
-    assert notes_of(hits) == {n(0), n(1), n(3), n(10)}
+def test_since_with_days_is_a_usage_error(runner, dated):
+    # Dates replace the window: asking for both is ambiguous, so it is refused.
+    assert_usage_error(rank(runner, dated, "-q", "coffee", "--days", "1", "--since", day(10)))
 
 
 def test_since_after_until_exits_2(runner, dated):
