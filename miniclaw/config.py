@@ -40,7 +40,7 @@ def miniclaw_home() -> Path:
 
 def resolve_workspace(path: str | os.PathLike[str] | None = None) -> Path:
     """The workspace folder to use, absolute, without checking that it exists."""
-    if path is None or str(path) == "":
+    if path is None:
         env = os.environ.get("MINICLAW_WORKSPACE")
         path = env if env else miniclaw_home() / "workspace"
     return Path(path).expanduser().absolute()

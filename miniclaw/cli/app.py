@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from typer._click.exceptions import ClickException, NoArgsIsHelpError  # vendored click
+# typer 0.26-0.28 vendor click as typer._click (pyproject pins that range)
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 T = TypeVar("T")

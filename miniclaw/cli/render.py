@@ -158,12 +158,13 @@ def entries_json(entries: list[Entry], **extra) -> str:
     return to_json({**extra, "entries": [entry_dict(e) for e in entries]})
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
+    unit = "B"
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+            break
         n /= 1024
-    return f"{n} B"
+    return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
 
 
 def status_dict(status) -> dict:

@@ -124,6 +124,11 @@ class IndexStatus(NamedTuple):
         return not self.stale_files and not self.missing_files
 
 
+def _id_list(entry_ids: Iterable[int]) -> str:
+    """Entry ids inlined into SQL: integers only, so nothing user-written reaches the SQL."""
+    return ", ".join(str(int(i)) for i in entry_ids)
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     """Roll back if a transaction is still open (SQLite may have ended it on an error)."""
     if conn.in_transaction:
@@ -615,7 +620,7 @@ class SearchIndex:
         if not entry_ids or not weights:
             return dict.fromkeys(entry_ids, 0.0)
         cte, score, params = self._score_sql(weights, term_score_sql, avgdl)
-        ids = ", ".join(str(int(i)) for i in entry_ids)
+        ids = _id_list(entry_ids)
         sql = f"{cte}SELECT p.entry_id, {score} {self._FROM}WHERE p.entry_id IN ({ids}) GROUP BY p.entry_id"
         found = dict(self._run(lambda c: c.execute(sql, params).fetchall()))
         return {i: found.get(i, 0.0) for i in entry_ids}
@@ -627,7 +632,7 @@ class SearchIndex:
             return {i: {} for i in entry_ids}
         cte, _, params = self._score_sql(weights, term_score_sql, avgdl)
         expression = term_score_sql.replace(":avgdl", repr(float(avgdl or 1.0)))
-        ids = ", ".join(str(int(i)) for i in entry_ids)
+        ids = _id_list(entry_ids)
         sql = (f"{cte}SELECT p.entry_id, q.term, q.weight * {expression} {self._FROM}"
                f"WHERE p.entry_id IN ({ids})")
         out: dict[int, dict[str, float]] = {i: {} for i in entry_ids}
@@ -664,7 +669,7 @@ class SearchIndex:
         and after each given one in its file (offset -1 is the one right before)."""
         if not entry_ids:
             return {}
-        ids = ", ".join(str(int(i)) for i in entry_ids)
+        ids = _id_list(entry_ids)
         sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, e.time, n.time FROM entries e"
                " JOIN entries n ON n.file_id = e.file_id"
                " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
@@ -678,7 +683,7 @@ class SearchIndex:
         """The given entries that pass the filters."""
         if not entry_ids:
             return []
-        ids = ", ".join(str(int(i)) for i in entry_ids)
+        ids = _id_list(entry_ids)
         keep = []
         for source in self.sources:
             if source.name not in filters.sources:
@@ -691,7 +696,7 @@ class SearchIndex:
     def entries(self, entry_ids: Sequence[int]) -> dict[int, Entry]:
         if not entry_ids:
             return {}
-        ids = ", ".join(str(int(i)) for i in entry_ids)
+        ids = _id_list(entry_ids)
         rows = self._run(lambda c: c.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})").fetchall())
         return {row[0]: row_to_entry(row) for row in rows}
@@ -701,7 +706,7 @@ class SearchIndex:
         terms = list(dict.fromkeys(terms))
         if not entry_ids or not terms:
             return {i: {} for i in entry_ids}
-        ids = ", ".join(str(int(i)) for i in entry_ids)
+        ids = _id_list(entry_ids)
         marks = ", ".join("?" * len(terms))
         rows = self._run(lambda c: c.execute(
             f"SELECT entry_id, term, tf FROM postings WHERE term IN ({marks})"
@@ -714,7 +719,7 @@ class SearchIndex:
     def lengths(self, entry_ids: Sequence[int]) -> dict[int, int]:
         if not entry_ids:
             return {}
-        ids = ", ".join(str(int(i)) for i in entry_ids)
+        ids = _id_list(entry_ids)
         return dict(self._run(lambda c: c.execute(
             f"SELECT id, length FROM entries WHERE id IN ({ids})").fetchall()))
 

@@ -19,9 +19,9 @@ from datetime import date as Date
 from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
 from miniclaw.memory.privacy import front_matter_end, may_hold_private, redact_lines
 
-_HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_TIME_HEADING = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*UTC)?$", re.IGNORECASE)
+_TIMEHEADING = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*UTC)?$", re.IGNORECASE)
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _ADDED_AT = re.compile(r"[ \t]*\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECASE)
 _ADDED_TIME = re.compile(r"T(\d{2}):(\d{2}):(\d{2})")
@@ -155,7 +155,7 @@ def parse_long_term(text: str, path: str) -> list[Entry]:
             if labelled is not None:
                 labelled.annotate(*annotation)
             continue
-        heading = _HEADING.match(line)
+        heading = HEADING.match(line)
         if heading:
             item = labelled = None
             level = len(heading.group(1))
@@ -212,12 +212,12 @@ def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
             if item is not None:
                 item.annotate(*annotation)
             continue
-        heading = _HEADING.match(line) if first == "#" else None
+        heading = HEADING.match(line) if first == "#" else None
         if heading and len(heading.group(1)) <= 2:
             item = None
             if len(heading.group(1)) == 2:
                 title = heading.group(2) or ""
-                clock = _TIME_HEADING.match(title.strip())
+                clock = _TIMEHEADING.match(title.strip())
                 if clock:
                     hh, mm, ss = clock.group(1), clock.group(2), clock.group(3) or "00"
                     item = _Item(number, "", bullet=False, date=day, time=f"{int(hh):02d}:{mm}:{ss}")

@@ -16,6 +16,7 @@ words therefore finds nothing. Changing these rules changes the index: bump
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
@@ -46,11 +47,17 @@ while who whom why will with would you your yours yourself yourselves s t d ll m
 """.split())
 
 
-@lru_cache(maxsize=1)
-def _stemmer():
-    import Stemmer  # PyStemmer; loaded on first use, not at import
+_local = threading.local()
 
-    return Stemmer.Stemmer("english")
+
+def _stemmer():
+    """This thread's stemmer: PyStemmer objects must not be used by two threads at once."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer  # PyStemmer; loaded on first use, not at import
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
 
 
 # word -> its term (str) or terms (tuple, for CJK runs): most words repeat, so tokenizing is

@@ -8,11 +8,10 @@ and even bytes that are not valid UTF-8.
 
 from __future__ import annotations
 
-import re
 from datetime import date as Date
 from datetime import datetime
 
-from miniclaw.memory.parsing import _HEADING, escape_line, split_lines
+from miniclaw.memory.parsing import HEADING, escape_line, split_lines
 from miniclaw.memory.privacy import redact_lines
 
 LONG_TERM_TITLE = "# Memory"
@@ -82,7 +81,7 @@ def insert_long_term(raw: bytes, today: Date, item_lines: list[str]) -> tuple[by
     section_end = None  # index of the line after today's last non-blank line
     inside = False
     for i, line in enumerate(visible):
-        heading = _HEADING.match(line)
+        heading = HEADING.match(line)
         if heading and len(heading.group(1)) <= 2:
             if inside:
                 break

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import stat
@@ -24,27 +23,6 @@ RESULT_FIELDS = {"rank", "score", "source", "path", "line_start", "line_end", "d
                  "category", "tags", "content", "excerpt", "matched"}
 TEMPLATE_FILES = ["SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md"]
 ANSI = re.compile(r"\x1b\[")
-
-
-@pytest.fixture(autouse=True)
-def restore_cli_globals():
-    """The root command configures the "miniclaw" logger and a debug flag; undo it after."""
-    import importlib
-
-    app_module = importlib.import_module("miniclaw.cli.app")  # `miniclaw.cli.app` is shadowed
-
-    logger = logging.getLogger("miniclaw")
-    saved = (list(logger.handlers), logger.propagate, logger.level, dict(app_module._state))
-    yield
-    logger.handlers[:] = saved[0]
-    logger.propagate, logger.level = saved[1], saved[2]
-    app_module._state.clear()
-    app_module._state.update(saved[3])
-
-
-@pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
 
 
 def today() -> str:

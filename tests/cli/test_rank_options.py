@@ -9,7 +9,6 @@ apart unless a test is about neighbour context, so bm25 adds no context entries.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -26,27 +25,6 @@ TOP_KEYS = {"query", "mode", "total", "corrections", "suggestions", "results"}
 RESULT_KEYS = {"rank", "score", "source", "path", "line_start", "line_end", "date",
                "category", "tags", "content", "excerpt", "matched"}
 HOURS = ["09:00:00", "13:00:00", "17:00:00", "21:00:00", "05:00:00", "01:00:00"]
-
-
-@pytest.fixture(autouse=True)
-def restore_cli_globals():
-    """The root command configures the "miniclaw" logger and a debug flag; undo it after."""
-    import importlib
-
-    app_module = importlib.import_module("miniclaw.cli.app")  # `miniclaw.cli.app` is shadowed
-
-    logger = logging.getLogger("miniclaw")
-    saved = (list(logger.handlers), logger.propagate, logger.level, dict(app_module._state))
-    yield
-    logger.handlers[:] = saved[0]
-    logger.propagate, logger.level = saved[1], saved[2]
-    app_module._state.clear()
-    app_module._state.update(saved[3])
-
-
-@pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
 
 
 def day(ago: int = 0) -> str:
