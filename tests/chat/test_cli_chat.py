@@ -1,0 +1,227 @@
+"""`miniclaw chat` end to end: a real process, its standard input a pipe, the model a real
+local server (or the offline echo provider), and the start-up guard."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.chat.conftest import transcript_records
+from tests.chat.server import HANG, FakeModelServer, stream, text_chunks
+from tests.conftest import write
+
+
+def today() -> str:
+    return datetime.now(timezone.utc).date().isoformat()
+
+
+@pytest.fixture
+def ws(workspace: Path) -> Path:
+    write(workspace, "SOUL.md", "# Soul\n\nYou are miniclaw.\n")
+    write(workspace, "memory/MEMORY.md", f"# Memory\n\n## {today()}\n"
+          "- Project Atlas deadline moved to March 3 (added at 2026-02-14T17:40:11Z)\n")
+    return workspace
+
+
+def miniclaw(ws: Path, *args: str, stdin: str = "", env: dict | None = None,
+             timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(ws), *args],
+                          input=stdin, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def start(ws: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(ws), *args],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+
+
+def wait_for(condition, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def test_a_piped_session_with_the_echo_provider(ws):
+    lines = ["when is the atlas deadline?", "/note Lunch with Sam on Thursday",
+             "/remember Sam prefers green tea", "/search sam", "/context", "what about sam?",
+             "/exit", "this line is never read"]
+    proc = miniclaw(ws, "chat", stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "I found 1 memory about that:\n- Project Atlas deadline moved to March 3 (memory/MEMORY.md:4, " in out
+    assert f"Noted in today's daily note: memory/{today()}.md:5" in out
+    assert "Remembered in long-term memory: memory/MEMORY.md:5" in out
+    assert 'Search Results for: "sam"' in out and "Lunch with Sam on Thursday" in out
+    assert "# Relevant memories (cite as [path:line])" in out and "# Soul" in out
+    assert "- Sam prefers green tea (memory/MEMORY.md:5, " in out
+    assert "never read" not in out
+    assert proc.stderr.startswith("Bye. The conversation is in ")
+    records = transcript_records(ws)
+    assert [(r["role"], r["content"]) for r in records if r["role"] == "user"] == [
+        ("user", "when is the atlas deadline?"), ("user", "what about sam?")]
+    assert [r["role"] for r in records] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_piped_session_with_a_model_server(ws):
+    answers = [stream(*text_chunks("March ", "3.")), stream(*text_chunks("You're welcome."))]
+    with FakeModelServer(answers) as server:
+        proc = miniclaw(ws, "chat", stdin="when is the atlas deadline?\nthanks\n",
+                        env={"MINICLAW_LLM_BASE_URL": server.url, "MINICLAW_LLM_MODEL": "tiny"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "March 3.\nYou're welcome.\n"
+    first, second = server.requests
+    assert first["model"] == "tiny"
+    assert "Project Atlas deadline moved to March 3" in first["messages"][0]["content"]
+    # the second turn's context holds the first exchange
+    assert "**user:** when is the atlas deadline?\n**assistant:** March 3." in second["messages"][0]["content"]
+    assert [r["role"] for r in transcript_records(ws)] == ["user", "assistant"] * 2
+
+
+def test_an_unreachable_server_is_one_line_per_turn_and_the_session_goes_on(ws, closed_port):
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    proc = miniclaw(ws, "chat", "--base-url", url, "--model", "tiny",
+                    stdin="first\n/note the loop still works\nsecond\n")
+    assert proc.returncode == 0
+    error = f"Error: cannot reach the model server at {url}: connection refused"
+    assert proc.stderr.splitlines()[:2] == [error, error]
+    assert "Noted in today's daily note" in proc.stdout
+    records = transcript_records(ws)
+    assert [(r["role"], r["content"]) for r in records] == [
+        ("user", "first"), ("error", error[len("Error: "):]),
+        ("user", "second"), ("error", error[len("Error: "):])]
+
+
+def test_once_answers_one_message(ws):
+    proc = miniclaw(ws, "chat", "--once", "atlas deadline?")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("I found 1 memory about that:")
+    assert proc.stderr == ""
+
+
+def test_once_with_an_unreachable_server_exits_1(ws, closed_port):
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    proc = miniclaw(ws, "chat", "--once", "hello", "--base-url", url, "--model", "m")
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr == f"Error: cannot reach the model server at {url}: connection refused\n"
+    assert [r["role"] for r in transcript_records(ws)] == ["user", "error"]
+
+
+def test_the_server_comes_from_config_json(ws, tmp_path):
+    home = tmp_path / "mchome"
+    with FakeModelServer([stream(*text_chunks("From config."))]) as server:
+        write(home, "config.json", json.dumps({"llm": {"base_url": server.url, "model": "cfg-model"}}))
+        proc = miniclaw(ws, "chat", "--once", "hi", env={"MINICLAW_HOME": str(home)})
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "From config.\n"
+        assert server.requests[0]["model"] == "cfg-model"
+        # the flag wins over the file
+        proc = miniclaw(ws, "chat", "--once", "hi", "--provider", "echo",
+                        env={"MINICLAW_HOME": str(home)})
+        assert proc.stdout.startswith("I found nothing in memory")
+
+
+@pytest.mark.parametrize("args,config,message", [
+    (["--budget", "50"], None, "Error: the context budget must be between 200 and 32000 tokens, not 50"),
+    (["--provider", "gpt"], None, "Error: unknown provider 'gpt'; choose from: echo, openai"),
+    (["--base-url", "http://127.0.0.1:1/v1"], None, "Error: the openai provider needs a model name"),
+    ([], "{not json", "is not valid JSON (line 1, column 2"),
+])
+def test_bad_settings_are_usage_errors(ws, tmp_path, args, config, message):
+    env = {}
+    if config is not None:
+        write(tmp_path / "h", "config.json", config)
+        env["MINICLAW_HOME"] = str(tmp_path / "h")
+    proc = miniclaw(ws, "chat", "--once", "hi", *args, env=env)
+    assert proc.returncode == 2
+    assert len(proc.stderr.splitlines()) == 1 and message in proc.stderr
+    assert not (ws / "sessions").exists()
+
+
+def test_a_missing_workspace_is_a_usage_error(tmp_path):
+    proc = miniclaw(tmp_path / "nowhere", "chat", stdin="hi\n")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("Error: no workspace at ")
+
+
+def test_a_crash_mid_answer_leaves_the_transcript_whole(ws):
+    with FakeModelServer([HANG]) as server:
+        proc = start(ws, "chat", "--base-url", server.url, "--model", "tiny")
+        try:
+            proc.stdin.write("first words\n")
+            proc.stdin.flush()
+            wait_for(lambda: len(server.requests) == 1)
+            proc.kill()
+            proc.wait(10)
+        finally:
+            proc.kill()
+            proc.communicate()
+    assert [(r["role"], r["content"]) for r in transcript_records(ws)] == [("user", "first words")]
+
+
+@pytest.mark.parametrize("moment", ["while answering", "at the prompt"])
+def test_ctrl_c_ends_the_session_cleanly(ws, moment):
+    with FakeModelServer([HANG]) as server:
+        proc = start(ws, "chat", "--base-url", server.url, "--model", "tiny")
+        try:
+            if moment == "while answering":
+                proc.stdin.write("are you there?\n")
+                proc.stdin.flush()
+                wait_for(lambda: len(server.requests) == 1)
+            else:  # once /help has answered, the loop is back reading standard input
+                proc.stdin.write("/help\n")
+                proc.stdin.flush()
+                assert proc.stdout.readline() == "Commands:\n"
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=10)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert err.splitlines()[-1].startswith("Bye.")
+    assert "Traceback" not in err
+    if moment == "while answering":
+        assert [r["role"] for r in transcript_records(ws)] == ["user"]
+
+
+HEAVY_FOR_RANK = ("httpx", "httpcore", "miniclaw.chat", "miniclaw.context")
+_CHECK = ("import sys\n"
+          "loaded = sorted(m for m in sys.modules if m.startswith({heavy!r}))\n"
+          "print('LOADED:' + ','.join(loaded), file=sys.stderr)\n")
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["chat", "--help"], ["context", "--help"],
+                                  ["memory", "rank", "--help"], ["memory", "rank", "-q", "atlas"]])
+def test_start_up_does_not_import_the_chat_or_httpx(ws, argv):
+    code = ("import sys\n"
+            f"sys.argv = ['miniclaw', '--workspace', {str(ws)!r}] + {argv!r}\n"
+            "from miniclaw.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            + _CHECK.format(heavy=HEAVY_FOR_RANK))
+    proc = _python(code)
+    assert "LOADED:\n" in proc.stderr, proc.stderr
+
+
+def test_httpx_is_imported_only_for_the_openai_provider(ws):
+    code = ("import sys\n"
+            f"sys.argv = ['miniclaw', '--workspace', {str(ws)!r}, 'chat', '--once', 'atlas']\n"
+            "from miniclaw.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            + _CHECK.format(heavy=("httpx",)))
+    proc = _python(code)
+    assert "LOADED:\n" in proc.stderr, proc.stderr
+    assert "I found 1 memory" in proc.stdout

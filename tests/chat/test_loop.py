@@ -1,0 +1,233 @@
+"""ChatSession and the console, in process, with string buffers for the terminal and a real
+local server (or the echo provider) for the model."""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from miniclaw.chat.console import run_console
+from miniclaw.chat.echo import EchoProvider
+from miniclaw.chat.loop import MAX_TOOL_ROUNDS, ChatSession
+from miniclaw.chat.openai import OpenAIProvider
+from miniclaw.cli.render import Style, search_text
+from tests.chat.conftest import transcript_records
+from tests.chat.server import HANG, FakeModelServer, stream, text_chunks, tool_call_chunks
+from tests.conftest import write
+
+SECRET = "PERIWINKLE"
+
+
+def today() -> str:
+    return datetime.now(timezone.utc).date().isoformat()
+
+
+@pytest.fixture
+def memory_files(workspace: Path) -> Path:
+    write(workspace, "SOUL.md", "# Soul\n\nYou are miniclaw.\n")
+    write(workspace, "USER.md", f"# User\n\nAna. <private>Password hint {SECRET}</private>\n")
+    write(workspace, "memory/MEMORY.md", f"# Memory\n\n## {today()}\n"
+          f"- Insurance is with Acme, policy <private>{SECRET}-99</private> renewed in May\n"
+          "- Prefers dark roast coffee\n")
+    write(workspace, f"memory/{today()}.md", f"# Daily Note - {today()}\n\n## 08:00:00 UTC\n\n"
+          f"Called Acme insurance about the renewal\n<private>\nAgent said {SECRET}\n</private>\n")
+    return workspace
+
+
+class Session:
+    """A ChatSession on the workspace with its output captured."""
+
+    def __init__(self, workspace: Path, provider) -> None:
+        self.out, self.err = io.StringIO(), io.StringIO()
+        self.chat = ChatSession.open(workspace, provider, out=self.out, err=self.err,
+                                     format_search=lambda found: search_text(found, Style(False)))
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.chat.aclose()
+
+
+def check_transcript_file(workspace: Path) -> None:
+    files = list((workspace / "sessions").glob("*.jsonl"))
+    assert len(files) == 1
+    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE((workspace / "sessions").stat().st_mode) == 0o700
+
+
+async def test_echo_answers_with_the_memories_found_and_keeps_a_transcript(memory_files):
+    async with Session(memory_files, EchoProvider()) as s:
+        assert await s.chat.handle("when does my insurance renew?")
+    assert s.out.getvalue().startswith("I found ")
+    assert "Insurance is with Acme, policy renewed in May (memory/MEMORY.md:4, " in s.out.getvalue()
+    records = transcript_records(memory_files)
+    assert [r["role"] for r in records] == ["user", "assistant"]
+    assert records[0]["content"] == "when does my insurance renew?"
+    assert records[1]["content"] == s.out.getvalue().rstrip("\n")
+    session_id = s.chat.transcript.session_id
+    for record in records:
+        assert set(record) == {"role", "content", "timestamp", "session_id"}
+        assert record["session_id"] == session_id and record["timestamp"].endswith("Z")
+    assert SECRET not in json.dumps(records)
+    check_transcript_file(memory_files)
+
+
+async def test_a_tool_call_writes_long_term_memory_and_shows_it(memory_files):
+    script = [stream(*tool_call_chunks("call_1", "write_memory",
+                                       {"content": "Allergic to penicillin", "kind": "long_term"})),
+              stream(*text_chunks("Noted, ", "I will remember that."))]
+    with FakeModelServer(script) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            await s.chat.handle("I am allergic to penicillin, remember that")
+    memory = (memory_files / "memory" / "MEMORY.md").read_text()
+    assert "- Allergic to penicillin (added at" in memory
+    line = memory.splitlines().index(next(l for l in memory.splitlines() if "penicillin" in l)) + 1
+    shown = f"[remembered in long-term memory, memory/MEMORY.md:{line}: Allergic to penicillin]"
+    assert s.out.getvalue() == f"{shown}\nNoted, I will remember that.\n"
+    # the model got the tool's result, in OpenAI's format, before answering
+    second = server.requests[1]["messages"]
+    assert second[-2]["role"] == "assistant" and second[-2]["tool_calls"][0]["id"] == "call_1"
+    assert second[-1] == {"role": "tool", "tool_call_id": "call_1",
+                          "content": f"saved at memory/MEMORY.md:{line}"}
+    records = transcript_records(memory_files)
+    assert [(r["role"], r["content"]) for r in records] == [
+        ("user", "I am allergic to penicillin, remember that"), ("tool", shown),
+        ("assistant", "Noted, I will remember that.")]
+
+
+async def test_a_tool_call_writes_todays_note(memory_files):
+    script = [stream(*tool_call_chunks("c", "write_memory", {"content": "Ran 5k", "kind": "daily"})),
+              stream(*text_chunks("Nice run!"))]
+    with FakeModelServer(script) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            await s.chat.handle("I ran 5k today")
+    assert "Ran 5k" in (memory_files / "memory" / f"{today()}.md").read_text()
+    assert "[remembered in today's note, memory/" in s.out.getvalue()
+
+
+async def test_private_text_never_reaches_the_server_or_the_transcript(memory_files):
+    script = [stream(*tool_call_chunks("s1", "search_memory", {"query": "acme insurance policy"})),
+              stream(*text_chunks("Your policy with Acme renews in May."))]
+    with FakeModelServer(script) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            await s.chat.handle("what do you know about my insurance?")
+            await s.chat.handle("and my coffee?")
+    assert len(server.bodies) == 3
+    system = server.requests[0]["messages"][0]["content"]
+    assert "Insurance is with Acme" in system and "Ana." in system  # memory did reach it
+    tool_result = server.requests[1]["messages"][-1]["content"]
+    assert "[memory/MEMORY.md:4," in tool_result
+    for body in server.bodies:
+        assert SECRET not in body and SECRET.lower() not in body.lower()
+    assert SECRET not in json.dumps(transcript_records(memory_files))
+    assert SECRET not in s.out.getvalue()
+
+
+async def test_a_refused_connection_keeps_the_session_and_the_transcript(memory_files, closed_port):
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    async with Session(memory_files, OpenAIProvider(url, "tiny", connect_timeout=2)) as s:
+        assert await s.chat.handle("first question")
+        assert await s.chat.handle("/note still working")
+        assert await s.chat.handle("second question")
+    expected = f"Error: cannot reach the model server at {url}: connection refused\n"
+    assert s.err.getvalue() == expected * 2
+    assert "Noted in today's daily note" in s.out.getvalue()
+    records = transcript_records(memory_files)
+    assert [r["role"] for r in records] == ["user", "error", "user", "error"]
+    assert [r["content"] for r in records if r["role"] == "user"] == ["first question", "second question"]
+    assert len(s.chat.store.short_term) == 2  # the user's turns, kept for the next context
+
+
+async def test_a_hanging_server_times_out_and_the_next_turn_works(memory_files):
+    with FakeModelServer([HANG], default=stream(*text_chunks("Back again."))) as server:
+        provider = OpenAIProvider(server.url, "tiny", read_timeout=0.3)
+        async with Session(memory_files, provider) as s:
+            assert await s.chat.handle("are you there?")
+            assert await s.chat.handle("and now?")
+    assert "read timeout" in s.err.getvalue() and server.url in s.err.getvalue()
+    assert s.out.getvalue() == "Back again.\n"
+    records = transcript_records(memory_files)
+    assert [r["role"] for r in records] == ["user", "error", "user", "assistant"]
+
+
+async def test_slash_commands(memory_files):
+    async with Session(memory_files, EchoProvider()) as s:
+        chat = s.chat
+        assert await chat.handle("/context")
+        assert "No message yet" in s.out.getvalue()
+        assert await chat.handle("/remember Sam's birthday is June 2")
+        assert await chat.handle("/note Bought a gift for Sam")
+        assert await chat.handle("/search sam")
+        assert await chat.handle("sam birthday")
+        assert await chat.handle("/context")
+        assert await chat.handle("/help")
+        assert await chat.handle("/remember")
+        assert await chat.handle("/frobnicate")
+        assert await chat.handle("   ")
+        assert not await chat.handle("/exit")
+    out = s.out.getvalue()
+    assert "Remembered in long-term memory: memory/MEMORY.md:6" in out
+    assert f"Noted in today's daily note: memory/{today()}.md:" in out
+    assert 'Search Results for: "sam"' in out and "Bought a gift for Sam" in out
+    assert "# Relevant memories (cite as [path:line])" in out  # /context after a turn
+    assert "tokens, estimated:" in out
+    assert "/remember TEXT" in out  # /help
+    assert s.err.getvalue().splitlines() == [
+        "Error: /remember needs text: /remember TEXT",
+        "Error: there is no command /frobnicate: /help lists them"]
+    assert "Sam's birthday is June 2" in (memory_files / "memory" / "MEMORY.md").read_text()
+    # commands are not messages: only the one question is in the transcript
+    assert [r["role"] for r in transcript_records(memory_files)] == ["user", "assistant"]
+
+
+async def test_a_model_that_keeps_calling_tools_is_stopped(memory_files):
+    looping = stream(*tool_call_chunks("x", "search_memory", {"query": "coffee"}))
+    with FakeModelServer(default=looping) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            assert await s.chat.handle("coffee?")
+    assert len(server.requests) == MAX_TOOL_ROUNDS + 1
+    assert "still calling tools" in s.err.getvalue()
+
+
+async def test_a_bad_tool_call_is_answered_to_the_model_not_raised(memory_files):
+    script = [stream(*tool_call_chunks("b", "write_memory", {"content": "  ", "kind": "daily"})),
+              stream(*text_chunks("Sorry."))]
+    with FakeModelServer(script) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            await s.chat.handle("remember nothing")
+    assert server.requests[1]["messages"][-1]["content"].startswith("error: the memory text is empty")
+    assert "[write_memory failed: the memory text is empty" in s.out.getvalue()
+
+
+def test_console_reads_lines_until_exit_and_says_goodbye(memory_files):
+    stdin = io.StringIO("coffee?\n/exit\nnever read\n")
+    stdout, stderr = io.StringIO(), io.StringIO()
+
+    async def open_session():
+        return ChatSession.open(memory_files, EchoProvider(), out=stdout, err=stderr,
+                                format_search=lambda found: "")
+
+    assert run_console(open_session, stdin=stdin, stdout=stdout, stderr=stderr,
+                       interactive=False) == 0
+    assert "Prefers dark roast coffee" in stdout.getvalue()
+    assert stderr.getvalue().startswith("Bye. The conversation is in ")
+    assert [r["content"] for r in transcript_records(memory_files)][0] == "coffee?"
+
+
+def test_console_ends_at_end_of_input(memory_files):
+    stdout, stderr = io.StringIO(), io.StringIO()
+
+    async def open_session():
+        return ChatSession.open(memory_files, EchoProvider(), out=stdout, err=stderr,
+                                format_search=lambda found: "")
+
+    assert run_console(open_session, stdin=io.StringIO(""), stdout=stdout, stderr=stderr,
+                       interactive=False) == 0
+    assert stderr.getvalue() == "Bye.\n"  # nothing said, so no transcript was created
+    assert not (memory_files / "sessions").exists()

@@ -1,0 +1,312 @@
+"""ContextBuilder and the token estimate: the budget holds, priorities, no repeats, no private
+text, determinism; and `miniclaw context` on the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from miniclaw.cli import app
+from miniclaw.context import ContextBuilder, as_query, assemble, check_budget, cut_to_fit
+from miniclaw.tokens import estimate_tokens
+from miniclaw.errors import UsageError
+from miniclaw.memory import MemoryStore, RankedMemory
+from miniclaw.memory.entry import Entry
+from miniclaw.memory.short_term import Turn
+from tests.conftest import NOW, write
+
+TODAY = NOW.date()
+YESTERDAY = TODAY - timedelta(days=1)
+
+# Real token counts of OpenAI's cl100k_base and o200k_base tokenizers, measured once with a
+# tiktoken-compatible tokenizer (bpe-openai) that is not a dependency of miniclaw.
+MEASURED = {
+    "Met Sam about the Atlas budget: 40k approved, coffee next week. The deadline moved to "
+    "March 3.": (24, 24),
+    "# Relevant memories (cite as [path:line])\n\n- [memory/2026-02-14.md:5, 2026-02-14] Met "
+    "Sam about the Atlas budget\n- [memory/MEMORY.md:7-9, undated] Prefers dark roast coffee, "
+    "no sugar": (63, 63),
+    "def estimate_tokens(text: str) -> int:\n    return sum(len(piece) // 3 for piece in "
+    "text.split())  # why, not what\n": (32, 32),
+    "https://example.com/api/v1/chat/completions?model=llama3.1:8b&stream=true": (25, 25),
+    "Invoice 2026-0417: 1234567.89 EUR, paid 3 of 12 instalments; id 998877665544.": (32, 32),
+    "今天我们讨论了项目预算，决定把截止日期推迟到三月三日。用户喜欢深度烘焙的咖啡，不加糖。": (55, 35),
+    "今日はアトラスの予算についてサムと会いました。来週コーヒーを飲みに行きます。": (38, 27),
+    "오늘 샘과 아틀라스 예산에 대해 만났습니다. 다음 주에 커피를 마시러 갑니다.": (39, 28),
+    "Встретился с Сэмом по поводу бюджета проекта Атлас: одобрено 40 тысяч.": (39, 22),
+    "Συνάντησα τον Σαμ για τον προϋπολογισμό του έργου Άτλας.": (51, 24),
+    "التقيت بسام بشأن ميزانية مشروع أطلس: تمت الموافقة على أربعين ألفاً.": (49, 21),
+    "मैं एटलस परियोजना के बजट के बारे में सैम से मिला।": (49, 17),
+    "ฉันพบแซมเรื่องงบประมาณของโครงการแอตลาส": (37, 17),
+    "Café crème à l'hôtel près de la gare; réunion déplacée à jeudi, très bien.": (29, 20),
+    "Party 🎉 launch 🚀 family 👨‍👩‍👧‍👦 flag 🇫🇷 done ✅ love ❤️": (39, 27),
+    "Re: 会议 — budget 40k ✅ (Sam) 😀 naïve café ß 2026-02-14T09:12:03Z": (35, 33),
+    "def f():\n        if x:\n                return {\"a\": [1, 2, 3]}\n\n\n\t\tend": (24, 24),
+}
+
+
+# -- the estimate ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,real", MEASURED.items(), ids=[t[:12] for t in MEASURED])
+def test_estimate_is_at_least_the_real_count_of_both_tokenizers(text, real):
+    estimate = estimate_tokens(text)
+    assert estimate >= max(real)
+    assert estimate <= 2.5 * max(real)  # conservative, not absurd: the budget stays useful
+
+
+@pytest.mark.parametrize("text", ["今天我们讨论了项目预算", "アトラスの予算", "예산에 대해", "龘靐齉齾爩"])
+def test_cjk_costs_at_least_one_token_per_character(text):
+    assert estimate_tokens(text) >= len(text)
+
+
+def test_estimate_edge_cases():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("a") == 1
+    assert estimate_tokens("\n\n") == 2
+    assert estimate_tokens("x" * 30) >= 20  # a long run of letters is no word
+
+
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_estimate_is_subadditive_across_a_newline(a, b):
+    assert estimate_tokens(a + "\n" + b) <= estimate_tokens(a) + 1 + estimate_tokens(b)
+
+
+@given(st.text(min_size=1, max_size=300), st.integers(1, 120))
+def test_cut_to_fit_respects_the_limit(text, limit):
+    cut = cut_to_fit(text, lambda t: estimate_tokens(t) <= limit)
+    if cut is not None:
+        assert estimate_tokens(cut) <= limit
+        assert cut.endswith("…")
+
+
+# -- the budget property --------------------------------------------------------------------
+
+_words = st.sampled_from(["atlas", "budget", "Sam", "coffee", "2026-02-14", "会议", "预算",
+                          "naïve", "😀", "https://x.example/a?b=1", "—", "\n", "  ", "**"])
+_text = st.one_of(st.lists(_words, min_size=1, max_size=300).map(" ".join),
+                  st.text(min_size=1, max_size=1500))
+
+
+def _memory(i: int, text: str) -> RankedMemory:
+    return RankedMemory(text, text[:150], 1.0 / (i + 1), "long_term", TODAY, "memory/MEMORY.md",
+                        4 + i, 4 + i, None, ())
+
+
+@settings(max_examples=150, deadline=None)
+@given(budget=st.integers(200, 32_000),
+       identity=st.lists(_text, max_size=4),
+       memories=st.lists(_text, max_size=8),
+       notes=st.lists(_text, max_size=12),
+       history=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool"]), _text), max_size=30))
+def test_rendered_context_never_exceeds_the_budget(budget, identity, memories, notes, history):
+    names = ["SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md"]
+    entries = [Entry(text, "daily_note", f"memory/{TODAY}.md", 5 + 4 * i, 5 + 4 * i, TODAY,
+                     "09:00:00") for i, text in enumerate(notes)]
+    context = assemble("the message", budget, list(zip(names, identity)),
+                       [_memory(i, t) for i, t in enumerate(memories)],
+                       [(TODAY, entries[::2]), (YESTERDAY, entries[1::2])],
+                       [Turn(role, text, NOW) for role, text in history], TODAY)
+    assert estimate_tokens(context.render()) <= budget
+    assert sum(section.tokens for section in context.sections) <= budget
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(budget=st.integers(200, 32_000), memories=st.lists(_text, min_size=1, max_size=6),
+       notes=st.lists(_text, max_size=6), turns=st.lists(_text, max_size=10))
+def test_budget_holds_end_to_end_with_real_files(budget, memories, notes, turns):
+    with tempfile.TemporaryDirectory() as folder:
+        ws = Path(folder) / "ws"
+        body = "".join(f"- {' '.join(t.split()) or 'x'} atlas\n" for t in memories)
+        write(ws, "memory/MEMORY.md", f"# Memory\n\n## {TODAY}\n{body}")
+        write(ws, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n" + "".join(
+            f"## 09:{i:02d}:00 UTC\n\n{t}\n\n---\n\n" for i, t in enumerate(notes)))
+        write(ws, "SOUL.md", "# Soul\n\n" + " ".join(memories) * 3)
+
+        async def build():
+            async with MemoryStore(ws, now=lambda: NOW) as store:
+                for text in turns:
+                    store.short_term.add("user", text)
+                return await ContextBuilder(store).build("atlas budget", budget_tokens=budget)
+
+        context = asyncio.run(build())
+        assert estimate_tokens(context.render()) <= budget
+
+
+@pytest.mark.parametrize("budget", [199, 32_001, 0, -5])
+def test_a_budget_out_of_range_is_a_usage_error(budget):
+    with pytest.raises(UsageError, match="between 200 and 32000"):
+        check_budget(budget)
+
+
+# -- what goes in, in which order -----------------------------------------------------------
+
+
+@pytest.fixture
+def filled(workspace: Path) -> Path:
+    write(workspace, "SOUL.md", "# Soul\n\nYou are miniclaw.\n")
+    write(workspace, "USER.md", "# User\n\nName: Ana.\n<private>\nSalary 99k HIPPOGRIFF\n</private>\n"
+                                "Likes short answers.\n")
+    write(workspace, "memory/MEMORY.md", f"# Memory\n\n## {YESTERDAY}\n"
+          "- Project Atlas deadline moved to March 3 (added at 2026-02-13T10:00:00Z)\n"
+          "- Prefers dark roast coffee (added at 2026-02-13T10:01:00Z)\n"
+          "- Locker code is <private>HIPPOGRIFF</private> 4411 for the atlas office\n")
+    write(workspace, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n## 08:00:00 UTC\n\n"
+          "Met Sam about the Atlas budget: 40k approved\n\n---\n\n## 09:00:00 UTC\n\n"
+          "Booked the dentist for Friday\n")
+    write(workspace, f"memory/{YESTERDAY}.md", f"# Daily Note - {YESTERDAY}\n\n## 17:00:00 UTC\n\n"
+          "Gym in the evening\n")
+    return workspace
+
+
+async def test_sections_in_priority_order_with_citations_and_dates(store, filled):
+    store.short_term.add("user", "hello")
+    store.short_term.add("assistant", "Hi Ana!")
+    store.short_term.add("user", "what about the atlas budget?")
+    context = await ContextBuilder(store).build("what about the atlas budget?")
+    names = [section.name for section in context.sections]
+    assert names == ["identity", "identity", "memories", "notes", "notes", "history"]
+    assert [i.citation for i in context.items("identity")] == ["SOUL.md", "USER.md"]
+    memories = context.items("memories")
+    assert memories[0].citation == f"memory/{TODAY}.md:5"
+    assert all(item.citation and item.date for item in memories)
+    text = context.render()
+    assert f"- [memory/{TODAY}.md:5, {TODAY}] Met Sam about the Atlas budget: 40k approved" in text
+    assert text.index("# Relevant memories") < text.index("# Recent daily notes") \
+        < text.index(f"## Today, {TODAY}") < text.index(f"## Yesterday, {YESTERDAY}") \
+        < text.index("# Conversation so far")
+    # the history: earlier turns, oldest first, without the message itself (sent as the turn)
+    assert [(i.source, i.content) for i in context.items("history")] == [
+        ("user", "hello"), ("assistant", "Hi Ana!")]
+
+
+async def test_a_note_that_is_a_ranked_memory_appears_once(store, filled):
+    context = await ContextBuilder(store).build("atlas budget")
+    cited = [item.citation for name in ("memories", "notes") for item in context.items(name)]
+    assert len(cited) == len(set(cited))
+    assert f"memory/{TODAY}.md:5" in [i.citation for i in context.items("memories")]
+    assert f"memory/{TODAY}.md:5" not in [i.citation for i in context.items("notes")]
+    assert context.render().count("Met Sam about the Atlas budget") == 1
+
+
+async def test_no_private_text_from_memory_or_identity_files(store, filled):
+    context = await ContextBuilder(store).build("locker code atlas office salary")
+    text = context.render()
+    assert "4411 for the atlas office" in text  # the entry, with its private part removed
+    assert "HIPPOGRIFF" not in text
+    assert "HIPPOGRIFF" not in json.dumps(context.to_dict())
+    assert "Likes short answers." in text
+
+
+async def test_the_same_files_and_message_give_the_same_context(filled):
+    async def build(index: Path) -> str:
+        async with MemoryStore(filled, now=lambda: NOW, index_path=index) as store:
+            return (await ContextBuilder(store).build("atlas budget coffee", budget_tokens=600)).render()
+
+    first = await build(filled.parent / "a.sqlite3")
+    assert first == await build(filled.parent / "a.sqlite3")
+    assert first == await build(filled.parent / "b.sqlite3")  # a fresh index, too
+
+
+async def test_newest_turns_are_kept_when_history_does_not_fit(store, workspace):
+    for n in range(60):
+        store.short_term.add("user" if n % 2 == 0 else "assistant", f"turn number {n} " + "word " * 20)
+    context = await ContextBuilder(store).build("next question", budget_tokens=400)
+    kept = [item.content for item in context.items("history")]
+    assert 0 < len(kept) < 60
+    assert kept[-1].startswith("turn number 59")  # the newest, shown last
+    numbers = [int(text.split()[2]) for text in kept if not text.endswith("…")]
+    assert numbers == sorted(numbers) and numbers[-1] == 59
+    assert context.tokens <= 400
+
+
+async def test_identity_files_are_capped_and_cut_visibly(store, workspace):
+    write(workspace, "SOUL.md", "# Soul\n\n" + "Be kind and brief. " * 2000)
+    context = await ContextBuilder(store).build("hello", budget_tokens=4000)
+    soul = context.items("identity")[0]
+    assert soul.cut and soul.content.endswith("…")
+    assert soul.tokens <= 4000 * 0.08
+
+
+async def test_each_section_stays_within_its_share(store, workspace):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n" + "".join(
+        f"- atlas fact number {n}: " + "budget detail " * 40 + "\n" for n in range(8)))
+    write(workspace, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n" + "".join(
+        f"## 08:{n:02d}:00 UTC\n\nnote {n} " + "gym " * 80 + "\n\n" for n in range(10)))
+    context = await ContextBuilder(store).build("atlas budget", budget_tokens=2000)
+    by_name: dict[str, int] = {}
+    for section in context.sections:
+        by_name[section.name] = by_name.get(section.name, 0) + section.tokens
+    assert by_name["memories"] <= 0.30 * 2000
+    assert by_name["notes"] <= 0.15 * 2000
+    assert sum(s.left_out for s in context.sections if s.name == "notes") > 0
+    notes = [item.content for item in context.items("notes")]
+    assert notes[-1].startswith("note 9")  # the newest entries are the ones kept
+
+
+async def test_a_message_with_no_searchable_word_still_gets_a_context(store, filled):
+    context = await ContextBuilder(store).build("?!")
+    assert context.items("memories") == ()
+    assert context.items("notes")
+
+
+def test_a_chat_message_is_searched_as_plain_words():
+    assert as_query('-draft "atlas budget" +sam meet* ok') == "draft atlas budget sam meet ok"
+    assert as_query("  ") == ""
+    assert len(as_query("word " * 500)) <= 1000
+
+
+async def test_a_missing_workspace_is_a_usage_error(tmp_path):
+    async with MemoryStore(tmp_path / "nowhere") as store:
+        with pytest.raises(UsageError, match="no workspace"):
+            await ContextBuilder(store).build("hello")
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+def _today_files(workspace: Path) -> None:
+    today = datetime.now(timezone.utc).date()
+    write(workspace, "SOUL.md", "# Soul\n\nYou are miniclaw.\n")
+    write(workspace, f"memory/{today}.md", f"# Daily Note - {today}\n\n## 08:00:00 UTC\n\n"
+          "Met Sam about the Atlas budget <private>ZANZIBAR</private>\n")
+
+
+def test_context_command_prints_the_prompt_and_counts(workspace):
+    _today_files(workspace)
+    result = CliRunner().invoke(app, ["--workspace", str(workspace), "context", "-q", "atlas budget"])
+    assert result.exit_code == 0, result.stderr
+    assert "# Soul" in result.stdout and "Met Sam about the Atlas budget" in result.stdout
+    assert "ZANZIBAR" not in result.stdout
+    assert "of 4000 tokens" in result.stderr
+
+
+def test_context_command_json(workspace):
+    _today_files(workspace)
+    result = CliRunner().invoke(app, ["--workspace", str(workspace), "context", "-q", "atlas",
+                                      "--budget", "300", "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["budget"] == 300 and data["tokens"] <= 300
+    assert data["tokens"] == estimate_tokens(data["prompt"])
+    assert [s["name"] for s in data["sections"]] == ["identity", "memories"]
+    item = data["sections"][1]["items"][0]
+    assert item["citation"].startswith("memory/") and item["date"] and item["tokens"] > 0
+
+
+@pytest.mark.parametrize("budget", ["199", "40000"])
+def test_context_command_rejects_a_budget_out_of_range(workspace, budget):
+    result = CliRunner().invoke(app, ["--workspace", str(workspace), "context", "-q", "x",
+                                      "--budget", budget])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: the context budget must be between 200 and 32000")
