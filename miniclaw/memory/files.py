@@ -49,6 +49,14 @@ def decode(raw: bytes, name: str) -> tuple[str, str | None]:
     return text, warning
 
 
+def check_appendable(raw: bytes, name: str) -> None:
+    """Refuse to add UTF-8 text to a file in another encoding (UTF-16, or holding NUL bytes):
+    the result would be unreadable, and the new memory invisible."""
+    if any(raw.startswith(bom) for bom, _ in _BOMS) or b"\x00" in raw:
+        raise MemoryFileError(f"{name} is not UTF-8 text (UTF-16, or NUL bytes): miniclaw "
+                              "writes UTF-8, so save it as UTF-8 first; nothing was written")
+
+
 def read_bytes(path: str | Path) -> bytes | None:
     """The file's bytes, or None when it does not exist."""
     try:

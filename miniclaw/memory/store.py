@@ -156,6 +156,7 @@ class MemoryStore:
             target = self._target(path)
             with files.locked(self.memory_dir):
                 raw = files.read_bytes(target) or b""
+                files.check_appendable(raw, rel)
                 new, line = insert_long_term(raw, now.date(), lines)
                 text_after, _ = files.decode(new, rel)
                 before = split_lines(text_after)[: line - 1]
@@ -191,6 +192,7 @@ class MemoryStore:
         written: list[tuple[bytes, bytes]] = []  # (content before, bytes appended)
 
         def make(current: bytes) -> bytes:
+            files.check_appendable(current, rel)
             existing, _ = files.decode(current, rel)
             if current and open_at_end(split_lines(existing)):
                 raise files.MemoryFileError(
