@@ -14,11 +14,14 @@ import codecs
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError
+
+log = logging.getLogger("miniclaw")
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -113,6 +116,7 @@ def append_bytes(path: Path, make: Callable[[bytes], bytes]) -> None:
 
     If the write fails part-way, the file is truncated back to its old length.
     """
+    existed = os.path.exists(path)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
     except OSError as exc:
@@ -129,6 +133,8 @@ def append_bytes(path: Path, make: Callable[[bytes], bytes]) -> None:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, len(current))
+                if not existed:  # it did not exist before this write: leave no empty note
+                    os.unlink(path)
             raise _write_error(path, exc) from exc
     finally:
         os.close(fd)
@@ -153,8 +159,12 @@ def replace_bytes(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-        _fsync_dir(folder)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise _write_error(path, exc) from exc
+    try:
+        _fsync_dir(folder)
+    except OSError as exc:  # the new content is in place: say so, do not claim "unchanged"
+        log.warning("%s was written, but its folder could not be synced to disk (%s): a "
+                    "power cut now could lose the change", path, exc.strerror or exc)

@@ -413,6 +413,20 @@ class SearchIndex:
 
     # -- keeping up to date --------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def snapshot(self):
+        """Read in one transaction on this thread's connection, so every statement of a
+        search sees the same index even while another process updates it."""
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            current = getattr(self._local, "conn", None)
+            if current is not None and current[0].in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    current[0].execute("COMMIT")
+
     def scan(self) -> list[SourceFile]:
         """The memory files on disk now, across every source."""
         return [f for source in self.sources for f in source.files(self.workspace)]

@@ -139,7 +139,9 @@ class MemoryRanker:
         entries = {i: entry for part in found for i, entry in part.entries.items()}
         context = {i for part in found for i in part.context}
         total = sum(part.total for part in found)
-        ranked = sorted(entries, key=lambda i: _order_key(own[i], entries[i]))[: options.limit]
+        # The sources were read in separate snapshots: keep only entries that have a score.
+        ranked = sorted((i for i in entries if i in own),
+                        key=lambda i: _order_key(own[i], entries[i]))[: options.limit]
         explained = {}
         if options.explain:
             explained = await asyncio.to_thread(self.index.contributions, ranked, weights,
@@ -158,6 +160,10 @@ class MemoryRanker:
         """Refresh the index, report damaged files, expand prefixes, correct spellings, and
         read the corpus statistics (one worker thread)."""
         self.index.refresh()
+        with self.index.snapshot():
+            return self._plan(query, scorer)
+
+    def _plan(self, query: Query, scorer: Scorer) -> _Plan:
         for warning in self.index.warnings():
             log.warning("%s", warning)
         terms = scorer.scored_terms(list(query.terms))
@@ -185,6 +191,12 @@ class MemoryRanker:
         (runs in a worker thread). Phrases are checked here, on the entries' text, among
         up to `PHRASE_CANDIDATES` entries holding all their words: inside the ranking, so
         `-n 5` still gives five results when five match."""
+        with self.index.snapshot():
+            return self._search_in_snapshot(source, filters, weights, scorer, avgdl, k, phrases)
+
+    def _search_in_snapshot(self, source, filters: Filters, weights: dict[str, float],
+                            scorer: Scorer, avgdl: float, k: int,
+                            phrases: tuple[tuple[str, ...], ...]) -> _Found:
         fetch = max(k, PHRASE_CANDIDATES) if phrases else k
         rows = self.index.top(source, filters, weights, scorer.term_score_sql, avgdl, fetch)
         entries = self.index.entries([row[0] for row in rows])

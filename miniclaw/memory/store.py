@@ -220,6 +220,9 @@ class MemoryStore:
         if path.is_symlink() and not inside_workspace(path, self.workspace):
             log.warning("%s is a symlink out of the workspace; not read", rel)
             return []
+        if path.exists() and not path.is_file():  # a FIFO or device would block the read
+            log.warning("%s is not a regular file; not read", rel)
+            return []
         import aiofiles  # only readers need it
 
         try:

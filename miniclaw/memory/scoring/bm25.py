@@ -39,7 +39,8 @@ class BM25Scorer:
         )
 
     def idf(self, df: int, entries: int) -> float:
-        return math.log(1.0 + (entries - df + 0.5) / (df + 0.5))
+        # max(): never negative, even if df and the total were read at different moments
+        return math.log(1.0 + (max(entries - df, 0) + 0.5) / (df + 0.5))
 
     def scored_terms(self, terms: list[str]) -> list[str]:
         content = [t for t in terms if not is_stop_word(t)]
