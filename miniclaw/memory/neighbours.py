@@ -2,7 +2,7 @@
 around it, when they were written close together in time.
 
 Why: in a conversation or a stream of notes, a question often matches the entry before or
-after the one that answers it (measured on LoCoMo: turn recall@5 0.56 without, 0.67 with).
+after the one that answers it (measured on LoCoMo: turn recall@5 0.56 without, 0.66 with).
 The shares come from the scorer (`neighbor_weights`, by offset); entries written more than
 `MAX_GAP_S` apart are not each other's context, so a day of unrelated notes stays unrelated.
 An entry can be returned for its neighbours alone: it is then reported as not `matched`.
