@@ -145,6 +145,11 @@ def replace_bytes(path: Path, data: bytes) -> None:
     import tempfile  # only writers need it
 
     folder = path.parent
+    # A writer killed before its rename leaves its temp file (a full copy, private blocks
+    # too): the caller holds the folder lock, so no other writer owns one now.
+    for stale in folder.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
     mode = FILE_MODE
     with contextlib.suppress(FileNotFoundError):
         mode = os.stat(path).st_mode & 0o777

@@ -1,0 +1,87 @@
+"""Shared helpers of the reliability suite: real subprocesses, real files, real SQLite.
+
+Every subprocess gets HOME and XDG_CACHE_HOME inside the test's tmp_path and PYTHONPATH
+pointing at this checkout, so no test touches the real home or an installed miniclaw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+DAILY_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+
+
+def subprocess_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINICLAW_")}
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), PYTHONPATH=str(REPO),
+               NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONSTARTUP", None)
+    env.update(extra)
+    return env
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    """`python -m miniclaw ARGS` in a subprocess; stdout and stderr decoded (bad bytes shown)."""
+    done = subprocess.run([PYTHON, "-m", "miniclaw", *args], env=env, capture_output=True,
+                          timeout=timeout, cwd=str(REPO), **kwargs)
+    done.stdout = done.stdout.decode("utf-8", "replace")
+    done.stderr = done.stderr.decode("utf-8", "replace")
+    return done
+
+
+def bad_stderr_lines(stderr: str) -> list[str]:
+    """Lines of stderr that are not `Warning: ...` lines (crashes, tracebacks, locks)."""
+    return [line for line in stderr.splitlines()
+            if line.strip() and not line.startswith("Warning: ")]
+
+
+def assert_one_error_line(stderr: str) -> str:
+    """Exactly one `Error: ...` line on stderr (warnings allowed before it), no traceback."""
+    assert "Traceback" not in stderr, stderr
+    errors = [line for line in stderr.splitlines() if line.strip() and not line.startswith("Warning: ")]
+    assert len(errors) == 1 and errors[0].startswith("Error: "), stderr
+    return errors[0]
+
+
+def rank_json(stdout: str) -> dict:
+    """The JSON object of `rank --json`, checked for the contract's shape."""
+    data = json.loads(stdout)
+    assert isinstance(data, dict) and isinstance(data.get("results"), list), stdout[:500]
+    assert isinstance(data["total"], int) and data["total"] >= len(data["results"])
+    for rank, hit in enumerate(data["results"], 1):
+        assert hit["rank"] == rank and isinstance(hit["content"], str), hit
+        assert len(hit["excerpt"]) <= 150, hit["excerpt"]
+    return data
+
+
+def memory_files(workspace: Path) -> list[Path]:
+    folder = workspace / "memory"
+    return sorted(p for p in folder.iterdir() if p.name == "MEMORY.md" or DAILY_NAME.match(p.name))
+
+
+def result_key(hits) -> list[tuple]:
+    """What must be equal between two searches of the same files (scores rounded)."""
+    return [(h.path, h.line_start, h.line_end, h.content, round(h.score, 6), h.matched) for h in hits]
+
+
+async def search_both(workspace: Path, fresh_index: Path, query: str, **options) -> tuple[list, list]:
+    """The same search through the workspace's own index and through a brand-new one."""
+    from miniclaw.memory import MemoryStore
+
+    async with MemoryStore(workspace) as store:
+        shared = await store.search_memories(query, **options)
+    if fresh_index.exists():
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{fresh_index}{suffix}").unlink(missing_ok=True)
+    async with MemoryStore(workspace, index_path=fresh_index) as store:
+        fresh = await store.search_memories(query, **options)
+    return result_key(shared), result_key(fresh)
