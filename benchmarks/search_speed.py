@@ -180,12 +180,7 @@ async def bench_api(store: MemoryStore, writer: Writer, queries: list[str]) -> d
     await store.rebuild_index()
     row["build_s"] = time.perf_counter() - start
 
-    await store.search_memories("warm up query", limit=5, days=None)
-    latencies = []
-    for q in queries:
-        start = time.perf_counter()
-        await store.search_memories(q, limit=5, days=None)
-        latencies.append(time.perf_counter() - start)
+    latencies = await warm_latencies(store, queries)
     row["p50_ms"], row["p95_ms"] = pct(latencies, 0.5) * 1e3, pct(latencies, 0.95) * 1e3
     row["p50_nowatch_ms"] = await warm_without_watch(store.workspace, queries)
 
@@ -210,15 +205,21 @@ async def warm_without_watch(workspace: Path, queries: list[str]) -> float:
     os.environ["MINICLAW_WATCH"] = "0"
     try:
         async with MemoryStore(workspace) as store:
-            await store.search_memories("warm up query", limit=5, days=None)
-            latencies = []
-            for q in queries:
-                start = time.perf_counter()
-                await store.search_memories(q, limit=5, days=None)
-                latencies.append(time.perf_counter() - start)
+            latencies = await warm_latencies(store, queries)
     finally:
         del os.environ["MINICLAW_WATCH"]
     return pct(latencies, 0.5) * 1e3
+
+
+async def warm_latencies(store: MemoryStore, queries: list[str]) -> list[float]:
+    """Seconds of each query, all history, after one warm-up query."""
+    await store.search_memories("warm up query", limit=5, days=None)
+    latencies = []
+    for q in queries:
+        start = time.perf_counter()
+        await store.search_memories(q, limit=5, days=None)
+        latencies.append(time.perf_counter() - start)
+    return latencies
 
 
 def bench_cli(ws: Path, env: dict, query: str) -> dict:

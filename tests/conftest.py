@@ -6,6 +6,8 @@ clock is fixed at NOW, so dates and the 30-day window are deterministic.
 
 from __future__ import annotations
 
+import importlib
+import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,6 +27,20 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def restore_cli_globals():
+    """The root command adds a handler to the "miniclaw" logger and sets a debug flag:
+    undo both after each test so CliRunner runs do not leak into one another."""
+    app_module = importlib.import_module("miniclaw.cli.app")  # `miniclaw.cli.app` is shadowed
+    logger = logging.getLogger("miniclaw")
+    saved = (list(logger.handlers), logger.propagate, logger.level, dict(app_module._state))
+    yield
+    logger.handlers[:] = saved[0]
+    logger.propagate, logger.level = saved[1], saved[2]
+    app_module._state.clear()
+    app_module._state.update(saved[3])
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
@@ -39,6 +55,15 @@ def store(workspace: Path):
     memory = MemoryStore(workspace, now=lambda: NOW)
     yield memory
     memory.close()
+
+
+def long_term(*sections: tuple[str, list[str]]) -> str:
+    """MEMORY.md text: (heading, bullets); a bullet may carry annotation lines after it."""
+    out = ["# Memory\n"]
+    for header, bullets in sections:
+        out.append(f"\n## {header}\n")
+        out.extend(f"- {b}\n" for b in bullets)
+    return "".join(out)
 
 
 def write(workspace: Path, rel: str, text: str) -> Path:

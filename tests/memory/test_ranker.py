@@ -16,7 +16,7 @@ from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
 from miniclaw.memory.ranker import MemoryRanker
 from miniclaw.memory.tokenizer import tokenize
-from tests.conftest import NOW, write
+from tests.conftest import NOW, long_term, write
 
 
 def note(day: str, *sections: tuple[str, str]) -> str:
@@ -35,12 +35,6 @@ def write_note(workspace: Path, day: str, *texts: str) -> None:
     write(workspace, f"memory/{day}.md", note(day, *sections))
 
 
-def long_term(*sections: tuple[str, list[str]]) -> str:
-    out = ["# Memory\n"]
-    for header, bullets in sections:
-        out.append(f"\n## {header}\n")
-        out.extend(f"- {b}\n" for b in bullets)
-    return "".join(out)
 
 
 # -- order ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory import MemoryStore
-from tests.conftest import NOW, write
+from tests.conftest import NOW, long_term, write
 
 
 def clock(i: int) -> str:
@@ -42,13 +42,6 @@ def write_note(workspace: Path, day: str, *texts: str, times: list[str] | None =
     write(workspace, f"memory/{day}.md", note(day, *texts, times=times))
 
 
-def long_term(*sections: tuple[str, list[str]]) -> str:
-    """MEMORY.md: (heading, bullets); a bullet may carry annotation lines after it."""
-    out = ["# Memory\n"]
-    for header, bullets in sections:
-        out.append(f"\n## {header}\n")
-        out.extend(f"- {b}\n" for b in bullets)
-    return "".join(out)
 
 
 def contents(hits) -> set[str]:
