@@ -182,6 +182,7 @@ class SearchIndex:
         self._lock = threading.Lock()
         self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
         self._refreshing = threading.RLock()
+        self._opening = threading.Lock()
         self._pins: dict[tuple[int, int], int] = {}  # identity -> a descriptor holding it
         self._refreshes = 0
         self._watch = None  # a FolderWatch once this process has refreshed twice
@@ -281,24 +282,29 @@ class SearchIndex:
     def _connect_checked(self) -> sqlite3.Connection:
         """A connection with the schema checked; kept to the minimum, since each search
         thread opens one (write settings are applied by `_write_settings` before writing)."""
-        new = not os.path.exists(self.path)
-        if new:
-            self._create_folder()
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                               check_same_thread=False)
-        try:
+        with self._opening:  # threads of this process open (and create) one at a time
+            new = not os.path.exists(self.path)
             if new:
-                self._make_private()
-            # Read through mmap: each search thread has its own connection, and copying the
-            # same pages into each one's private cache would cost more than the query.
-            conn.execute("PRAGMA mmap_size = 1073741824")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
-                self._make_private()
-                self._create_schema(conn, version)
-        except BaseException:
-            conn.close()
-            raise
+                self._create_folder()
+                # The -wal and -shm of a deleted index would be taken for the new one's
+                # (they are found by name): two databases on one -shm is "disk I/O error".
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.path}{suffix}")
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            try:
+                # Read through mmap: each search thread has its own connection, and copying
+                # the same pages into each one's private cache would cost more than the query.
+                conn.execute("PRAGMA mmap_size = 1073741824")
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if new or version != SCHEMA_VERSION:
+                    self._make_private()
+                if version != SCHEMA_VERSION:
+                    self._create_schema(conn, version)
+            except BaseException:
+                conn.close()
+                raise
         return conn
 
     @staticmethod
