@@ -1,0 +1,343 @@
+"""The index's SQLite file: one connection per thread, its schema, and its recovery.
+
+Invariants: a connection belongs to the thread that opened it, and is opened again when the
+file at the index path is no longer the one it has open (deleted or replaced by another
+process); the file is held open (`_pin`) so its inode number cannot pass to a new file; a
+damaged or older-version file is emptied and rebuilt with a warning, while a read-only,
+full or locked one is reported and never deleted; the file is 0600 in a 0700 folder.
+`_run` runs a unit of work with all of that, and asks the subclass to `_refresh` when it
+had to reconnect to a different file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from miniclaw.errors import MemoryFileError, SearchIndexError
+from miniclaw.memory.files import FILE_MODE, ensure_dir
+from miniclaw.memory.tokenizer import TOKENIZER_VERSION
+
+log = logging.getLogger("miniclaw")
+
+SCHEMA_VERSION = 300 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
+BUSY_TIMEOUT_S = 120.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    racy INTEGER NOT NULL,
+    day TEXT,  -- the date a windowed source's file stands for (daily notes), else NULL
+    entry_count INTEGER NOT NULL,
+    term_count INTEGER NOT NULL,
+    warning TEXT
+);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    path TEXT NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    date TEXT,
+    time TEXT,
+    category TEXT,
+    tags TEXT NOT NULL,  -- space-separated (tags never hold spaces)
+    content TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file_id, ordinal);
+CREATE INDEX IF NOT EXISTS files_with_warning ON files (path) WHERE warning IS NOT NULL;
+CREATE TABLE IF NOT EXISTS postings (
+    term TEXT NOT NULL,
+    entry_id INTEGER NOT NULL,
+    tf INTEGER NOT NULL,
+    PRIMARY KEY (term, entry_id)
+) WITHOUT ROWID;
+"""
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is still open (SQLite may have ended it on an error)."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+_DAMAGED = {10, 11, 26}  # SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def _is_busy(exc: Exception) -> bool:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY
+
+
+def _is_damage(exc: Exception) -> bool:
+    """A damaged file (or a schema torn away): emptying the cache is the cure. Other errors
+    (read-only, disk full, no permission) are reported, never "repaired" by deleting it."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    return code in _DAMAGED or (code == 1 and "no such table" in str(exc))
+
+
+def _unusable(path: Path, exc: Exception) -> SearchIndexError:
+    if _is_busy(exc):
+        return SearchIndexError(f"the search index {path} stayed locked for "
+                                f"{BUSY_TIMEOUT_S:.0f} s by another process")
+    return SearchIndexError(f"cannot use the search index {path}: {exc}; fix its folder's "
+                            "permissions or set MINICLAW_INDEX to a writable file")
+
+
+class IndexDatabase:
+    """Connections to one index file, per thread. Methods block: call them off the loop."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._opening = threading.Lock()
+        self._pins: dict[tuple[int, int], int] = {}  # identity -> a descriptor holding it
+        self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
+
+    def _refresh(self, conn: sqlite3.Connection, rebuild: bool, progress) -> object:
+        """Bring the file's content up to date (the subclass knows with what)."""
+        raise NotImplementedError
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened (and the schema checked) on first use, and
+        opened again when the index file was deleted or replaced since."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            conn, identity = current
+            if identity == self._identity():
+                return conn
+            self._discard(conn)
+        conn = self._open()
+        identity = self._identity()
+        self._local.conn = (conn, identity)
+        with self._lock:
+            self._all.append(conn)
+            self._pin(identity)
+        return conn
+
+    def _pin(self, identity: tuple[int, int] | None) -> None:
+        """Hold the index file open until `close()`: while a file is open its inode number
+        cannot be given to a new file, so a replaced index is never mistaken for the one this
+        process knows. (Closed only after every connection: closing a descriptor of a file
+        drops the process's SQLite locks on it.)"""
+        if identity is None or identity in self._pins:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == identity:
+            self._pins[identity] = fd
+        else:  # replaced again meanwhile: pinning the newer file comes with its connection
+            self._pins[(st.st_dev, st.st_ino)] = fd
+
+    def _identity(self) -> tuple[int, int] | None:
+        """Which file is at the index path now (None: none). An open connection keeps its
+        file's inode alive, so a changed identity always means a different file."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def _discard(self, conn: sqlite3.Connection) -> None:
+        """Close this thread's connection (never another thread's: it may be in use)."""
+        self._local.conn = None
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass
+
+    def close(self) -> None:
+        """Close every connection; call when no search is running."""
+        with self._lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+            for fd in self._pins.values():
+                os.close(fd)
+            self._pins.clear()
+        self._local = threading.local()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect_checked()
+        except OSError as exc:
+            raise SearchIndexError(f"cannot open the search index {self.path}: "
+                                   f"{exc.strerror or exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                raise _unusable(self.path, exc) from exc
+            self._reset(exc, None)
+            try:
+                return self._connect_checked()
+            except sqlite3.Error as again:
+                raise SearchIndexError(f"cannot create the search index {self.path}: {again}") from again
+        except sqlite3.Error as exc:
+            raise SearchIndexError(f"cannot open the search index {self.path}: {exc}") from exc
+
+    def _connect_checked(self) -> sqlite3.Connection:
+        """A connection with the schema checked; kept to the minimum, since each search
+        thread opens one (write settings are applied by `_write_settings` before writing)."""
+        with self._opening:  # threads of this process open (and create) one at a time
+            new = not os.path.exists(self.path)
+            if new:
+                self._create_folder()
+                # The -wal and -shm of a deleted index would be taken for the new one's
+                # (they are found by name): two databases on one -shm is "disk I/O error".
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.path}{suffix}")
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            try:
+                # Read through mmap: each search thread has its own connection, and copying
+                # the same pages into each one's private cache would cost more than the query.
+                conn.execute("PRAGMA mmap_size = 1073741824")
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if new or version != SCHEMA_VERSION:
+                    self._make_private()
+                if version != SCHEMA_VERSION:
+                    self._create_schema(conn, version)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    @staticmethod
+    def _write_settings(conn: sqlite3.Connection) -> None:
+        """Before writing: fsync only at checkpoints (safe in WAL; it is a cache), and zero
+        deleted rows so text that later became private does not linger in free pages."""
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("PRAGMA cache_size = -65536")  # up to 64 MB while writing: builds ~8% faster
+
+    def _create_folder(self) -> None:
+        try:
+            ensure_dir(self.path.parent)
+        except MemoryFileError as exc:
+            raise SearchIndexError(f"{exc}; set MINICLAW_INDEX to a writable path") from exc
+
+    def _make_private(self) -> None:
+        """Mode 0600 for the index (SQLite gives its -wal and -shm the same mode).
+
+        chmod, never open+close: closing any descriptor of the file would drop every SQLite
+        lock this process holds on it (POSIX locks are per process), and another process
+        would then delete the -wal and -shm files still in use here.
+        """
+        try:
+            if os.stat(self.path).st_mode & 0o777 != FILE_MODE:
+                os.chmod(self.path, FILE_MODE)
+        except OSError as exc:
+            raise SearchIndexError(f"cannot secure the search index {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _ensure_wal(conn: sqlite3.Connection) -> None:
+        """Switch a new index to WAL. The switch takes an exclusive lock and SQLite does not
+        wait for it (no busy handler), so wait here while another process holds the file."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                    return
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _create_schema(self, conn: sqlite3.Connection, seen: int) -> None:
+        self._ensure_wal(conn)
+        self._write_settings(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:  # another process may have just done it
+                if version != 0:
+                    log.warning("search index %s has format %s, this miniclaw uses %s; "
+                                "rebuilding it", self.path, version, SCHEMA_VERSION)
+                    for table in ("postings", "entries", "files", "meta"):
+                        conn.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            rollback(conn)
+            raise
+
+    def _reset(self, exc: Exception, seen: tuple[int, int] | None) -> None:
+        """Replace a damaged index file with an empty one (it is only a cache).
+
+        `seen` is the file the failing connection had open: when the path already holds
+        another file, someone else reset it (or deleted it) and there is nothing to do.
+        """
+        with self._lock:
+            now = self._identity()
+            if seen is not None and now != seen:
+                return
+            log.warning("search index %s is damaged (%s); rebuilding it from the memory files",
+                        self.path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(f"{self.path}{suffix}")
+                except FileNotFoundError:
+                    pass
+                except OSError as err:
+                    raise SearchIndexError(f"cannot remove the damaged index {self.path}: {err}") from err
+
+    def _run(self, work: Callable[[sqlite3.Connection], object], *, refreshes: bool = False):
+        """Run `work` on this thread's connection. If the file was deleted or replaced
+        meanwhile, or is damaged (then it is emptied), reconnect, bring the index up to date
+        (unless `work` does that itself) and run it again."""
+        conn = self.connection()
+        seen = self._local.conn[1]
+        try:
+            if not refreshes and seen != self._refreshed:
+                # Another thread's refresh ran on a file that has since been replaced.
+                self._refresh(conn, False, None)
+            return work(conn)
+        except sqlite3.DatabaseError as exc:
+            replaced = self._identity() != seen  # deleted or swapped under us: reconnect
+            if not replaced and not _is_damage(exc):
+                raise _unusable(self.path, exc) from exc
+            self._discard(conn)
+            if not replaced:  # the same file, and it is damaged
+                self._reset(exc, seen)
+            try:
+                conn = self.connection()
+                if not refreshes:
+                    self._refresh(conn, False, None)
+                return work(conn)
+            except sqlite3.Error as again:
+                raise _unusable(self.path, again) from again
