@@ -11,9 +11,10 @@ Storage model (one file per workspace, under the user's cache directory):
     postings  (term, entry_id) -> term frequency, the inverted index the scorers sum over
 
 It is a cache: files are the truth, deleting the index loses nothing, and a damaged or
-older-version index is rebuilt with a warning (`database`: connections, schema, recovery). `refresh()` runs before every search: it
-stats the memory files the search can return and hands those whose signature changed, or
-that are gone, to `sync` (which re-parses and diffs them).
+older-version index is rebuilt with a warning (see `database`: connections, schema,
+recovery). `refresh()` runs before every search: it stats the memory files (or, in a process
+that watches the folder, the ones the kernel reports changed) and hands those whose
+signature changed, or that are gone, to `sync` (which re-parses and diffs them).
 
 Concurrency: WAL mode and a busy timeout; every update runs in a `BEGIN IMMEDIATE`
 transaction that re-reads the files table, so processes refreshing at once wait for each
