@@ -66,6 +66,16 @@ def long_term(*sections: tuple[str, list[str]]) -> str:
     return "".join(out)
 
 
+def daily_note(day: str, texts, times) -> str:
+    """A daily note as miniclaw writes it: one `## HH:MM:SS UTC` section per text."""
+    parts = [f"# Daily Note - {day}\n"]
+    for i, (when, text) in enumerate(zip(times, texts)):
+        if i:
+            parts.append("\n---\n")
+        parts.append(f"\n## {when} UTC\n\n{text}\n")
+    return "".join(parts)
+
+
 def write(workspace: Path, rel: str, text: str) -> Path:
     """Write a memory file as a person would, with an editor."""
     path = workspace / rel

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from miniclaw.cli import app
-from tests.conftest import write
+from tests.conftest import daily_note, write
 
 TOP_KEYS = {"query", "mode", "total", "corrections", "suggestions", "results"}
 RESULT_KEYS = {"rank", "score", "source", "path", "line_start", "line_end", "date",
@@ -32,13 +32,7 @@ def day(ago: int = 0) -> str:
 
 
 def note(when: str, *texts: str, times: list[str] | None = None) -> str:
-    times = times or HOURS
-    parts = [f"# Daily Note - {when}\n"]
-    for i, (clock, text) in enumerate(zip(times, texts)):
-        if i:
-            parts.append("\n---\n")
-        parts.append(f"\n## {clock} UTC\n\n{text}\n")
-    return "".join(parts)
+    return daily_note(when, texts, times or HOURS)
 
 
 def write_note(ws: Path, ago: int, *texts: str, times: list[str] | None = None) -> None:

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miniclaw.memory import MemoryStore
+from miniclaw.memory.database import SCHEMA_VERSION
 from miniclaw.memory.files import decode
 from miniclaw.memory.parsing import parse_daily_note, parse_long_term
 from miniclaw.memory.sources import daily_note_date
@@ -351,50 +352,41 @@ def _damaged(caplog) -> list[str]:
             if r.name == "miniclaw" and r.levelno == logging.WARNING]
 
 
-async def test_garbage_index_is_rebuilt_with_a_warning(workspace, caplog):
-    sample_workspace(workspace)
-    async with MemoryStore(workspace, now=lambda: NOW) as first:
-        before = await snapshot(first)
-        path = first.index.path
-    size = path.stat().st_size
-    path.write_bytes(os.urandom(max(size, 8192)))
-    caplog.set_level(logging.WARNING, logger="miniclaw")
-    async with MemoryStore(workspace, now=lambda: NOW) as second:
-        assert await snapshot(second) == before
-    assert any("damaged" in message for message in _damaged(caplog))
+def _garbage(path: Path) -> None:
+    path.write_bytes(os.urandom(max(path.stat().st_size, 8192)))
 
 
-async def test_index_with_corrupted_pages_is_rebuilt_with_a_warning(workspace, caplog):
-    sample_workspace(workspace)
-    async with MemoryStore(workspace, now=lambda: NOW) as first:
-        before = await snapshot(first)
-        path = first.index.path
+def _corrupt_pages(path: Path) -> None:
     checkpoint(path)
     data = bytearray(path.read_bytes())
     page = int.from_bytes(data[16:18], "big") or 65536
     assert len(data) > page  # more than one page: the header page is kept intact
     data[page:] = b"\xa5" * (len(data) - page)
     path.write_bytes(bytes(data))
-    caplog.set_level(logging.WARNING, logger="miniclaw")
-    async with MemoryStore(workspace, now=lambda: NOW) as second:
-        assert await snapshot(second) == before
-    assert any("damaged" in message for message in _damaged(caplog))
 
 
-async def test_old_version_index_is_rebuilt_with_a_warning(workspace, caplog):
+def _old_version(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize(("damage", "word"), [(_garbage, "damaged"),
+                                              (_corrupt_pages, "damaged"),
+                                              (_old_version, "format")])
+async def test_a_damaged_or_old_index_is_rebuilt_with_a_warning(workspace, caplog, damage, word):
     sample_workspace(workspace)
     async with MemoryStore(workspace, now=lambda: NOW) as first:
         before = await snapshot(first)
         path = first.index.path
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA user_version = 1")
-    conn.close()
+    damage(path)
     caplog.set_level(logging.WARNING, logger="miniclaw")
     async with MemoryStore(workspace, now=lambda: NOW) as second:
         assert await snapshot(second) == before
-    assert any("format 1" in message for message in _damaged(caplog))
+    assert any(word in message for message in _damaged(caplog))
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] != 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 
@@ -413,16 +405,6 @@ async def test_old_version_index_content_is_not_trusted(workspace, caplog):
     assert found and not any(h.content.startswith("stale") for h in found)
 
 
-# -- where the index lives, and its permissions --------------------------------------------
-
-async def test_index_lives_under_xdg_cache_miniclaw(store, workspace, isolated_home):
-    sample_workspace(workspace)
-    await store.search_memories("apple")
-    path = store.index.path
-    assert path.parent == isolated_home / ".cache" / "miniclaw"
-    assert path.exists()
-
-
 async def test_index_is_never_written_inside_the_workspace(store, workspace):
     sample_workspace(workspace)
     before = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
@@ -431,6 +413,14 @@ async def test_index_is_never_written_inside_the_workspace(store, workspace):
     after = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
     assert after == before
     assert workspace not in store.index.path.parents
+
+
+async def test_index_lives_under_xdg_cache_miniclaw(store, workspace, isolated_home):
+    sample_workspace(workspace)
+    await store.search_memories("apple")
+    path = store.index.path
+    assert path.parent == isolated_home / ".cache" / "miniclaw"
+    assert path.exists()
 
 
 async def test_miniclaw_index_env_overrides_the_path(workspace, tmp_path, monkeypatch,

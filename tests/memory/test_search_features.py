@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory import MemoryStore
-from tests.conftest import NOW, long_term, write
+from tests.conftest import NOW, daily_note, long_term, write
 
 
 def clock(i: int) -> str:
@@ -29,13 +29,7 @@ def clock(i: int) -> str:
 
 def note(day: str, *texts: str, times: list[str] | None = None) -> str:
     """A daily note as miniclaw writes it; an entry's text may carry annotation lines."""
-    times = times or [clock(i) for i in range(len(texts))]
-    parts = [f"# Daily Note - {day}\n"]
-    for i, (when, text) in enumerate(zip(times, texts)):
-        if i:
-            parts.append("\n---\n")
-        parts.append(f"\n## {when} UTC\n\n{text}\n")
-    return "".join(parts)
+    return daily_note(day, texts, times or [clock(i) for i in range(len(texts))])
 
 
 def write_note(workspace: Path, day: str, *texts: str, times: list[str] | None = None) -> None:
