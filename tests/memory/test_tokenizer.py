@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.tokenizer import token_spans, tokenize
+from miniclaw.memory.tokenizer import index_terms, is_stop_word, token_spans, tokenize
 from tests.conftest import write
 
 
@@ -219,7 +219,17 @@ def test_token_spans_are_ordered_in_bounds_and_nonempty(text):
 @settings(max_examples=400, deadline=None)
 @given(st.text(max_size=200))
 @example("add ½ cup of sugar")
+@example("the\u2003café\x1cat 10:30,Sam's\u3000東京へ")  # whitespace str.split knows, no regex
 def test_token_spans_terms_agree_with_tokenize(text):
     """Highlights rely on token_spans finding exactly the terms the index holds."""
     from_spans = [term for _, _, terms in token_spans(text) for term in terms]
     assert from_spans == tokenize(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_TEXT)
+@example("The cat and THE dog's 2026-02-14 去北京了")
+def test_index_terms_are_tokenize_without_stop_words(text):
+    """The index's terms come from a second cache: they must be the query side's, minus stop
+    words, or a stored word could never be found again."""
+    assert index_terms(text) == [term for term in tokenize(text) if not is_stop_word(term)]
