@@ -28,7 +28,7 @@ from miniclaw.memory.files import decode
 from miniclaw.memory.parsing import parse_daily_note, parse_long_term
 from miniclaw.memory.sources import daily_note_date
 from miniclaw.memory.tokenizer import tokenize
-from tests.conftest import NOW, write
+from tests.conftest import NOW, daily_note, long_term, write
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -703,3 +703,97 @@ async def test_rebuild_of_an_index_with_a_stored_fingerprint_reindexes_everythin
         after = await store.search_memories("apple", days=None, mode="keyword")
     assert len(before) == 2
     assert after == before
+
+
+# -- large refreshes: parsing ahead in a second thread, rows written in batches ---------------
+
+def indexed_rows(index_file: Path) -> tuple[set, set]:
+    """(entries, postings) as stored: (path, lines, date, time, text, length) and
+    (path, first line, term, tf)."""
+    with sqlite3.connect(index_file) as conn:
+        entries = set(conn.execute(
+            "SELECT path, line_start, line_end, date, time, content, length FROM entries"))
+        postings = set(conn.execute(
+            "SELECT e.path, e.line_start, p.term, p.tf FROM postings p"
+            " JOIN entries e ON e.id = p.entry_id"))
+    return entries, postings
+
+
+def parsed_rows(workspace: Path) -> tuple[set, set]:
+    """What `indexed_rows` must give, from a fresh parse of the files."""
+    from collections import Counter
+
+    from miniclaw.memory.tokenizer import index_terms
+
+    entries, postings = set(), set()
+    for e in fresh_entries(workspace):
+        terms = index_terms(e.text)
+        entries.add((e.path, e.line_start, e.line_end, e.date.isoformat() if e.date else None,
+                     e.time, e.text, len(terms)))
+        postings |= {(e.path, e.line_start, term, tf) for term, tf in Counter(terms).items()}
+    return entries, postings
+
+
+def many_files_workspace(workspace: Path, notes: int = 40) -> None:
+    """Enough files for the parse-ahead thread, with words repeated inside entries (tf > 1)."""
+    write(workspace, "memory/MEMORY.md", long_term(
+        ("2026-01-05", [f"{VOCAB[i % 8]} {VOCAB[i % 5]} {VOCAB[i % 8]} fact {i}"
+                        for i in range(150)])))
+    for n in range(notes):
+        day = Date.fromordinal(NOW.date().toordinal() - n).isoformat()
+        texts = [f"{VOCAB[(n + i) % 8]} and {VOCAB[i % 8]} again {VOCAB[(n + i) % 8]} {n}-{i}"
+                 for i in range(10)]
+        write(workspace, f"memory/{day}.md",
+              daily_note(day, texts, [f"{9 + i:02d}:00:00" for i in range(10)]))
+
+
+@pytest.mark.parametrize("max_params", [9000, 999, 13])
+async def test_a_large_refresh_stores_exactly_what_the_files_hold(workspace, tmp_path,
+                                                                   monkeypatch, max_params):
+    """Many files take the parse-ahead path; batches of every size (a limit below one entry
+    row's 13 values writes row by row) must store the same rows as a fresh parse."""
+    from miniclaw.memory import sync
+
+    monkeypatch.setattr(sync, "MAX_BATCH_PARAMS", max_params)
+    many_files_workspace(workspace)
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        report = await store.refresh_index()
+        assert report.files_parsed == 41 >= sync.PARSE_AHEAD_MIN_FILES
+        assert indexed_rows(index_file) == parsed_rows(workspace)
+        # Edit a third of the notes and delete one: an incremental refresh of many files.
+        for n, path in enumerate(sorted((workspace / "memory").glob("2026-*.md"))):
+            if n % 3 == 0:
+                path.write_text(path.read_text().replace("again", "grape house"))
+        next(iter(sorted((workspace / "memory").glob("2026-*.md")))).unlink()
+        await store.refresh_index()
+        assert indexed_rows(index_file) == parsed_rows(workspace)
+        await assert_index_matches_files(store, workspace)
+
+
+async def test_a_failure_while_parsing_ahead_leaves_the_index_as_it_was(workspace, tmp_path,
+                                                                        monkeypatch):
+    from miniclaw.memory import sync
+
+    many_files_workspace(workspace)
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        await store.refresh_index()
+        before = indexed_rows(index_file)
+        real_parse, calls = sync._parse, []
+
+        def failing_parse(source, source_file):
+            calls.append(source_file.path)
+            if len(calls) == 20:
+                raise OSError(5, "Input/output error", source_file.path)
+            return real_parse(source, source_file)
+
+        monkeypatch.setattr(sync, "_parse", failing_parse)
+        for path in (workspace / "memory").glob("2026-*.md"):
+            path.write_text(path.read_text().replace("again", "cloud"))
+        with pytest.raises(OSError):
+            await store.refresh_index()
+        assert indexed_rows(index_file) == before  # rolled back, nothing half-written
+        monkeypatch.setattr(sync, "_parse", real_parse)
+        await store.refresh_index()
+        assert indexed_rows(index_file) == parsed_rows(workspace)
