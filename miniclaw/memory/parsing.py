@@ -14,6 +14,7 @@ text is what the writer was given (see `writing.normalize_text`), unescaped.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import date as Date
 
 from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
@@ -35,6 +36,8 @@ _STRUCTURE = re.compile(r"^(\s*)(\\*)(#|<!--|---|(?:-[ \t]*){3,}$)")
 def split_lines(text: str) -> list[str]:
     """Physical lines, as an editor numbers them: split on LF, drop a CR before it."""
     lines = text.removeprefix("\ufeff").split("\n")
+    if "\r" not in text:
+        return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
@@ -111,12 +114,16 @@ class _Item:
 
     def entry(self, source: str, path: str) -> Entry | None:
         """The finished entry, or None when no visible text is left."""
-        kept = [i for i, line in enumerate(self.lines) if line.strip()]
-        if not kept:
+        lines = self.lines
+        first, last = 0, len(lines) - 1
+        while first <= last and (not lines[first] or lines[first].isspace()):
+            first += 1
+        if first > last:
             return None
-        first, last = kept[0], kept[-1]
+        while not lines[last] or lines[last].isspace():
+            last -= 1
         body = "\n".join((_unescape(line) if "\\" in line else line).rstrip()
-                         for line in self.lines[first : last + 1])
+                         for line in lines[first : last + 1])
         return Entry(body.strip(), source, path, self.numbers[first], self.numbers[last],
                      self.date, self.time, self.category, tuple(self.tags))
 
@@ -131,13 +138,13 @@ def _split_added_at(item: _Item) -> None:
         item.time = ":".join(found.groups()) if found else None
 
 
-def _visible_lines(text: str) -> list[tuple[int, str]]:
+def _visible_lines(text: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of the lines after front matter, private parts removed."""
     lines = split_lines(text)
     if lines[0].strip() == "---" or may_hold_private(text):
         lines = redact_lines(lines)
     skip = front_matter_end(lines)
-    return list(enumerate(lines, 1))[skip:]
+    return enumerate(lines[skip:] if skip else lines, skip + 1)
 
 
 def parse_long_term(text: str, path: str) -> list[Entry]:
@@ -204,10 +211,11 @@ def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
     for number, line in _visible_lines(text):
         if not line or line.isspace():
             if item is not None:
-                item.blank(number)
+                item.pending.append(number)
             continue
         first = line[0]
-        annotation = parse_annotation(line) if first != " " or line[1:2] != " " else None
+        annotation = (parse_annotation(line) if "<!--" in line
+                      and (first != " " or line[1:2] != " ") else None)
         if annotation:
             if item is not None:
                 item.annotate(*annotation)

@@ -149,9 +149,12 @@ def _parse_ahead(parse: Callable[[SourceFile], _Parsed],
 
 
 class _Rows:
-    """Entry and posting rows waiting to be inserted, written thousands to a statement:
-    SQLite then works for milliseconds at a time without the GIL (see the module doc)."""
+    """New file, entry and posting rows waiting to be inserted, written thousands to a
+    statement: SQLite then works for milliseconds at a time without the GIL (see the module
+    doc). Ids are given here, so nothing needs to be read back."""
 
+    _FILES = ("INSERT INTO files (id, path, source, size, mtime_ns, inode, racy, day,"
+              " entry_count, term_count, warning) VALUES ")
     _ENTRIES = ("INSERT INTO entries (id, file_id, source, path, ordinal, line_start, line_end,"
                 " date, time, category, tags, content, length) VALUES ")
     _POSTINGS = "INSERT INTO postings (term, entry_id, tf) VALUES "
@@ -161,12 +164,15 @@ class _Rows:
         # SQLite caps the parameters of one statement (999 before 3.32, 32766 since).
         self.max_params = min(conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER),
                               MAX_BATCH_PARAMS)
+        self.next_file_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM files").fetchone()[0]
+        self.files: list[tuple] = []
         self.entries: list[tuple] = []
         self.postings: list[tuple] = []
 
     def flush(self, final: bool = False) -> None:
         """Write full batches (and with `final`, everything)."""
-        for table, rows in ((self._ENTRIES, self.entries), (self._POSTINGS, self.postings)):
+        for table, rows in ((self._FILES, self.files), (self._ENTRIES, self.entries),
+                            (self._POSTINGS, self.postings)):
             if not rows:
                 continue
             width = len(rows[0])
@@ -213,12 +219,10 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     if parsed.warning:
         report.warnings.append(parsed.warning)
     old: dict[tuple, int] = {}
-    if file_id is None:
-        file_id = conn.execute(
-            "INSERT INTO files (path, source, size, mtime_ns, inode, racy, day, entry_count,"
-            " term_count, warning) VALUES (?, ?, 0, 0, 0, 0, ?, 0, 0, NULL)",
-            (source_file.path, source_file.source,
-             source_file.day.isoformat() if source_file.day else None)).lastrowid
+    new_file = file_id is None
+    if new_file:
+        file_id = rows.next_file_id
+        rows.next_file_id += 1
     else:
         for row in conn.execute(
                 "SELECT id, ordinal, line_start, line_end, date, time, category, tags, content"
@@ -238,13 +242,18 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
         rows.postings.extend(_postings(terms, next_id))
         next_id += 1
         added += 1
-    rows.flush()
     lengths = [len(terms) for terms in parsed.terms]
-    conn.execute(
-        "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, entry_count = ?,"
-        " term_count = ?, warning = ? WHERE id = ?",
-        (*source_file.signature, int(parsed.racy), len(lengths), sum(lengths),
-         parsed.warning, file_id))
+    if new_file:
+        rows.files.append((file_id, source_file.path, source_file.source, *source_file.signature,
+                           int(parsed.racy), source_file.day.isoformat() if source_file.day else None,
+                           len(lengths), sum(lengths), parsed.warning))
+    else:
+        conn.execute(
+            "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, entry_count = ?,"
+            " term_count = ?, warning = ? WHERE id = ?",
+            (*source_file.signature, int(parsed.racy), len(lengths), sum(lengths),
+             parsed.warning, file_id))
+    rows.flush()
     report.files_parsed += 1
     report.entries_added += added
     report.entries_removed += len(removed)
