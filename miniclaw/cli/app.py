@@ -6,7 +6,6 @@ Only typer and the standard library are imported at module level: start-up time 
 agents that call `miniclaw memory rank` in loops.
 """
 
-from __future__ import annotations
 
 import logging
 import os

@@ -5,7 +5,6 @@ the terminal to `chat.console` (or, with --once, answers one message through `ru
 chat package, and httpx with it, is imported only here, inside the command.
 """
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated

@@ -1,6 +1,5 @@
 """`miniclaw context`: print the system prompt the assistant would get for a message."""
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated

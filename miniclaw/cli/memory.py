@@ -4,7 +4,6 @@ Each command parses its options, calls one `MemoryStore` coroutine through `run`
 the result to `render`. The library is imported inside the commands, so `--help` stays fast.
 """
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated

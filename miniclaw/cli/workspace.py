@@ -1,6 +1,5 @@
 """`miniclaw init`: create a workspace from the template, never overwriting a file."""
 
-from __future__ import annotations
 
 import typer
 

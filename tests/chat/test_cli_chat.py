@@ -199,7 +199,15 @@ _CHECK = ("import sys\n"
           "print('LOADED:' + ','.join(loaded), file=sys.stderr)\n")
 
 
-def _python(code: str) -> subprocess.CompletedProcess:
+def _main_then_list_loaded(ws, argv: list[str], heavy) -> subprocess.CompletedProcess:
+    """Run the console script's main() in a fresh Python, then print which `heavy` modules
+    it loaded (main() ends the process with os._exit: here it raises SystemExit instead)."""
+    code = ("import os, sys\n"
+            "os._exit = sys.exit\n"
+            f"sys.argv = ['miniclaw', '--workspace', {str(ws)!r}] + {argv!r}\n"
+            "from miniclaw.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            + _CHECK.format(heavy=heavy))
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, env=dict(os.environ))
 
@@ -207,21 +215,11 @@ def _python(code: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("argv", [["--help"], ["chat", "--help"], ["context", "--help"],
                                   ["memory", "rank", "--help"], ["memory", "rank", "-q", "atlas"]])
 def test_start_up_does_not_import_the_chat_or_httpx(ws, argv):
-    code = ("import sys\n"
-            f"sys.argv = ['miniclaw', '--workspace', {str(ws)!r}] + {argv!r}\n"
-            "from miniclaw.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            + _CHECK.format(heavy=HEAVY_FOR_RANK))
-    proc = _python(code)
+    proc = _main_then_list_loaded(ws, argv, HEAVY_FOR_RANK)
     assert "LOADED:\n" in proc.stderr, proc.stderr
 
 
 def test_httpx_is_imported_only_for_the_openai_provider(ws):
-    code = ("import sys\n"
-            f"sys.argv = ['miniclaw', '--workspace', {str(ws)!r}, 'chat', '--once', 'atlas']\n"
-            "from miniclaw.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            + _CHECK.format(heavy=("httpx",)))
-    proc = _python(code)
+    proc = _main_then_list_loaded(ws, ["chat", "--once", "atlas"], ("httpx",))
     assert "LOADED:\n" in proc.stderr, proc.stderr
     assert "I found 1 memory" in proc.stdout

@@ -621,3 +621,50 @@ def test_help_does_not_import_heavy_modules(argv):
     assert proc.returncode == 0, proc.stderr
     assert "Usage" in proc.stdout
     assert "HEAVY:\n" in proc.stderr
+
+
+# -- the console script, as a process (it ends with os._exit after flushing) ----------------
+
+def _miniclaw(ws: Path, *args: str, **options) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(ws), *args],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ),
+                          **options)
+
+
+def test_process_delivers_all_of_a_large_output_and_exits_0(workspace):
+    write(workspace, "memory/MEMORY.md",
+          "# Memory\n\n## 2026-02-01\n" + "".join(f"- kayak trip number {i}\n" for i in range(300)))
+    proc = _miniclaw(workspace, "memory", "read", "--long", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout) > 20_000
+    assert len(json.loads(proc.stdout)["entries"]) == 300  # nothing lost in the buffer
+
+
+def test_process_reports_bad_input_in_one_line_with_exit_2(workspace):
+    proc = _miniclaw(workspace, "memory", "rank", "-q", "kayak", "-n", "0")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("Error:")
+
+
+def test_process_writes_a_memory_durably_before_exiting(workspace):
+    proc = _miniclaw(workspace, "memory", "add", "kayak rental booked", "--long")
+    assert proc.returncode == 0, proc.stderr
+    assert "kayak rental booked" in (workspace / "memory/MEMORY.md").read_text()
+    found = _miniclaw(workspace, "memory", "rank", "-q", "kayak", "--format", "json")
+    assert [r["content"] for r in json.loads(found.stdout)["results"]] == ["kayak rental booked"]
+
+
+def test_process_whose_reader_goes_away_ends_without_a_traceback(workspace):
+    write(workspace, "memory/MEMORY.md",
+          "# Memory\n\n## 2026-02-01\n" + "".join(f"- kayak trip {i} along the northern coast, camping on the beaches\n"
+                                         for i in range(5000)))  # far beyond a pipe's buffer
+    proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(workspace),
+                             "memory", "read", "--long"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `| head -c 10`
+    with proc.stderr:
+        stderr = proc.stderr.read().decode()
+    proc.wait(timeout=60)  # it ends, rather than blocking on the full pipe
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
