@@ -18,8 +18,9 @@ For each size it prints:
              process with MINICLAW_WATCH=0, which stats every note before every search
   append     median latency of a query right after `add_daily_note` appended an entry
              (~20 repetitions), its ratio to warm p50, and how often the new entry was found
-  cli        median wall time of `miniclaw --workspace WS memory rank -q ... --all` as a
-             subprocess, alternated with `python -c "import typer, asyncio"`, and their ratio
+  cli        median wall time of `miniclaw --workspace WS memory rank -q Q --all` as a
+             subprocess (Q: the first 15 warm queries, one per run), alternated with
+             `python -c "import typer, asyncio"`, and their ratio
   rss        peak RSS of that CLI rank process (MB)
 and the XL/L ratio of warm p50 when both ran.
 
@@ -222,22 +223,29 @@ async def warm_latencies(store: MemoryStore, queries: list[str]) -> list[float]:
     return latencies
 
 
-def bench_cli(ws: Path, env: dict, query: str) -> dict:
-    """Whole-process time and peak RSS of one CLI rank, against bare `import typer, asyncio`."""
-    cli = [str(Path(sys.executable).parent / "miniclaw"), "--workspace", str(ws),
-           "memory", "rank", "-q", query, "--all"]
+def bench_cli(ws: Path, env: dict, queries: list[str]) -> dict:
+    """Whole-process time and peak RSS of one CLI rank, against bare `import typer, asyncio`.
+    Run i searches queries[i]: a mix of common and rare words, like the warm set."""
+    def cli_rank(query: str) -> list[str]:
+        return [str(Path(sys.executable).parent / "miniclaw"), "--workspace", str(ws),
+                "memory", "rank", "-q", query, "--all"]
+
     bare = [sys.executable, "-c", "import typer, asyncio"]
     # Byte-code as an installed package has it (PYTHONDONTWRITEBYTECODE may be set here).
     import miniclaw
 
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(miniclaw.__file__).parent)],
                    check=True, capture_output=True)
+    # The API runs just appended notes: files written under 2 s ago are re-checked by every
+    # search (sync.RACY_NS). Wait that out, so the runs measure an up-to-date index.
+    time.sleep(2.1)
+    cli = cli_rank(queries[0])
     done = subprocess.run(cli, env=env, capture_output=True, text=True)  # warm-up and check
     if done.returncode != 0:
         raise RuntimeError(f"CLI failed ({done.returncode}): {' '.join(cli)}\n{done.stderr}")
     cli_s, bare_s = [], []
-    for _ in range(CLI_RUNS):
-        for cmd, out in ((cli, cli_s), (bare, bare_s)):
+    for i in range(CLI_RUNS):
+        for cmd, out in ((cli_rank(queries[i % len(queries)]), cli_s), (bare, bare_s)):
             start = time.perf_counter()
             subprocess.run(cmd, env=env, check=True, capture_output=True)
             out.append(time.perf_counter() - start)
@@ -266,7 +274,7 @@ async def bench_size(name: str, base: Path, n_queries: int) -> dict:
         row |= await bench_api(store, writer, queries)
     row["MB/s"] = row["MB"] / row["build_s"]
     sub_env = {**os.environ, "HOME": str(home), "MINICLAW_HOME": str(home / ".miniclaw")}
-    row |= bench_cli(ws, sub_env, queries[0])
+    row |= bench_cli(ws, sub_env, queries)
     print(f"[{name}] done", file=sys.stderr)
     return row
 

@@ -24,7 +24,9 @@ HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _TIMEHEADING = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*UTC)?$", re.IGNORECASE)
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
-_ADDED_AT = re.compile(r"[ \t]*\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECASE)
+# From the line's last "(" (the suffix holds no other parenthesis), matched there rather
+# than searched for: most lines of MEMORY.md end with one.
+_ADDED_AT = re.compile(r"\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECASE)
 _ADDED_TIME = re.compile(r"T(\d{2}):(\d{2}):(\d{2})")
 _ANNOTATION = re.compile(r"^<!--\s*@(category|tag)\s*:\s*(.*?)\s*-->$", re.IGNORECASE)
 _SEPARATOR = re.compile(r"^ {0,3}(?:-[ \t]*){3,}$")
@@ -122,8 +124,12 @@ class _Item:
             return None
         while not lines[last] or lines[last].isspace():
             last -= 1
-        body = "\n".join((_unescape(line) if "\\" in line else line).rstrip()
-                         for line in lines[first : last + 1])
+        if first == last:  # most entries: one line
+            line = lines[first]
+            body = _unescape(line) if "\\" in line else line
+        else:
+            body = "\n".join((_unescape(line) if "\\" in line else line).rstrip()
+                             for line in lines[first : last + 1])
         return Entry(body.strip(), source, path, self.numbers[first], self.numbers[last],
                      self.date, self.time, self.category, tuple(self.tags))
 
@@ -131,9 +137,10 @@ class _Item:
 def _split_added_at(item: _Item) -> None:
     """Move a trailing `(added at ...)` suffix from the item's text to its time."""
     last = item.lines[-1]
-    suffix = _ADDED_AT.search(last)
+    start = last.rfind("(")
+    suffix = _ADDED_AT.match(last, start) if start >= 0 else None
     if suffix:
-        item.lines[-1] = last[: suffix.start()]
+        item.lines[-1] = last[: suffix.start()].rstrip(" \t")
         found = _ADDED_TIME.search(suffix.group(1))
         item.time = ":".join(found.groups()) if found else None
 

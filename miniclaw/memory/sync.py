@@ -20,7 +20,7 @@ import sqlite3
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice, repeat
+from itertools import chain, islice, repeat
 from typing import NamedTuple
 
 from miniclaw.memory.entry import Entry
@@ -180,9 +180,8 @@ class _Rows:
             full = len(rows) - len(rows) % batch
             if full:
                 sql = table + ", ".join(["(" + ", ".join("?" * width) + ")"] * batch)
-                self.conn.executemany(sql, (
-                    [value for row in rows[start:start + batch] for value in row]
-                    for start in range(0, full, batch)))
+                self.conn.executemany(sql, (list(chain.from_iterable(rows[start:start + batch]))
+                                            for start in range(0, full, batch)))
             if final and full < len(rows):
                 self.conn.executemany(table + "(" + ", ".join("?" * width) + ")", rows[full:])
                 full = len(rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from hypothesis import given, settings
@@ -407,3 +408,24 @@ def test_crlf_gives_the_same_entries_as_lf(lines, newline):
     other = newline.join(lines)
     assert parse_long_term(other, LT) == parse_long_term(lf, LT)
     assert parse_daily_note(other, DN, DAY) == parse_daily_note(lf, DN, DAY)
+
+
+# The `(added at ...)` suffix as first specified: searched for anywhere in the last line.
+_SUFFIX_REFERENCE = re.compile(r"[ \t]*\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECASE)
+_SUFFIX_PIECES = st.sampled_from(["(", ")", "(added at ", "(Added At\t", "2026-02-14T09:12:03Z",
+                                  " ", "\t", "x", "tea", ") ", "((", "\u00a0"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_SUFFIX_PIECES, max_size=12).map("".join))
+def test_added_at_suffix_is_split_where_the_search_would_split_it(tail):
+    """The parser looks for the suffix only from the line's last "(": the same split as
+    searching the whole line, which it replaced for speed."""
+    line = f"Likes green tea{tail}"
+    [entry] = parse_long_term(f"## 2026-02-14\n- {line}\n", "memory/MEMORY.md")
+    found = _SUFFIX_REFERENCE.search(line)
+    expected = (line[: found.start()] if found else line).strip()
+    assert entry.text == expected
+    if found:
+        clock = re.search(r"T(\d{2}):(\d{2}):(\d{2})", found.group(1))
+        assert entry.time == (":".join(clock.groups()) if clock else None)
