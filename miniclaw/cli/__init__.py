@@ -64,18 +64,26 @@ def main() -> None:
     """The console script. It ends with `os._exit` once the command has returned and its
     output is flushed: tearing down the interpreter (freeing every module and object) costs
     ~15 ms, more than a search, and buys nothing here, since each command closes its own
-    files, index connections and threads before it returns."""
+    files, index connections and threads before it returns. Under a profiler or a coverage
+    tracer it exits normally, so that they can write their reports."""
     try:
         (_only(sys.argv[1:]) or app)()
         code = 0
     except SystemExit as exc:
+        if sys.gettrace() is not None or sys.getprofile() is not None:
+            raise
         code = exc.code
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("message"), as Python would report it
-        sys.stderr.write(f"{code}\n")
+        if sys.stderr is not None:
+            sys.stderr.write(f"{code}\n")
         code = 1
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with that stream closed (`>&-`)
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: the output was not all delivered

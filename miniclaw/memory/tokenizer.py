@@ -63,9 +63,11 @@ def _stemmer():
 # Whitespace-separated chunk of text ("coffee,", "Sam's") -> its terms: a str for one term, a
 # tuple otherwise. No word spans whitespace, so the terms of a text are those of its chunks,
 # and `str.split` (in C) replaces most of the regex: building an index is mostly this lookup.
-# Bounded so a stream of unique chunks cannot grow it forever.
+# Bounded so a stream of unique chunks cannot grow it forever, and long chunks (URLs, hashes,
+# JSON), which seldom repeat, are not kept.
 _cache: dict[str, str | tuple[str, ...]] = {}
 _CACHE_MAX = 500_000
+_CACHED_CHUNK_MAX = 32  # characters
 
 
 def _stem(word: str) -> str:
@@ -120,7 +122,7 @@ def _chunk_terms(chunk: str) -> str | tuple[str, ...]:
     """The terms of a whitespace-free chunk of text (cached)."""
     found = tuple(term for word in _TOKEN.findall(chunk) for term in _word_terms(word))
     terms = found[0] if len(found) == 1 else found
-    if len(_cache) < _CACHE_MAX:
+    if len(chunk) <= _CACHED_CHUNK_MAX and len(_cache) < _CACHE_MAX:
         _cache[chunk] = terms
     return terms
 
@@ -178,7 +180,7 @@ def _chunk_index_terms(chunk: str) -> str | tuple[str, ...]:
     else:
         kept = tuple(term for term in terms if term not in stop)
         kept = kept[0] if len(kept) == 1 else kept
-    if len(_index_cache) < _CACHE_MAX:
+    if len(chunk) <= _CACHED_CHUNK_MAX and len(_index_cache) < _CACHE_MAX:
         _index_cache[chunk] = kept
     return kept
 

@@ -668,3 +668,25 @@ def test_process_whose_reader_goes_away_ends_without_a_traceback(workspace):
         stderr = proc.stderr.read().decode()
     proc.wait(timeout=60)  # it ends, rather than blocking on the full pipe
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
+
+
+@pytest.mark.parametrize("closed", [">&-", "2>&-"])
+def test_process_started_with_a_closed_stream_still_works(workspace, closed):
+    """Under cron or a daemon stdout or stderr may be closed: Python then has no stream."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n- kayak rental booked\n")
+    proc = subprocess.run(["bash", "-c", f'"$@" {closed}', "_", sys.executable, "-m", "miniclaw",
+                           "--workspace", str(workspace), "memory", "rank", "-q", "kayak"],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    if closed == "2>&-":
+        assert "kayak rental booked" in proc.stdout
+
+
+def test_process_under_a_profiler_exits_normally_so_the_profile_is_written(workspace, tmp_path):
+    out = tmp_path / "rank.prof"
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "miniclaw",
+                           "--workspace", str(workspace), "memory", "rank", "-q", "kayak"],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 0

@@ -747,14 +747,17 @@ def many_files_workspace(workspace: Path, notes: int = 40) -> None:
               daily_note(day, texts, [f"{9 + i:02d}:00:00" for i in range(10)]))
 
 
-@pytest.mark.parametrize("max_params", [9000, 999, 13])
+@pytest.mark.parametrize(("max_params", "ahead_bytes"), [(9000, 32 << 20), (999, 1), (13, 2000)])
 async def test_a_large_refresh_stores_exactly_what_the_files_hold(workspace, tmp_path,
-                                                                   monkeypatch, max_params):
+                                                                   monkeypatch, max_params,
+                                                                   ahead_bytes):
     """Many files take the parse-ahead path; batches of every size (a limit below one entry
-    row's 13 values writes row by row) must store the same rows as a fresh parse."""
+    row's 13 values writes row by row) and any read-ahead (1 byte: one file at a time) must
+    store the same rows as a fresh parse."""
     from miniclaw.memory import sync
 
     monkeypatch.setattr(sync, "MAX_BATCH_PARAMS", max_params)
+    monkeypatch.setattr(sync, "PARSE_AHEAD_BYTES", ahead_bytes)
     many_files_workspace(workspace)
     index_file = tmp_path / "index.sqlite3"
     async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
@@ -797,3 +800,37 @@ async def test_a_failure_while_parsing_ahead_leaves_the_index_as_it_was(workspac
         monkeypatch.setattr(sync, "_parse", real_parse)
         await store.refresh_index()
         assert indexed_rows(index_file) == parsed_rows(workspace)
+
+
+async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_path, monkeypatch):
+    """The parse thread must not go on reading every queued file after the writing thread
+    failed (or was interrupted): it is stopped before the error leaves the refresh."""
+    import threading
+
+    from miniclaw.memory import sync
+
+    monkeypatch.setattr(sync, "PARSE_AHEAD_DEPTH", 4)
+    many_files_workspace(workspace)
+    parsed, stored = [], []
+    real_parse, real_store = sync._parse, sync._store
+
+    def counting_parse(source, source_file):
+        parsed.append(source_file.path)
+        return real_parse(source, source_file)
+
+    def failing_store(conn, parsed_file, *args):
+        stored.append(parsed_file.file.path)
+        if len(stored) == 3:
+            raise OSError(28, "No space left on device")
+        return real_store(conn, parsed_file, *args)
+
+    monkeypatch.setattr(sync, "_parse", counting_parse)
+    monkeypatch.setattr(sync, "_store", failing_store)
+    async with MemoryStore(workspace, index_path=tmp_path / "index.sqlite3", now=lambda: NOW) as store:
+        with pytest.raises(OSError):
+            await store.refresh_index()
+        assert not [t for t in threading.enumerate() if t.name.startswith("miniclaw-parse")]
+        assert len(parsed) <= 3 + 4 + 1  # those written, those queued, the one in progress
+        monkeypatch.setattr(sync, "_store", real_store)
+        await store.refresh_index()
+    assert indexed_rows(tmp_path / "index.sqlite3") == parsed_rows(workspace)

@@ -233,3 +233,13 @@ def test_index_terms_are_tokenize_without_stop_words(text):
     """The index's terms come from a second cache: they must be the query side's, minus stop
     words, or a stored word could never be found again."""
     assert index_terms(text) == [term for term in tokenize(text) if not is_stop_word(term)]
+
+
+def test_long_chunks_are_tokenized_but_not_cached():
+    """URLs and hashes seldom repeat: caching each would grow the caches without end."""
+    from miniclaw.memory import tokenizer
+
+    url = "https://example.com/some/long/path?query=visit-kyoto-2026&x=1"
+    assert "kyoto" in tokenize(url) and "kyoto" in index_terms(url)
+    assert url not in tokenizer._cache and url not in tokenizer._index_cache
+    assert tokenize("kyoto,") == ["kyoto"] and "kyoto," in tokenizer._cache
