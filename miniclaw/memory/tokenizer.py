@@ -122,8 +122,7 @@ def _chunk_terms(chunk: str) -> str | tuple[str, ...]:
     """The terms of a whitespace-free chunk of text (cached)."""
     found = tuple(term for word in _TOKEN.findall(chunk) for term in _word_terms(word))
     terms = found[0] if len(found) == 1 else found
-    if len(chunk) <= _CACHED_CHUNK_MAX and len(_cache) < _CACHE_MAX:
-        _cache[chunk] = terms
+    _remember(_cache, chunk, terms)
     return terms
 
 
@@ -133,17 +132,27 @@ def tokenize(text: str) -> list[str]:
     Words are found in the text as written and each is folded on its own, so `token_spans`
     (which needs positions in the original text) finds exactly the same terms.
     """
+    return _text_terms(text, _cache, _chunk_terms)
+
+
+def _text_terms(text: str, cache: dict, terms_of_chunk) -> list[str]:
+    """The terms of each whitespace-separated chunk, from `cache` or `terms_of_chunk`."""
     out: list[str] = []
-    append, extend, cached = out.append, out.extend, _cache.get
+    append, extend, cached = out.append, out.extend, cache.get
     for chunk in text.split():
         terms = cached(chunk)
         if terms is None:
-            terms = _chunk_terms(chunk)
+            terms = terms_of_chunk(chunk)
         if terms.__class__ is str:
             append(terms)
         else:
             extend(terms)
     return out
+
+
+def _remember(cache: dict, chunk: str, terms: str | tuple[str, ...]) -> None:
+    if len(chunk) <= _CACHED_CHUNK_MAX and len(cache) < _CACHE_MAX:
+        cache[chunk] = terms
 
 
 def token_spans(text: str) -> Iterator[tuple[int, int, list[str]]]:
@@ -180,22 +189,11 @@ def _chunk_index_terms(chunk: str) -> str | tuple[str, ...]:
     else:
         kept = tuple(term for term in terms if term not in stop)
         kept = kept[0] if len(kept) == 1 else kept
-    if len(chunk) <= _CACHED_CHUNK_MAX and len(_index_cache) < _CACHE_MAX:
-        _index_cache[chunk] = kept
+    _remember(_index_cache, chunk, kept)
     return kept
 
 
 def index_terms(text: str) -> list[str]:
     """The terms the index stores for a text: `tokenize` without stop words (one pass,
     cached per chunk like `tokenize`: building an index is mostly this)."""
-    out: list[str] = []
-    append, extend, cached = out.append, out.extend, _index_cache.get
-    for chunk in text.split():
-        terms = cached(chunk)
-        if terms is None:
-            terms = _chunk_index_terms(chunk)
-        if terms.__class__ is str:
-            append(terms)
-        elif terms:
-            extend(terms)
-    return out
+    return _text_terms(text, _index_cache, _chunk_index_terms)

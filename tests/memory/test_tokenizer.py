@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -125,24 +126,15 @@ async def test_chinese_word_query_finds_its_daily_note(store, workspace):
     assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
 
 
-async def test_three_character_chinese_query_finds_its_note(store, workspace):
+@pytest.mark.parametrize(("text", "query"), [
+    ("我们在烤鸭店见面", "烤鸭店"),  # three Chinese characters: two bigrams
+    ("明日は東京タワーに行きます", "東京"),  # Japanese
+    ("오늘 서울에서 친구를 만났다", "친구"),  # Korean
+])
+async def test_cjk_word_query_finds_its_note(store, workspace, text, query):
     write(workspace, "memory/2026-02-10.md",
-          "# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n我们在烤鸭店见面\n")
-    found = await store.search_memories("烤鸭店", days=None)
-    assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
-
-
-async def test_japanese_word_query_finds_its_note(store, workspace):
-    write(workspace, "memory/2026-02-10.md",
-          "# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n明日は東京タワーに行きます\n")
-    found = await store.search_memories("東京", days=None)
-    assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
-
-
-async def test_korean_word_query_finds_its_note(store, workspace):
-    write(workspace, "memory/2026-02-10.md",
-          "# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n오늘 서울에서 친구를 만났다\n")
-    found = await store.search_memories("친구", days=None)
+          f"# Daily Note - 2026-02-10\n\n## 08:00:00 UTC\n\n{text}\n")
+    found = await store.search_memories(query, days=None)
     assert [hit.path for hit in found] == ["memory/2026-02-10.md"]
 
 
