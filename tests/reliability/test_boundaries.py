@@ -4,7 +4,8 @@
   read nothing: a file placed where `../../etc/passwd` would land holds a secret word.
 - `--workspace` (or MINICLAW_WORKSPACE) naming a file is a clear error, and nothing is written.
 - Symlinks under memory/ that leave the workspace are not followed by searches or reads, and
-  writes through them are refused; links that stay inside are followed. Dangling links, link
+  writes through them are refused; links that stay inside are followed. memory/ itself may
+  be a link (to a synced folder): it is the boundary, and is used where it points. Dangling links, link
   loops, folders and FIFOs named like notes neither crash nor hang anything.
 - Memory files, transcripts and the index are created 0600 in 0700 folders, whatever the
   umask (tested with umask 0 and 022), by init, add, the first search and a rebuild.
@@ -201,6 +202,29 @@ def test_writes_through_links_out_of_the_workspace_are_refused(linked, tmp_path)
         assert "symlink" in line and link in line, line
         assert (linked / "memory" / link).is_symlink()
     assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
+
+
+def test_memory_folder_that_is_itself_a_link_is_used(tmp_path):
+    """memory/ may be a link the user made to a folder elsewhere (a synced folder): the
+    boundary is the memory folder, so its notes are read, searched and written there."""
+    synced = tmp_path / "Dropbox" / "memory"
+    synced.mkdir(parents=True)
+    (synced / "MEMORY.md").write_text("# Memory\n\n## 2026-02-01\n- kayak rental booked\n",
+                                      encoding="utf-8")
+    (synced / f"{_day(1)}.md").write_text(
+        f"# Daily Note - {_day(1)}\n\n## 09:00:00 UTC\n\nkayak trip planned\n", encoding="utf-8")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "memory").symlink_to(synced)
+    added = _invoke(ws, "memory", "add", "kayak paddles bought")
+    assert added.exit_code == 0, added.stderr
+    found = json.loads(_invoke(ws, "memory", "rank", "-q", "kayak", "--all", "--json").stdout)
+    assert sorted(hit["content"] for hit in found["results"]) == [
+        "kayak paddles bought", "kayak rental booked", "kayak trip planned"]
+    assert "kayak paddles bought" in (synced / f"{_day(0)}.md").read_text(encoding="utf-8")
+    assert (ws / "memory").is_symlink()
+    status = json.loads(_invoke(ws, "memory", "status", "--json").stdout)
+    assert status["up_to_date"] and status["files_indexed"] == status["files_on_disk"] == 3
 
 
 @pytest.mark.slow  # each command that hangs costs its timeout
