@@ -3,7 +3,7 @@
 One JSON object per line and per message: `role` (user, assistant, tool, error), `content`,
 `timestamp` (UTC, ISO 8601) and `session_id`. Each message is appended in one `write` and
 fsynced as it happens, so a crash loses at most the turn in flight and never leaves half a
-line before a whole one. The file is created 0600 in a 0700 folder, and only when the first
+line before a whole one; a write that fails part-way (a full disk) is cut back off. The file is created 0600 in a 0700 folder, and only when the first
 message is written. What goes in is what was said: the user's own words, the answers, and
 what the tools did; memory text reaches it only through those, already without private parts.
 """
@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError
-from miniclaw.memory.files import FILE_MODE, ensure_dir
+from miniclaw.memory.files import FILE_MODE, ensure_dir, write_whole
 
 
 def new_session_id(now: datetime) -> str:
@@ -45,10 +45,7 @@ class Transcript:
             if self._fd is None:
                 ensure_dir(self.folder)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-            view = memoryview(data)
-            while view:  # one write for a line in practice; loop for the rare short write
-                view = view[os.write(self._fd, view):]
-            os.fsync(self._fd)
+            write_whole(self._fd, data, os.fstat(self._fd).st_size)
         except OSError as exc:
             raise MemoryFileError(f"cannot write the transcript {self.path}: "
                                   f"{exc.strerror or exc}") from exc

@@ -124,20 +124,29 @@ def append_bytes(path: Path, make: Callable[[bytes], bytes]) -> None:
     try:
         with os.fdopen(fd, "rb+", buffering=0, closefd=False) as handle:
             current = handle.read()
-        data = make(current)
         try:
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
-            os.fsync(fd)
+            write_whole(fd, make(current), len(current))
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, len(current))
-                if not existed:  # it did not exist before this write: leave no empty note
+            if not existed:  # it did not exist before this write: leave no empty note
+                with contextlib.suppress(OSError):
                     os.unlink(path)
             raise _write_error(path, exc) from exc
     finally:
         os.close(fd)
+
+
+def write_whole(fd: int, data: bytes, old_length: int) -> None:
+    """Append all of `data` to the O_APPEND file `fd` and fsync it; if that fails part-way
+    (a full disk), cut the file back to `old_length`: never half an entry or line."""
+    try:
+        view = memoryview(data)
+        while view:  # one write in practice; a loop for the rare short write
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, old_length)
+        raise
 
 
 def replace_bytes(path: Path, data: bytes) -> None:

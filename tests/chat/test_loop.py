@@ -231,3 +231,41 @@ def test_console_ends_at_end_of_input(memory_files):
                        interactive=False) == 0
     assert stderr.getvalue() == "Bye.\n"  # nothing said, so no transcript was created
     assert not (memory_files / "sessions").exists()
+
+
+async def test_a_full_disk_while_chatting_leaves_whole_transcript_lines(memory_files, monkeypatch):
+    """The disk fills up in the middle of a transcript line: the part written is cut back
+    off, the user sees one error line, and the session goes on once there is room again."""
+    import errno
+    import os
+
+    from miniclaw.memory import files
+
+    def transcript_fd(fd: int) -> bool:
+        return os.readlink(f"/proc/self/fd/{fd}").endswith(".jsonl")
+
+    class FullDisk:  # stands in for `os` where whole writes are made (files.write_whole)
+        full = False
+
+        def write(self, fd, data):
+            if self.full and transcript_fd(fd):
+                os.write(fd, bytes(data[:9]))  # some bytes made it, then the disk was full
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return os.write(fd, data)
+
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+    disk = FullDisk()
+    monkeypatch.setattr(files, "os", disk)
+    async with Session(memory_files, EchoProvider()) as s:
+        assert await s.chat.handle("when does my insurance renew?")
+        disk.full = True
+        assert await s.chat.handle("and my coffee?")  # the session goes on
+        assert "Error: cannot write the transcript" in s.err.getvalue()
+        assert "No space left on device" in s.err.getvalue()
+        disk.full = False
+        assert await s.chat.handle("coffee again")
+    records = transcript_records(memory_files)  # every line is whole JSON
+    assert [r["role"] for r in records] == ["user", "assistant", "user", "assistant"]
+    assert [r["content"] for r in records[::2]] == ["when does my insurance renew?", "coffee again"]
