@@ -8,7 +8,9 @@ Storage model (one file per workspace, under the user's cache directory):
     entries   one row per entry: the parser's record, its position in the file (`ordinal`,
               for neighbours), its length in terms, and an empty `embedding` column kept for
               semantic search later
-    postings  (term, entry_id) -> term frequency, the inverted index the scorers sum over
+    terms     one row per distinct indexed term: its number
+    postings  (term number, entry_id) -> term frequency, the inverted index the scorers sum
+              over; read through the view `term_postings` (term, entry_id, tf)
 
 It is a cache: files are the truth, deleting the index loses nothing, and a damaged or
 older-version index is rebuilt with a warning (see `database`: connections, schema,
@@ -230,7 +232,7 @@ class SearchIndex(IndexDatabase):
         self._write_settings(conn)
         conn.execute("BEGIN IMMEDIATE")
         if rebuild:
-            for table in ("postings", "entries", "files"):
+            for table in ("postings", "terms", "entries", "files"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
         # Another process may have refreshed while we waited for the lock: look again.
@@ -271,7 +273,7 @@ class SearchIndex(IndexDatabase):
             df = {}
             for term in terms:
                 df[term] = conn.execute(
-                    "SELECT COUNT(*) FROM postings WHERE term = ?", (term,)).fetchone()[0]
+                    "SELECT COUNT(*) FROM term_postings WHERE term = ?", (term,)).fetchone()[0]
             return count, (length / count if count else 0.0), df
 
         return self._run(work)
@@ -295,11 +297,12 @@ class SearchIndex(IndexDatabase):
             clauses.append("instr(' ' || e.tags || ' ', ?) > 0")
             params.append(f" {tag} ")
         for term in filters.required:
-            clauses.append("EXISTS (SELECT 1 FROM postings r WHERE r.term = ? AND r.entry_id = e.id)")
+            clauses.append("EXISTS (SELECT 1 FROM term_postings r WHERE r.term = ?"
+                           " AND r.entry_id = e.id)")
             params.append(term)
         if filters.excluded:
             marks = ", ".join("?" * len(filters.excluded))
-            clauses.append(f"NOT EXISTS (SELECT 1 FROM postings x WHERE x.term IN ({marks})"
+            clauses.append(f"NOT EXISTS (SELECT 1 FROM term_postings x WHERE x.term IN ({marks})"
                            " AND x.entry_id = e.id)")
             params.extend(filters.excluded)
         return " AND ".join(clauses), params
@@ -314,7 +317,7 @@ class SearchIndex(IndexDatabase):
         return (f"WITH q(term, weight) AS (VALUES {values}) ",
                 f"SUM(q.weight * {expression})", params)
 
-    _FROM = "FROM q JOIN postings p ON p.term = q.term JOIN entries e ON e.id = p.entry_id "
+    _FROM = "FROM q JOIN term_postings p ON p.term = q.term JOIN entries e ON e.id = p.entry_id "
 
     def top(self, source: MemorySource, filters: Filters, weights: dict[str, float],
             term_score_sql: str, avgdl: float, k: int) -> list[tuple[int, float, int]]:
@@ -356,27 +359,17 @@ class SearchIndex(IndexDatabase):
         return out
 
     def terms_starting(self, prefix: str, limit: int = 50) -> list[str]:
-        """Indexed terms that start with `prefix` (for `word*`), at most `limit`: found by
-        seeking from term to term, so a prefix shared by a million postings stays cheap."""
-        found: list[str] = []
-
-        def work(conn):
-            last = prefix
-            row = conn.execute("SELECT term FROM postings WHERE term >= ? ORDER BY term LIMIT 1",
-                               (last,)).fetchone()
-            while row is not None and row[0].startswith(prefix) and len(found) < limit:
-                found.append(row[0])
-                row = conn.execute("SELECT term FROM postings WHERE term > ? ORDER BY term"
-                                   " LIMIT 1", (row[0],)).fetchone()
-            return found
-
-        return self._run(work)
+        """Indexed terms that start with `prefix` (for `word*`), at most `limit`."""
+        rows = self._run(lambda c: c.execute(
+            "SELECT term FROM terms WHERE term >= ? AND term < ? ORDER BY term LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit)).fetchall())
+        return [row[0] for row in rows]
 
     def vocabulary(self, first: str) -> dict[str, int]:
         """Indexed terms starting with the character `first`, with the number of entries
         holding each: the candidates of the spelling fallback."""
         return dict(self._run(lambda c: c.execute(
-            "SELECT term, COUNT(*) FROM postings WHERE term >= ? AND term < ? GROUP BY term",
+            "SELECT term, COUNT(*) FROM term_postings WHERE term >= ? AND term < ? GROUP BY term",
             (first, first + "\U0010ffff")).fetchall()))
 
     def neighbours(self, entry_ids: Sequence[int], reach: int) -> dict[int, list[tuple]]:
@@ -424,7 +417,7 @@ class SearchIndex(IndexDatabase):
         ids = _id_list(entry_ids)
         marks = ", ".join("?" * len(terms))
         rows = self._run(lambda c: c.execute(
-            f"SELECT entry_id, term, tf FROM postings WHERE term IN ({marks})"
+            f"SELECT entry_id, term, tf FROM term_postings WHERE term IN ({marks})"
             f" AND entry_id IN ({ids})", terms).fetchall())
         out: dict[int, dict[str, int]] = {i: {} for i in entry_ids}
         for entry_id, term, tf in rows:
@@ -450,8 +443,7 @@ class SearchIndex(IndexDatabase):
                      if f.path not in known or known[f.path][1:4] != f.signature]
             files, entries = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(entry_count), 0) FROM files").fetchone()
-            terms = conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT term FROM postings)"
-                                 ).fetchone()[0]
+            terms = conn.execute("SELECT COUNT(*) FROM terms").fetchone()[0]
             updated = conn.execute("SELECT value FROM meta WHERE key = 'updated_at'").fetchone()
             size = 0
             for suffix in ("", "-wal"):

@@ -4,8 +4,8 @@ write transaction).
 Each changed file is read, parsed and tokenized, then diffed against its indexed entries by
 (position, lines, date, time, annotations, text): only entries that changed are deleted and
 inserted, so an append to a large MEMORY.md writes one entry, not thousands. A file written
-within `RACY_NS` of being read is marked racy and re-checked next time, since a same-size
-edit in the same clock tick keeps its mtime.
+within `RACY_NS` of being read (or dated in the future) is marked racy and re-checked next
+time, since a same-size edit in the same clock tick keeps its mtime.
 
 Speed (a full build is ~half SQLite, ~half Python): rows are inserted in multi-row
 statements (`_Rows`), during which SQLite runs without the GIL; when many files changed, a
@@ -78,13 +78,14 @@ def _entry_keys(entries: list[Entry]) -> list[tuple]:
     return keys
 
 
-def _postings(terms: list[str], entry_id: int) -> Iterable[tuple[str, int, int]]:
-    """(term, entry id, frequency) rows; most entries repeat no term, and are counted in C."""
+def _postings(terms: list[str], entry_id: int,
+              term_ids: dict[str, int]) -> Iterable[tuple[int, int, int]]:
+    """(term id, entry id, frequency) rows; most entries repeat no term, and are counted in C."""
     unique = set(terms)
     if len(unique) == len(terms):
-        return zip(unique, repeat(entry_id), repeat(1))
+        return zip(map(term_ids.__getitem__, unique), repeat(entry_id), repeat(1))
     counts = Counter(terms)
-    return zip(counts, repeat(entry_id), counts.values())
+    return zip(map(term_ids.__getitem__, counts), repeat(entry_id), counts.values())
 
 
 def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
@@ -99,7 +100,10 @@ def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
     text, warning = decode(raw, source_file.path)
     entries = source.parse(text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns
-    racy = 0 <= age < RACY_NS  # a future mtime (clock skew, touch -d) is not "just written"
+    # A future mtime (a synced file from a machine whose clock is ahead) is racy too: that
+    # writer may write again within the same tick. A file dated far ahead is thus re-read
+    # by each search that stats it: slower, never stale.
+    racy = age < RACY_NS
     return _Parsed(source_file, entries, _entry_keys(entries),
                    [index_terms(e.text) for e in entries], warning, racy)
 
@@ -109,15 +113,15 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
                progress: Callable[[int, int], None] | None = None) -> RefreshReport:
     """Re-index `stale` files and drop `gone` ones; `known` maps path -> (file id, ...)."""
     report = RefreshReport()
+    rows = _Rows(conn)
     for path in gone:
-        report.entries_removed += _drop_file(conn, known[path][0])
+        report.entries_removed += _drop_file(conn, known[path][0], rows.terms)
         report.files_removed += 1
     by_name = {source.name: source for source in sources}
 
     def parse(source_file: SourceFile) -> _Parsed:
         return _parse(by_name[source_file.source], source_file)
 
-    rows = _Rows(conn)
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
     with _parsed_files(parse, stale) as parsed_files:
         for done, parsed in enumerate(parsed_files, 1):
@@ -126,6 +130,7 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
             if progress is not None:
                 progress(done, len(stale))
     rows.flush(final=True)
+    rows.terms.drop_unused()
     return report
 
 
@@ -171,7 +176,8 @@ class _Rows:
               " entry_count, term_count, warning) VALUES ")
     _ENTRIES = ("INSERT INTO entries (id, file_id, source, path, ordinal, line_start, line_end,"
                 " date, time, category, tags, content, length) VALUES ")
-    _POSTINGS = "INSERT INTO postings (term, entry_id, tf) VALUES "
+    _TERMS = "INSERT INTO terms (id, term) VALUES "
+    _POSTINGS = "INSERT INTO postings (term_id, entry_id, tf) VALUES "
 
     def __init__(self, conn) -> None:
         self.conn = conn
@@ -179,6 +185,7 @@ class _Rows:
         self.max_params = min(conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER),
                               MAX_BATCH_PARAMS)
         self.next_file_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM files").fetchone()[0]
+        self.terms = _TermIds(conn, self.max_params)
         self.files: list[tuple] = []
         self.entries: list[tuple] = []
         self.postings: list[tuple] = []
@@ -186,7 +193,7 @@ class _Rows:
     def flush(self, final: bool = False) -> None:
         """Write full batches (and with `final`, everything)."""
         for table, rows in ((self._FILES, self.files), (self._ENTRIES, self.entries),
-                            (self._POSTINGS, self.postings)):
+                            (self._TERMS, self.terms.new), (self._POSTINGS, self.postings)):
             if not rows:
                 continue
             width = len(rows[0])
@@ -202,21 +209,62 @@ class _Rows:
             del rows[:full]
 
 
-def _drop_file(conn, file_id: int) -> int:
+class _TermIds:
+    """The number of each term, during one refresh: read from the `terms` table, or given
+    here to a new term (whose row `_Rows` then writes). Terms whose postings were deleted are
+    kept until the end, when those left without any are deleted (`drop_unused`): a term of
+    text that has since become private must not stay in the index."""
+
+    def __init__(self, conn, max_params: int) -> None:
+        self.conn = conn
+        self.max_params = max_params
+        self.ids: dict[str, int] = {}
+        self.next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM terms").fetchone()[0]
+        self.table_empty = self.next_id == 1  # a rebuild: nothing to look up
+        self.new: list[tuple[int, str]] = []  # rows for the terms table
+        self.touched: set[int] = set()  # terms that lost postings
+
+    def of(self, terms: Iterable[str], *, add: bool = True) -> dict[str, int]:
+        """Term -> id for `terms` (and others already known); unknown ones are numbered when
+        `add`, else left out."""
+        missing = [term for term in set(terms) if term not in self.ids]
+        if missing and not self.table_empty:
+            for start in range(0, len(missing), self.max_params):
+                chunk = missing[start:start + self.max_params]
+                self.ids.update(self.conn.execute(
+                    f"SELECT term, id FROM terms WHERE term IN ({', '.join('?' * len(chunk))})",
+                    chunk))
+            missing = [term for term in missing if term not in self.ids]
+        if add:
+            for term in missing:
+                self.ids[term] = self.next_id
+                self.new.append((self.next_id, term))
+                self.next_id += 1
+        return self.ids
+
+    def drop_unused(self) -> None:
+        """Delete the touched terms that have no posting left (after every row is written)."""
+        self.conn.executemany(
+            "DELETE FROM terms WHERE id = ? AND NOT EXISTS"
+            " (SELECT 1 FROM postings WHERE term_id = ?)", ((i, i) for i in self.touched))
+
+
+def _drop_file(conn, file_id: int, term_ids: _TermIds) -> int:
     rows = conn.execute("SELECT id, content FROM entries WHERE file_id = ?", (file_id,)).fetchall()
-    _delete_entries(conn, rows)
+    _delete_entries(conn, rows, term_ids)
     conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
     return len(rows)
 
 
-def _delete_entries(conn, rows) -> None:
+def _delete_entries(conn, rows, term_ids: _TermIds) -> None:
     """Delete entries and their postings (found again by tokenizing the stored text)."""
-    postings, ids = [], []
-    for entry_id, content in rows:
-        ids.append((entry_id,))
-        postings.extend((term, entry_id) for term in set(index_terms(content)))
-    conn.executemany("DELETE FROM postings WHERE term = ? AND entry_id = ?", postings)
-    conn.executemany("DELETE FROM entries WHERE id = ?", ids)
+    terms_of = [(entry_id, set(index_terms(content))) for entry_id, content in rows]
+    ids = term_ids.of(chain.from_iterable(terms for _, terms in terms_of), add=False)
+    postings = [(ids[term], entry_id) for entry_id, terms in terms_of for term in terms
+                if term in ids]
+    conn.executemany("DELETE FROM postings WHERE term_id = ? AND entry_id = ?", postings)
+    conn.executemany("DELETE FROM entries WHERE id = ?", ((entry_id,) for entry_id, _ in rows))
+    term_ids.touched.update(term_id for term_id, _ in postings)
 
 
 def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
@@ -226,7 +274,7 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     source_file = parsed.file
     if parsed.entries is None:  # deleted since the scan
         if file_id is not None:
-            report.entries_removed += _drop_file(conn, file_id)
+            report.entries_removed += _drop_file(conn, file_id, rows.terms)
             report.files_removed += 1
         return next_id
     if parsed.warning:
@@ -246,13 +294,15 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     if old:
         kept = set(parsed.keys)
         removed = [(entry_id, key[-1]) for key, entry_id in old.items() if key not in kept]
-        _delete_entries(conn, removed)
+        _delete_entries(conn, removed, rows.terms)
     added = 0
+    term_ids = rows.terms.of(chain.from_iterable(
+        terms for key, terms in zip(parsed.keys, parsed.terms) if key not in old))
     for key, entry, terms in zip(parsed.keys, parsed.entries, parsed.terms):
         if old and key in old:
             continue
         rows.entries.append((next_id, file_id, entry.source, entry.path, *key, len(terms)))
-        rows.postings.extend(_postings(terms, next_id))
+        rows.postings.extend(_postings(terms, next_id, term_ids))
         next_id += 1
         added += 1
     lengths = [len(terms) for terms in parsed.terms]

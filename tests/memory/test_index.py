@@ -27,7 +27,7 @@ from miniclaw.memory.database import SCHEMA_VERSION
 from miniclaw.memory.files import decode
 from miniclaw.memory.parsing import parse_daily_note, parse_long_term
 from miniclaw.memory.sources import daily_note_date
-from miniclaw.memory.tokenizer import tokenize
+from miniclaw.memory.tokenizer import index_terms, tokenize
 from tests.conftest import NOW, daily_note, long_term, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +84,10 @@ async def assert_index_matches_files(store: MemoryStore, workspace: Path, words=
         else:
             assert got <= expected, (word, days)
         assert all(h.score == 1.0 for h in found.results)
+    if days is None:  # the stored vocabulary is exactly the terms of the files' entries
+        with sqlite3.connect(store.index.path) as conn:
+            stored = {row[0] for row in conn.execute("SELECT term FROM terms")}
+        assert stored == {t for e in fresh_entries(workspace) for t in index_terms(e.text)}
 
 
 async def snapshot(store: MemoryStore, words=VOCAB) -> dict:
@@ -709,12 +713,16 @@ async def test_rebuild_of_an_index_with_a_stored_fingerprint_reindexes_everythin
 
 def indexed_rows(index_file: Path) -> tuple[set, set]:
     """(entries, postings) as stored: (path, lines, date, time, text, length) and
-    (path, first line, term, tf)."""
+    (path, first line, term, tf); every stored term has postings."""
     with sqlite3.connect(index_file) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM terms WHERE id NOT IN"
+                            " (SELECT term_id FROM postings)").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM postings WHERE term_id NOT IN"
+                            " (SELECT id FROM terms)").fetchone()[0] == 0
         entries = set(conn.execute(
             "SELECT path, line_start, line_end, date, time, content, length FROM entries"))
         postings = set(conn.execute(
-            "SELECT e.path, e.line_start, p.term, p.tf FROM postings p"
+            "SELECT e.path, e.line_start, p.term, p.tf FROM term_postings p"
             " JOIN entries e ON e.id = p.entry_id"))
     return entries, postings
 
@@ -834,3 +842,17 @@ async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_pat
         monkeypatch.setattr(sync, "_store", real_store)
         await store.refresh_index()
     assert indexed_rows(tmp_path / "index.sqlite3") == parsed_rows(workspace)
+
+
+async def test_same_size_edit_of_a_file_dated_in_the_future_is_seen(store, workspace):
+    """A synced note from a machine whose clock is ahead: edited again within the same tick
+    there, it comes back with the same size and the same (future) mtime."""
+    path = write(workspace, "memory/2026-02-12.md",
+                 "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\napple bread\n")
+    ahead = time.time_ns() + 30 * 1_000_000_000
+    os.utime(path, ns=(ahead, ahead))
+    assert len(await store.search_memories("apple")) == 1
+    path.write_text(path.read_text().replace("apple", "grape"))
+    os.utime(path, ns=(ahead, ahead))
+    assert await store.search_memories("apple") == []
+    assert [h.content for h in await store.search_memories("grape")] == ["grape bread"]
