@@ -2,16 +2,26 @@
 
 `workspace` is a real workspace folder (with memory/) and `store` a MemoryStore on it whose
 clock is fixed at NOW, so dates and the 30-day window are deterministic.
+
+Hypothesis draws the same examples on every run (a seed per test), so a run passes or fails
+the same way everywhere. To hunt for new failing examples, run with
+`MINICLAW_HYPOTHESIS=explore` (new random examples each run).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False, database=None)
+settings.load_profile(os.environ.get("MINICLAW_HYPOTHESIS", "deterministic"))
 
 NOW = datetime(2026, 2, 14, 9, 12, 3, tzinfo=timezone.utc)
 
