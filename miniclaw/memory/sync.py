@@ -56,8 +56,7 @@ class RefreshReport:
 
 class _Parsed(NamedTuple):
     file: SourceFile
-    entries: list[Entry] | None  # None: the file vanished after the scan
-    keys: list[tuple]  # each entry's identity, see `_entry_keys`
+    keys: list[tuple] | None  # each entry's identity (`_entry_keys`); None: the file vanished
     terms: list[list[str]]  # the index terms of each entry, repeats kept
     warning: str | None
     racy: bool
@@ -93,10 +92,10 @@ def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
         warning = (f"{source_file.path} is {source_file.size / 1048576:.0f} MB: memory files "
                    f"over {MAX_FILE_BYTES // 1048576} MB are not searched; split it into "
                    "smaller notes")
-        return _Parsed(source_file, [], [], [], warning, False)
+        return _Parsed(source_file, [], [], warning, False)
     raw = read_bytes(source_file.absolute)
     if raw is None:
-        return _Parsed(source_file, None, [], [], None, False)
+        return _Parsed(source_file, None, [], None, False)
     text, warning = decode(raw, source_file.path)
     entries = source.parse(text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns
@@ -104,8 +103,8 @@ def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
     # writer may write again within the same tick. A file dated far ahead is thus re-read
     # by each search that stats it: slower, never stale.
     racy = age < RACY_NS
-    return _Parsed(source_file, entries, _entry_keys(entries),
-                   [index_terms(e.text) for e in entries], warning, racy)
+    return _Parsed(source_file, _entry_keys(entries), [index_terms(e.text) for e in entries],
+                   warning, racy)
 
 
 def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
@@ -272,7 +271,7 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     """Write one parsed file's changes (new rows through `rows`); returns the next free
     entry id."""
     source_file = parsed.file
-    if parsed.entries is None:  # deleted since the scan
+    if parsed.keys is None:  # deleted since the scan
         if file_id is not None:
             report.entries_removed += _drop_file(conn, file_id, rows.terms)
             report.files_removed += 1
@@ -298,10 +297,11 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     added = 0
     term_ids = rows.terms.of(chain.from_iterable(
         terms for key, terms in zip(parsed.keys, parsed.terms) if key not in old))
-    for key, entry, terms in zip(parsed.keys, parsed.entries, parsed.terms):
+    for key, terms in zip(parsed.keys, parsed.terms):
         if old and key in old:
             continue
-        rows.entries.append((next_id, file_id, entry.source, entry.path, *key, len(terms)))
+        rows.entries.append((next_id, file_id, source_file.source, source_file.path, *key,
+                             len(terms)))
         rows.postings.extend(_postings(terms, next_id, term_ids))
         next_id += 1
         added += 1
