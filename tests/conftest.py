@@ -20,7 +20,7 @@ import pytest
 from hypothesis import settings
 
 settings.register_profile("deterministic", derandomize=True, database=None)
-settings.register_profile("explore", derandomize=False, database=None)
+settings.register_profile("explore", derandomize=False, database=None, print_blob=True)
 settings.load_profile(os.environ.get("MINICLAW_HYPOTHESIS", "deterministic"))
 
 NOW = datetime(2026, 2, 14, 9, 12, 3, tzinfo=timezone.utc)

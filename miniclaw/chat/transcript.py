@@ -3,9 +3,10 @@
 One JSON object per line and per message: `role` (user, assistant, tool, error), `content`,
 `timestamp` (UTC, ISO 8601) and `session_id`. Each message is appended in one `write` and
 fsynced as it happens, so a crash loses at most the turn in flight and never leaves half a
-line before a whole one; a write that fails part-way (a full disk) is cut back off. The file is created 0600 in a 0700 folder, and only when the first
-message is written. What goes in is what was said: the user's own words, the answers, and
-what the tools did; memory text reaches it only through those, already without private parts.
+line before a whole one; a write that fails part-way (a full disk) is cut back off. The file
+is created 0600 in a 0700 folder, and only when the first message is written. What goes in
+is what was said: the user's own words, the answers, and what the tools did; memory text
+reaches it only through those, already without private parts.
 """
 
 from __future__ import annotations

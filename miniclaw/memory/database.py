@@ -292,9 +292,12 @@ class IndexDatabase:
                 if version != 0:
                     log.warning("search index %s has format %s, this miniclaw uses %s; "
                                 "rebuilding it", self.path, version, SCHEMA_VERSION)
-                    conn.execute("DROP VIEW IF EXISTS term_postings")
-                    for table in ("postings", "terms", "entries", "files", "meta"):
-                        conn.execute(f"DROP TABLE IF EXISTS {table}")
+                    # Everything, not just the tables this version knows: a table of
+                    # another version left behind could hold text since made private.
+                    for kind, name in conn.execute(
+                            "SELECT type, name FROM sqlite_master WHERE type IN"
+                            " ('view', 'table') AND name NOT LIKE 'sqlite_%'").fetchall():
+                        conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)

@@ -4,8 +4,8 @@ write transaction).
 Each changed file is read, parsed and tokenized, then diffed against its indexed entries by
 (position, lines, date, time, annotations, text): only entries that changed are deleted and
 inserted, so an append to a large MEMORY.md writes one entry, not thousands. A file written
-within `RACY_NS` of being read (or dated in the future) is marked racy and re-checked next
-time, since a same-size edit in the same clock tick keeps its mtime.
+within `RACY_NS` of being read (or dated up to `FUTURE_RACY_NS` in the future) is marked
+racy and re-checked next time, since a same-size edit in the same clock tick keeps its mtime.
 
 Speed (a full build is ~half SQLite, ~half Python): rows are inserted in multi-row
 statements (`_Rows`), during which SQLite runs without the GIL; when many files changed, a
@@ -30,6 +30,7 @@ from miniclaw.memory.sources import MemorySource, SourceFile
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
+FUTURE_RACY_NS = 600 * 1_000_000_000  # clock skew between synced machines, at most
 # Larger files are not indexed (a warning names them on every search): a 50 MB note would
 # take half a minute and a gigabyte of memory to index. MEMORY.md with 100,000 entries is 9 MB.
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -99,10 +100,11 @@ def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
     text, warning = decode(raw, source_file.path)
     entries = source.parse(text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns
-    # A future mtime (a synced file from a machine whose clock is ahead) is racy too: that
-    # writer may write again within the same tick. A file dated far ahead is thus re-read
-    # by each search that stats it: slower, never stale.
-    racy = age < RACY_NS
+    # A little in the future (a synced file from a machine whose clock is ahead) is racy
+    # too: that writer may write again within the same tick. Further ahead (`touch -d 2030`)
+    # is not, or every search would re-read the file until then; a later edit made here
+    # sets the mtime to now, which is seen.
+    racy = -FUTURE_RACY_NS < age < RACY_NS
     return _Parsed(source_file, _entry_keys(entries), [index_terms(e.text) for e in entries],
                    warning, racy)
 
@@ -167,7 +169,7 @@ def _parse_ahead(pool, parse: Callable[[SourceFile], _Parsed],
 
 
 class _Rows:
-    """New file, entry and posting rows waiting to be inserted, written thousands to a
+    """New file, entry, term and posting rows waiting to be inserted, written thousands to a
     statement: SQLite then works for milliseconds at a time without the GIL (see the module
     doc). Ids are given here, so nothing needs to be read back."""
 

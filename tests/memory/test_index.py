@@ -409,6 +409,43 @@ async def test_old_version_index_content_is_not_trusted(workspace, caplog):
     assert found and not any(h.content.startswith("stale") for h in found)
 
 
+async def test_a_format_change_drops_tables_this_version_does_not_know(workspace):
+    """Another miniclaw version may have left a table behind holding words; once they are
+    private, no table may still hold them."""
+    sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        await first.search_memories("apple")
+        path = first.index.path
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE other_version_terms (term TEXT)")
+    conn.execute("INSERT INTO other_version_terms VALUES ('zqsecretwordzq')")
+    conn.execute("CREATE VIEW other_version_view AS SELECT term FROM other_version_terms")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        assert await second.search_memories("apple", days=None)
+    checkpoint(path)
+    conn = sqlite3.connect(path)
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    conn.close()
+    assert not {"other_version_terms", "other_version_view"} & names
+    assert b"zqsecretwordzq" not in index_bytes(path)
+
+
+async def test_a_file_dated_far_ahead_is_not_read_again_by_every_search(store, workspace):
+    """Beyond the clock skew of synced machines a future mtime is not racy: else each search
+    would re-read the file until that date."""
+    path = write(workspace, "memory/2026-02-12.md",
+                 "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\napple bread\n")
+    far = time.time_ns() + 3 * 365 * 86_400 * 1_000_000_000
+    os.utime(path, ns=(far, far))
+    assert (await store.refresh_index()).files_parsed == 1
+    assert (await store.refresh_index()).files_parsed == 0
+    path.write_text(path.read_text().replace("apple", "grape"))  # an edit here: mtime is now
+    assert [h.content for h in await store.search_memories("grape")] == ["grape bread"]
+
+
 async def test_index_is_never_written_inside_the_workspace(store, workspace):
     sample_workspace(workspace)
     before = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))

@@ -5,8 +5,8 @@
 - `--workspace` (or MINICLAW_WORKSPACE) naming a file is a clear error, and nothing is written.
 - Symlinks under memory/ that leave the workspace are not followed by searches or reads, and
   writes through them are refused; links that stay inside are followed. memory/ itself may
-  be a link (to a synced folder): it is the boundary, and is used where it points. Dangling links, link
-  loops, folders and FIFOs named like notes neither crash nor hang anything.
+  be a link (to a synced folder): it is the boundary, and is used where it points. Dangling
+  links, link loops, folders and FIFOs named like notes neither crash nor hang anything.
 - Memory files, transcripts and the index are created 0600 in 0700 folders, whatever the
   umask (tested with umask 0 and 022), by init, add, the first search and a rebuild.
 """
