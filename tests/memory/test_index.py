@@ -394,16 +394,23 @@ async def test_a_damaged_or_old_index_is_rebuilt_with_a_warning(workspace, caplo
     conn.close()
 
 
-async def test_old_version_index_content_is_not_trusted(workspace, caplog):
+async def index_of_an_older_version(workspace: Path, *statements: str) -> Path:
+    """The sample workspace's index, changed by `statements`, marked as an older format."""
     sample_workspace(workspace)
     async with MemoryStore(workspace, now=lambda: NOW) as first:
         await first.search_memories("apple")
         path = first.index.path
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE entries SET content = 'stale ' || content")
+    for statement in statements:
+        conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
+    return path
+
+
+async def test_old_version_index_content_is_not_trusted(workspace, caplog):
+    await index_of_an_older_version(workspace, "UPDATE entries SET content = 'stale ' || content")
     async with MemoryStore(workspace, now=lambda: NOW) as second:
         found = await second.search_memories("apple", days=None)
     assert found and not any(h.content.startswith("stale") for h in found)
@@ -412,17 +419,10 @@ async def test_old_version_index_content_is_not_trusted(workspace, caplog):
 async def test_a_format_change_drops_tables_this_version_does_not_know(workspace):
     """Another miniclaw version may have left a table behind holding words; once they are
     private, no table may still hold them."""
-    sample_workspace(workspace)
-    async with MemoryStore(workspace, now=lambda: NOW) as first:
-        await first.search_memories("apple")
-        path = first.index.path
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE other_version_terms (term TEXT)")
-    conn.execute("INSERT INTO other_version_terms VALUES ('zqsecretwordzq')")
-    conn.execute("CREATE VIEW other_version_view AS SELECT term FROM other_version_terms")
-    conn.execute("PRAGMA user_version = 1")
-    conn.commit()
-    conn.close()
+    path = await index_of_an_older_version(
+        workspace, "CREATE TABLE other_version_terms (term TEXT)",
+        "INSERT INTO other_version_terms VALUES ('zqsecretwordzq')",
+        "CREATE VIEW other_version_view AS SELECT term FROM other_version_terms")
     async with MemoryStore(workspace, now=lambda: NOW) as second:
         assert await second.search_memories("apple", days=None)
     checkpoint(path)
