@@ -66,14 +66,15 @@ def main() -> None:
     ~15 ms, more than a search, and buys nothing here, since each command closes its own
     files, index connections and threads before it returns. Under a profiler or a coverage
     tracer it exits normally, so that they can write their reports."""
+    watched = sys.gettrace() is not None or sys.getprofile() is not None
     try:
         (_only(sys.argv[1:]) or app)()
         code = 0
     except SystemExit as exc:
-        if sys.gettrace() is not None or sys.getprofile() is not None:
+        if watched:
             raise
         code = exc.code
-    if sys.gettrace() is not None or sys.getprofile() is not None:
+    if watched:
         return
     if code is None:
         code = 0

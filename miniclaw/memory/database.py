@@ -297,7 +297,8 @@ class IndexDatabase:
                     for kind, name in conn.execute(
                             "SELECT type, name FROM sqlite_master WHERE type IN"
                             " ('view', 'table') AND name NOT LIKE 'sqlite_%'").fetchall():
-                        conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+                        quoted = name.replace('"', '""')
+                        conn.execute(f'DROP {kind.upper()} IF EXISTS "{quoted}"')
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
