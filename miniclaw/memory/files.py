@@ -36,7 +36,8 @@ def decode(raw: bytes, name: str) -> tuple[str, str | None]:
 
     A UTF-16 or UTF-32 file (Windows editors write them) is read by its byte-order mark.
     Text that still holds NUL bytes is some other encoding whose `<private>` tags cannot be
-    recognised: it is withheld whole (fail closed), with a warning.
+    recognised: it is withheld whole (fail closed), with a warning. A front matter block that
+    hides text a person may have meant as memories is named in the warning too.
     """
     encoding = next((codec for bom, codec in _BOMS if raw.startswith(bom)), "utf-8-sig")
     warning = None
@@ -49,6 +50,10 @@ def decode(raw: bytes, name: str) -> tuple[str, str | None]:
     if "\x00" in text:
         return "", (f"{name} holds NUL bytes (UTF-16 without a byte-order mark?): it is not "
                     "read or searched until it is saved as UTF-8")
+    if text[:1] in ("-", "\ufeff") or not text[:1].isascii():  # maybe front matter
+        from miniclaw.memory.privacy import front_matter_warning
+
+        warning = warning or front_matter_warning(text, name)
     return text, warning
 
 

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from datetime import date as Date
 
 from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
-from miniclaw.memory.privacy import front_matter_end, may_hold_private, redact_lines
+from miniclaw.memory.privacy import (front_matter_end, may_hold_private, redact_lines,
+                                     starts_front_matter)
 
 HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -148,9 +149,9 @@ def _split_added_at(item: _Item) -> None:
 def _visible_lines(text: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of the lines after front matter, private parts removed."""
     lines = split_lines(text)
-    if lines[0].strip() == "---" or may_hold_private(text):
+    skip = front_matter_end(lines)  # of the text as written, as the writers see it
+    if starts_front_matter(lines) or may_hold_private(text):
         lines = redact_lines(lines)
-    skip = front_matter_end(lines)
     return enumerate(lines[skip:] if skip else lines, skip + 1)
 
 

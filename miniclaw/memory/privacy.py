@@ -3,8 +3,14 @@
 What is hidden (DESIGN.md): lines between `<private>` and `</private>`; the text between the
 tags on one line; everything after an unclosed `<private>` (fail closed); nested blocks close
 at the outermost `</private>`; and a whole file whose front matter says `private: true`.
-Tags match case-insensitively and tolerate odd spacing (`< PRIVATE >`, `</ private>`) and
-attributes (`<private reason="x">`).
+Tags match what a reader sees as the tag: any case, odd spacing (`< PRIVATE >`, `</ private>`),
+attributes (`<private reason="x">`), invisible characters inside (zero-width spaces, soft
+hyphens, BOMs), compatibility forms (`＜ｐｒｉｖａｔｅ＞`) and a tag split by hard wrapping
+(`<` at the end of one line, `private>` on the next).
+
+Front matter is a first line `---` and a block, closed by `---` or `...` at the start of a
+line, that YAML reads as a mapping; anything else is ordinary text (a thematic break). A
+block that cannot be read but names a `private` key hides the file (fail closed).
 
 Invariant: the output has exactly as many lines as the input, so line numbers survive; a
 hidden line becomes an empty string. Private text never leaves this module.
@@ -13,43 +19,224 @@ hidden line becomes an empty string. Private text never leaves this module.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import NamedTuple
 
 # A tag left unfinished at the end of a line (`<private`) still counts: fail closed.
 _TAG = re.compile(r"<\s*(/?)\s*private\b[^>]*(?:>|$)", re.IGNORECASE)
-_FRONT_MATTER_PRIVATE = re.compile(
-    r"""^\s*private\s*:\s*["']?(true|yes|on|1)["']?\s*(#.*)?$""", re.IGNORECASE
-)
 _MAYBE_TAG = re.compile(r"<\s*/?\s*private", re.IGNORECASE)
+# Hard wrapping: a `<` (or `</`) left at the end of a line, the tag's name on the next.
+_DANGLING = re.compile(r"<\s*(/?)\s*$")
+_CONTINUED = re.compile(r"\s*(/?)\s*private\b[^>]*(?:>|$)", re.IGNORECASE)
+# Characters a reader does not see (Unicode format characters, variation selectors, the
+# combining grapheme joiner, Hangul fillers): dropped before tags are matched.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u180b-\u180f"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001-\U000e007f\U000e0100-\U000e01ef]"
+)
+
+_FENCE = ("---", "...")
+_MAX_FRONT_MATTER_LINES = 1000  # a longer "block" is a document, not metadata
+# A `private` key in text YAML could not read: fail closed on it.
+_PRIVATE_KEY = re.compile(r"""^[\s{,?\-]*["']?private["']?\s*:""", re.IGNORECASE | re.MULTILINE)
+# YAML 1.1's false words, and empty: any other value of `private` hides the file.
+_FALSE_WORDS = frozenset({"false", "no", "n", "off", "0"})
+# Keys that front matter of Obsidian, Jekyll, Hugo and friends holds: a block with other keys
+# may be a hand-written note between two thematic breaks, so a warning names it.
+_METADATA_KEYS = frozenset({
+    "private", "title", "tags", "tag", "aliases", "alias", "date", "created", "updated",
+    "modified", "author", "authors", "description", "summary", "category", "categories",
+    "keywords", "layout", "draft", "publish", "permalink", "slug", "id", "type", "status",
+    "lang", "language", "cssclass", "cssclasses",
+})
+
+
+class FrontMatter(NamedTuple):
+    """What a file's front matter block means: how many lines it spans (0 when there is
+    none), whether it hides the whole file, and a warning when it hides text a person may
+    have meant as memories."""
+
+    lines: int = 0
+    private: bool = False
+    warning: str | None = None
+
+
+_NONE = FrontMatter()
+
+
+def _first_line(lines: list[str]) -> str:
+    """The first line as a reader sees it: without BOMs and invisible characters."""
+    first = lines[0] if lines else ""
+    return _INVISIBLE.sub("", first) if not first.isascii() else first
+
+
+def starts_front_matter(lines: list[str]) -> bool:
+    """The cheap test every parse makes: does the first line open a block?"""
+    first = _first_line(lines)
+    return first.startswith("---") and (first.rstrip() == "---" or "\r" in first)
+
+
+def front_matter(lines: list[str]) -> FrontMatter:
+    """The front matter of a file given as lines (see the module docstring)."""
+    if not starts_front_matter(lines):
+        return _NONE
+    first = _first_line(lines)
+    if first.rstrip() != "---":  # CR-only line ends: the whole file is one "line"
+        inner = front_matter(first.split("\r") + lines[1:])
+        return FrontMatter(0, inner.private, inner.warning)  # hide it all, or show it all
+    for i in range(1, min(len(lines), _MAX_FRONT_MATTER_LINES)):
+        if lines[i].rstrip() in _FENCE:  # at the start of the line: an indented `---`
+            return _read_block("\n".join(lines[1:i]), i + 1)  # is a block scalar's text
+    block = "\n".join(lines[1:_MAX_FRONT_MATTER_LINES])
+    if _PRIVATE_KEY.search(block):  # never closed, but meant to be private: fail closed
+        return FrontMatter(0, True, "its front matter (first line ---) is never closed and "
+                                    "names `private`: the whole file is hidden")
+    return _NONE
+
+
+def _read_block(block: str, end: int) -> FrontMatter:
+    kind, private, other_keys = _load(block)
+    if kind == "mapping":
+        warning = None
+        if other_keys and not private:
+            warning = (f"lines 1-{end} are YAML front matter (keys {', '.join(other_keys)}), "
+                       "not memories, and are not searched; put a blank line after the "
+                       "first --- if they are notes")
+        return FrontMatter(end, private, warning)
+    if _PRIVATE_KEY.search(block):
+        return FrontMatter(end, True, f"its front matter (lines 1-{end}) is not valid YAML "
+                                      "but names `private`: the whole file is hidden")
+    return _NONE  # not front matter: a thematic break and ordinary text
+
+
+@lru_cache(maxsize=64)  # a file is read by the parse and by the warning check
+def _load(block: str) -> tuple[str, bool, tuple[str, ...]]:
+    """("mapping", private?, keys that are not usual metadata), or ("other", False, ())."""
+    import yaml  # only for files that start with `---`
+
+    try:
+        data = yaml.load(block, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: `date: 2026-02-30`
+        return ("other", False, ())
+    if not isinstance(data, dict) or not data:
+        return ("other", False, ())
+    private = False
+    other: list[str] = []
+    for key, value in data.items():
+        name = str(key).strip().lower()
+        if name == "private":
+            private = private or not _is_false(value)
+        elif name not in _METADATA_KEYS:
+            other.append(str(key)[:40])
+    return ("mapping", private, tuple(other[:5]))
+
+
+def _is_false(value: object) -> bool:
+    if value is False or (type(value) is int and value == 0):
+        return True
+    return isinstance(value, str) and value.strip().lower() in _FALSE_WORDS
 
 
 def front_matter_end(lines: list[str]) -> int:
     """Number of leading lines that form a YAML front matter block (0 when there is none)."""
-    if not lines or lines[0].strip() != "---":
-        return 0
-    for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
-            return i + 1
-    return 0
+    return front_matter(lines).lines
+
+
+def is_private_file(lines: list[str]) -> bool:
+    """True when the front matter marks the file private (fail closed, see the docstring)."""
+    return front_matter(lines).private
+
+
+def front_matter_warning(text: str, name: str) -> str | None:
+    """A warning naming the file when its front matter hides text (None for most files)."""
+    if not starts_front_matter([text.partition("\n")[0]]):
+        return None
+    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+    warning = front_matter(lines).warning
+    return f"{name}: {warning}" if warning else None
 
 
 def may_hold_private(text: str) -> bool:
     """False when the text has no private tag at all (most files): nothing to redact."""
-    return _MAYBE_TAG.search(text) is not None
-
-
-def is_private_file(lines: list[str]) -> bool:
-    """True when the front matter marks the file private.
-
-    Fails closed: an unterminated front matter block that says `private: true` still counts.
-    """
-    if not lines or lines[0].strip() != "---":
+    if _MAYBE_TAG.search(text):
+        return True
+    if text.isascii():
         return False
-    for line in lines[1:]:
-        if line.strip() in ("---", "..."):
-            return False
-        if _FRONT_MATTER_PRIVATE.match(line):
-            return True
-    return False
+    return _MAYBE_TAG.search(_fold_fast(text)) is not None
+
+
+def _fold_fast(text: str) -> str:
+    """Text as a reader sees it, for the test only: invisible characters out, NFKC."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
+
+
+def _fold(line: str) -> tuple[str, list[int]]:
+    """`_fold_fast` of one line, and where each folded character came from in it."""
+    import unicodedata
+
+    out: list[str] = []
+    where: list[int] = []
+    for i, char in enumerate(line):
+        if char.isascii():
+            out.append(char)
+            where.append(i)
+        elif not _INVISIBLE.match(char):
+            folded = unicodedata.normalize("NFKC", char)
+            out.append(folded)
+            where.extend([i] * len(folded))
+    where.append(len(line))
+    return "".join(out), where
+
+
+class _Tag(NamedTuple):
+    start: int  # where the tag's text begins and ends in the line
+    end: int
+    step: int  # +1 opens, -1 closes, 0 only hides (the `<` of a tag split over two lines)
+
+
+def _line_tags(lines: list[str]) -> list[list[_Tag]]:
+    """The private tags on each line, in order; most lines have none."""
+    found: list[list[_Tag]] = []
+    carried: int | None = None  # the previous line ended in `<`: 1 when it was `</`
+    for line in lines:
+        if line.isascii():
+            if carried is None and "<" not in line:
+                found.append([])  # the common case: no tag anywhere near
+                continue
+            text, where = line, None
+        else:
+            if carried is None and "<" not in _fold_fast(line):
+                found.append([])
+                continue
+            text, where = _fold(line)
+        tags: list[_Tag] = []
+        pos = 0
+        if carried is not None:
+            rest = _CONTINUED.match(text)
+            if rest:
+                closing = carried or rest.group(1)
+                tags.append(_Tag(0, rest.end(), -1 if closing else 1))
+                pos = rest.end()
+            else:
+                found[-1].pop()  # that `<` was only a less-than sign
+            carried = None
+        for match in _TAG.finditer(text, pos):
+            tags.append(_Tag(match.start(), match.end(), -1 if match.group(1) else 1))
+            pos = match.end()
+        dangling = _DANGLING.search(text, pos)
+        if dangling:  # a tag only if the next line goes on with `private>`
+            tags.append(_Tag(dangling.start(), len(text), 0))
+            carried = 1 if dangling.group(1) else 0
+        if where is not None:
+            tags = [_Tag(where[t.start], where[t.end], t.step) for t in tags]
+        found.append(tags)
+    if carried is not None:
+        found[-1].pop()
+    return found
 
 
 def open_at_end(lines: list[str]) -> bool:
@@ -58,9 +245,9 @@ def open_at_end(lines: list[str]) -> bool:
     Text appended to such a file would be hidden, so writers refuse rather than lose it.
     """
     depth = 0
-    for line in lines:
-        for match in _TAG.finditer(line):
-            depth = max(depth - 1, 0) if match.group(1) else depth + 1
+    for tags in _line_tags(lines):
+        for tag in tags:
+            depth = max(depth + tag.step, 0)
     return depth > 0
 
 
@@ -70,20 +257,17 @@ def redact_lines(lines: list[str]) -> list[str]:
         return [""] * len(lines)
     out: list[str] = []
     depth = 0
-    for line in lines:
-        if depth == 0 and not _MAYBE_TAG.search(line):
-            out.append(line)  # the common case: no tag anywhere near
+    for line, tags in zip(lines, _line_tags(lines)):
+        if not tags:
+            out.append(line if depth == 0 else "")
             continue
         visible: list[str] = []
         pos = 0
-        for match in _TAG.finditer(line):
+        for tag in tags:
             if depth == 0:
-                visible.append(line[pos : match.start()])
-            if match.group(1):  # a closing tag
-                depth = max(depth - 1, 0)
-            else:
-                depth += 1
-            pos = match.end()
+                visible.append(line[pos : tag.start])
+            depth = max(depth + tag.step, 0)
+            pos = tag.end
         if depth == 0:
             visible.append(line[pos:])
         text = "".join(visible)

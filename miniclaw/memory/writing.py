@@ -12,7 +12,7 @@ from datetime import date as Date
 from datetime import datetime
 
 from miniclaw.memory.parsing import HEADING, escape_line, split_lines
-from miniclaw.memory.privacy import redact_lines
+from miniclaw.memory.privacy import front_matter_end, redact_lines
 
 LONG_TERM_TITLE = "# Memory"
 
@@ -69,7 +69,7 @@ def insert_long_term(raw: bytes, today: Date, item_lines: list[str]) -> tuple[by
     first line number.
 
     The item goes after the last line of today's section; when the header is missing (or
-    hidden inside a private block) a new one is added at the end.
+    hidden inside a private block or the front matter) a new one is added at the end.
     """
     newline = _newline(raw)
     if not raw.strip():
@@ -77,6 +77,8 @@ def insert_long_term(raw: bytes, today: Date, item_lines: list[str]) -> tuple[by
     physical = raw.split(b"\n")  # keeps each line's own bytes, CR included
     decoded = split_lines(raw.decode("utf-8", "replace"))
     visible = redact_lines(decoded)
+    for i in range(front_matter_end(decoded)):  # a `## date` there is YAML, not a header
+        visible[i] = ""
     header = f"## {today.isoformat()}"
     section_end = None  # index of the line after today's last non-blank line
     inside = False

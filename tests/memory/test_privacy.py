@@ -8,8 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import unicodedata
+
+from miniclaw.memory.files import decode
 from miniclaw.memory.parsing import parse_daily_note, parse_long_term, split_lines
-from miniclaw.memory.privacy import is_private_file, open_at_end, redact_lines
+from miniclaw.memory.privacy import front_matter_end, is_private_file, open_at_end, redact_lines
 
 # -- block tags -------------------------------------------------------------------------
 
@@ -142,6 +145,130 @@ def test_front_matter_must_start_on_the_first_line():
 def test_private_front_matter_behind_a_bom_and_crlf_hides_the_parsed_file():
     text = "\ufeff---\r\nprivate: true\r\n---\r\n- secret bullet\r\n"
     assert parse_long_term(text, "memory/MEMORY.md") == []
+
+
+# Each reads as `private: true` to YAML (PyYAML's safe_load, or YAML 1.1's booleans).
+YAML_PRIVATE = {
+    "double-quoted key": '---\n"private": true\n---\n',
+    "single-quoted key": "---\n'private': true\n---\n",
+    "flow mapping": "---\n{private: true}\n---\n",
+    "explicit tag": "---\nprivate: !!bool true\n---\n",
+    "yaml 1.1 y": "---\nprivate: y\n---\n",
+    "yaml 1.1 On": "---\nprivate: On\n---\n",
+    "null value": "---\nprivate:\n---\n",
+    "--- in a block scalar": "---\nnote: |\n  first\n  ---\n  more\nprivate: true\n---\n",
+    "... ends the block": "---\ntitle: x\nprivate: yes\n...\n",
+    "CR-only line ends": "---\rprivate: true\r---\r",
+    "two BOMs": "\ufeff\ufeff---\nprivate: true\n---\n",
+    "three BOMs and CRLF": "\ufeff\ufeff\ufeff---\r\nprivate: True\r\n---\r\n",
+    "zero-width space first": "\u200b---\nprivate: true\n---\n",
+    "not valid YAML but names private": "---\nprivate: true\ntitle: [never closed\n---\n",
+    "never closed": "---\ntitle: x\n  private : true\n",
+}
+
+
+@pytest.mark.parametrize("front", YAML_PRIVATE.values(), ids=YAML_PRIVATE.keys())
+def test_front_matter_that_yaml_reads_as_private_hides_the_file(front):
+    newline = "\r" if "\r" in front and "\n" not in front else "\n"
+    text = front + newline.join(["# Memory", "", "## 2026-02-14", "- zebrasecret one",
+                                 "## 09:00:00 UTC", "zebrasecret two", ""])
+    assert is_private_file(split_lines(text))
+    assert parse_long_term(text, "memory/MEMORY.md") == []
+    assert parse_daily_note(text, "memory/2026-02-14.md", date(2026, 2, 14)) == []
+
+
+@pytest.mark.parametrize("front", ["---\nprivate: false\n---\n", "---\nprivate: n\n---\n",
+                                   "---\nprivate: Off\n---\n", "---\nprivate: 0\n---\n",
+                                   "---\nprivacy: none\n---\n"])
+def test_front_matter_that_yaml_reads_as_not_private_shows_the_file(front):
+    text = front + "## 2026-02-14\n- visible\n"
+    assert [e.text for e in parse_long_term(text, "memory/MEMORY.md")] == ["visible"]
+
+
+@pytest.mark.parametrize("text", [
+    "---\nA hand-written paragraph.\n- a bullet\n---\n- after\n",
+    "---\n# Memory\n## 2026-02-14\n- a bullet\n---\n- after\n",
+    "---\n- a bullet\n- another\n---\n- after\n",
+])
+def test_a_thematic_break_first_is_not_front_matter_and_hides_nothing(text):
+    texts = [e.text for e in parse_long_term(text, "memory/MEMORY.md")]
+    assert texts[-1] == "after" and len(texts) >= 2, texts
+    assert front_matter_end(split_lines(text)) == 0
+    assert decode(text.encode(), "memory/MEMORY.md")[1] is None
+
+
+def test_front_matter_holding_what_may_be_notes_is_named_in_a_warning():
+    text = "---\nAtlas: 40k approved\n---\n- after\n"
+    assert [e.text for e in parse_long_term(text, "memory/MEMORY.md")] == ["after"]
+    warning = decode(text.encode(), "memory/MEMORY.md")[1]
+    assert warning.startswith("memory/MEMORY.md: lines 1-3 are YAML front matter (keys Atlas)")
+
+
+def test_usual_front_matter_is_skipped_without_a_warning():
+    text = "---\ntitle: Notes\ntags: [travel, work]\naliases: []\n---\n- after\n"
+    assert [e.text for e in parse_long_term(text, "memory/MEMORY.md")] == ["after"]
+    assert decode(text.encode(), "memory/MEMORY.md")[1] is None
+
+
+def test_front_matter_hiding_the_file_because_it_cannot_be_read_says_so():
+    text = "---\nprivate: true\ntitle: [never closed\n---\n- secret\n"
+    assert "not valid YAML but names `private`" in decode(text.encode(), "x.md")[1]
+
+
+# -- tags a reader sees -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lines", [
+    ["note <", "private> zebrasecret", "</private> shown"],
+    ["note <", "  private reason='x'>", "zebrasecret", "</private>", "shown"],
+    ["<private>", "zebrasecret", "<", "/private> shown"],
+], ids=["open", "open-attr", "close"])
+def test_a_tag_split_after_the_angle_bracket_by_hard_wrapping_is_a_tag(lines):
+    out = redact_lines(lines)
+    assert len(out) == len(lines)
+    assert not any("zebrasecret" in line for line in out), out
+
+
+def test_a_less_than_sign_at_the_end_of_a_line_is_not_a_tag_otherwise():
+    lines = ["1 <", "2 and private", "x <", "", "private> y"]
+    assert redact_lines(lines) == lines
+
+
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u034f", "\ufe0f"]
+
+
+@pytest.mark.parametrize("char", INVISIBLE, ids=[f"U+{ord(c):04X}" for c in INVISIBLE])
+@pytest.mark.parametrize("where", [1, 2, 4, 8])
+def test_an_invisible_character_inside_a_tag_does_not_hide_the_tag(char, where):
+    tag, close = "<private>", "</private>"
+    line = f"keep {tag[:where]}{char}{tag[where:]}zebrasecret{close[:where]}{char}{close[where:]} this"
+    assert redact_lines([line]) == ["keep  this"]
+    lines = ["keep", f"{tag[:where]}{char}{tag[where:]}", "zebrasecret"]
+    assert redact_lines(lines) == ["keep", "", ""]
+
+
+def test_every_format_character_is_invisible_in_a_tag():
+    format_chars = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    for char in format_chars:
+        assert redact_lines([f"a <pri{char}vate>zebrasecret</private> b"]) == ["a  b"], hex(ord(char))
+
+
+@pytest.mark.parametrize("line", ["a ＜private＞zebrasecret＜/private＞ b",
+                                  "a ﹤PRIVATE﹥zebrasecret</private> b",
+                                  "a <ｐｒｉｖａｔｅ>zebrasecret</ｐｒｉｖａｔｅ> b",
+                                  "a <\u00a0private\u3000>zebrasecret</private> b"])
+def test_compatibility_forms_of_the_tag_are_the_tag(line):
+    assert redact_lines([line]) == ["a  b"]
+
+
+def test_text_around_a_tag_with_invisible_characters_keeps_them():
+    assert redact_lines(["caf\u00e9\u200b <pri\u200bvate>x</private> \u00fcber"]) == [
+        "caf\u00e9\u200b  \u00fcber"]
+
+
+def test_parsers_see_the_split_and_disguised_tags():
+    text = "## 2026-02-14\n- shown <\nprivate> zebrasecret\n</priv\u200bate>\n- also shown\n"
+    assert [e.text for e in parse_long_term(text, "memory/MEMORY.md")] == ["shown", "also shown"]
 
 
 # -- invariants -------------------------------------------------------------------------
