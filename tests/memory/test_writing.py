@@ -305,3 +305,60 @@ def test_daily_round_trip_of_two_entries(first, second):
     entries = parse_daily_note(new.decode(), DN, TODAY)
     assert [(e.text, e.time) for e in entries] == [
         (normalize_text(first), "09:12:03"), (normalize_text(second), "18:12:03")]
+
+
+# -- front matter -------------------------------------------------------------------------
+
+
+def test_a_new_item_never_goes_inside_front_matter():
+    """A `## today` line inside YAML front matter is a comment, not today's header."""
+    raw = b"---\ntitle: Memory\n## 2026-02-14\n---\n# Memory\n"
+    new, line, entry = add_long(raw, "Likes green tea")
+    assert line > 4 and entry.text == "Likes green tea"
+    assert new.startswith(raw)
+
+
+def test_a_thematic_break_first_does_not_swallow_a_new_item():
+    """The issue's data loss: a first-line `---` once hid everything to the next `---`,
+    and an item added under today's header there was reported as private."""
+    raw = b"---\n# Memory\n\n## 2026-02-14\n- Hand-written fact\n---\n- After the break\n"
+    new, line, entry = add_long(raw, "Likes green tea")
+    assert line == 8 and entry.text == "Likes green tea"  # today's section runs to the end
+    texts = [e.text for e in parse_long_term(new.decode(), LT)]
+    assert texts == ["Hand-written fact", "After the break", "Likes green tea"]
+
+
+def test_an_item_added_to_a_file_private_by_front_matter_stays_private():
+    raw = b"---\n{private: true}\n---\n## 2026-02-14\n- secret\n"
+    new, _ = insert_long_term(raw, TODAY, long_term_item("more", NOW))
+    assert parse_long_term(new.decode(), LT) == []
+
+
+def test_a_daily_entry_after_front_matter_is_read_back():
+    raw = b"---\ntags: [work]\n---\n# Daily Note - 2026-02-14\n"
+    _, entry = add_daily(raw, "Met Sam")
+    assert entry.text == "Met Sam"
+
+
+def test_cli_keeps_hand_written_text_after_a_first_line_break_and_warns_of_hidden_text(tmp_path):
+    """Through the real CLI: the add is visible (not "private"), read shows the hand-written
+    lines, and front matter that may be notes is named by a `Warning:` line."""
+    from tests.reliability.support import cli, subprocess_env
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "MEMORY.md").write_text("---\nHand-written fact\n---\n", encoding="utf-8")
+    env = subprocess_env(tmp_path)
+    added = cli(env, "--workspace", str(ws), "memory", "add", "--long", "Likes green tea")
+    assert added.returncode == 0 and "private" not in added.stdout, added.stdout + added.stderr
+    read = cli(env, "--workspace", str(ws), "memory", "read", "--long")
+    assert "Hand-written fact" in read.stdout and "Likes green tea" in read.stdout
+    assert read.stderr == ""
+
+    note = ws / "memory" / "2026-02-14.md"
+    note.write_text("---\nAtlas: 40k approved\n---\n\n## 09:00:00 UTC\n\nvisible\n", encoding="utf-8")
+    read = cli(env, "--workspace", str(ws), "memory", "read", "--date", "2026-02-14")
+    assert "visible" in read.stdout and "Atlas" not in read.stdout
+    assert read.stderr.startswith("Warning: memory/2026-02-14.md: lines 1-3 are YAML front matter")
+    ranked = cli(env, "--workspace", str(ws), "memory", "rank", "-q", "visible", "--all")
+    assert "Warning: memory/2026-02-14.md: lines 1-3" in ranked.stderr
