@@ -309,15 +309,16 @@ def test_redaction_never_changes_the_line_count(lines):
 
 SECRET = "§zebrasecret§"
 _OPEN = st.sampled_from(["<private>", "< PRIVATE >", '<Private reason="x">', "<PRIVATE>",
-                         "  <private>"])
+                         "  <private>", "<pri\u200bvate>", "<\ufeffprivate\u2060>",
+                         "\uff1cprivate\uff1e", "<priv\u00adate>"])
 _CLOSE = st.sampled_from(["</private>", "</ private>", "</PRIVATE>", "< / private >",
-                          "  </private>"])
+                          "  </private>", "</\u200dprivate>", "\uff1c/private\uff1e"])
 
 
 @st.composite
 def _segment(draw):
     """A list of lines: plain text, or a private part holding the secret."""
-    kind = draw(st.sampled_from(["plain", "block", "inline", "nested", "open-inline"]))
+    kind = draw(st.sampled_from(["plain", "block", "inline", "nested", "open-inline", "wrapped"]))
     if kind == "plain":
         return [draw(_PLAIN)]
     before, after = draw(_PLAIN), draw(_PLAIN)
@@ -326,6 +327,8 @@ def _segment(draw):
         return [draw(_OPEN), *inner, draw(_CLOSE)]
     if kind == "inline":
         return [f"{before}{draw(_OPEN).strip()}{SECRET}{draw(_CLOSE).strip()}{after}"]
+    if kind == "wrapped":  # hard wrapping split the tags after their `<`
+        return [f"{before}<", f"private>{SECRET}", SECRET, f"{SECRET}<", f"/private>{after}"]
     if kind == "nested":
         return [draw(_OPEN), SECRET, draw(_OPEN), SECRET, draw(_CLOSE), SECRET, draw(_CLOSE)]
     return [f"{before}{draw(_OPEN).strip()}{SECRET}", SECRET, f"{SECRET}{draw(_CLOSE).strip()}{after}"]

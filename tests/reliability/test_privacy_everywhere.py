@@ -6,8 +6,10 @@ indented, any case, odd spacing, attributes), inline tags, a block opened at the
 line, nested blocks (the secret sits between the inner and the outer `</private>`), blocks
 never closed or closed by a tag that is not one (`</privat>`: fail closed, everything after
 is hidden, "public-looking" lines included), an unfinished `<private` at the end of a line,
-annotations and headings inside blocks, and whole files marked `private: true` in their
-front matter (terminated or not). The secret word is a fresh nonsense word per example.
+annotations and headings inside blocks, tags split by hard wrapping or disguised by invisible
+characters and fullwidth forms, and whole files marked `private: true` in their front matter
+in any spelling YAML reads so (quoted keys, flow maps, `y`, `!!bool`, BOMs, CR-only lines,
+terminated or not, unreadable but naming `private`). The secret word is a fresh nonsense word per example.
 
 Then every way out is checked: stdout and stderr of `read`, `recent`, `rank` (text, JSON,
 Markdown, --explain), `status`, `add`, `context` and `chat --once` (the echo model answers
@@ -45,15 +47,24 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
 
 PUBLIC_WORDS = ["coffee", "atlas", "budget", "lisbon", "flight", "dentist", "garden",
                 "meeting", "sam", "report", "bicycle", "piano", "river", "mango"]
+# What a reader sees as the tag: invisible characters inside, compatibility forms too.
 OPEN_TAGS = ["<private>", "<PRIVATE>", "< private >", "<  Private  >", '<private reason="x">',
-             "\t<private>", "   <private>", "<private\t>", "<PrIvAtE>", "<private/>"]
+             "\t<private>", "   <private>", "<private\t>", "<PrIvAtE>", "<private/>",
+             "<pri\u200bvate>", "<\u2060private\u200d>", "\ufeff<priv\u00adate>", "\uff1cprivate\uff1e",
+             "<\uff50\uff52\uff49\uff56\uff41\uff54\uff45>", "\ufe64private\u200c>"]
 CLOSE_TAGS = ["</private>", "</PRIVATE>", "</ private >", "< / private >", "< /private>",
-              "  </private>", "</private >", "</Private foo>", "</private"]
+              "  </private>", "</private >", "</Private foo>", "</private", "</pri\u200cvate>",
+              "\uff1c/private\uff1e", "<\ufeff/private>"]
 BROKEN_CLOSE = ["</privat>", "</ priv ate >", "<//private>", "</pri vate>", "<private-end>",
                 "/private", "<\\private>"]
 FRONT_MATTER = [["---", "private: true", "---"], ["---", "Private: TRUE", "title: x", "---"],
                 ["---", "private: 'yes'", "..."], ["---", "private: on  # hidden"],
-                ["---", "tags: [a]", 'private: "1"', "---"]]
+                ["---", "tags: [a]", 'private: "1"', "---"], ["---", '"private": true', "---"],
+                ["---", "'private': true", "---"], ["---", "{private: true, title: x}", "---"],
+                ["---", "private: !!bool true", "---"], ["---", "private: y", "---"],
+                ["---", "note: |", "  ---", "  text", "private: yes", "---"],
+                ["\ufeff\ufeff---", "private: true", "---"], ["\u200b---", "Private: On", "---"],
+                ["---", "private: true", "title: [not yaml", "---"]]
 
 _secret = st.text(alphabet="bcdfghjkmnprtvwx", min_size=9, max_size=9).map(lambda s: f"zq{s}q")
 _pub = st.lists(st.sampled_from(PUBLIC_WORDS), min_size=1, max_size=5).map(" ".join)
@@ -70,8 +81,10 @@ def _private_part(draw, secret: str, terminal: bool) -> list[str]:
         "## 09:00:00 UTC", "---", "", "  indented s"]), min_size=1, max_size=4))
     lines = [s_line() if b == "s" else b.replace(" s", f" {s_line()}").replace("S", secret)
              for b in body]
+    if not any(secret in line for line in lines):  # every form must hold the secret
+        lines.append(s_line())
     forms = ["block", "inline", "open-inline", "nested", "nested-inline", "attribute",
-             "unfinished"]
+             "unfinished", "wrapped"]
     if terminal:
         forms += ["unclosed", "broken-close"]
     form = draw(st.sampled_from(forms))
@@ -89,6 +102,8 @@ def _private_part(draw, secret: str, terminal: bool) -> list[str]:
         return [f'<private note="{secret}">', *lines, c]
     if form == "unfinished":  # `<private` cut at the end of the line still opens a block
         return [f"{pub()} <private", *lines, "</private>"]
+    if form == "wrapped":  # hard wrapping split both tags after their `<`
+        return [f"{pub()} <", f"private> {secret}", *lines, f"{secret} <", f"/private> {pub()}"]
     if form == "unclosed":
         return [o, *lines, f"- {s_line()}", "## 2026-02-14", f"- {s_line()}", s_line()]
     broken = draw(st.sampled_from(BROKEN_CLOSE))  # not a closing tag: the block stays open
@@ -121,9 +136,10 @@ def _workspace_files(draw):
              "yesterday": draw(_file(secret, "daily")),
              "USER.md": draw(_file(secret, "identity"))}
     front = draw(st.sampled_from(FRONT_MATTER))  # a whole note private by its front matter
-    files["three_days_ago"] = "\n".join(front + [
+    newline = draw(st.sampled_from(["\n", "\r\n", "\r"]))  # "\r": an old Mac editor's
+    files["three_days_ago"] = newline.join(front + [
         "", "## 09:00:00 UTC", "", f"{draw(_pub)} {secret} {draw(_pub)}", "- coffee atlas",
-        f"<!-- @tag: {secret} -->"]) + "\n"
+        f"<!-- @tag: {secret} -->"]) + newline
     return secret, files
 
 
