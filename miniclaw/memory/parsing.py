@@ -2,7 +2,8 @@
 
 Two layouts (DESIGN.md): MEMORY.md, whose entries are the bullets and paragraphs under
 `## YYYY-MM-DD` headers (other `##` headings start undated sections), and daily notes, whose
-entries are `## HH:MM:SS UTC` sections dated by the file name. Readers accept hand-edited
+entries are `## HH:MM:SS UTC` sections dated by the file name (lines outside any section are
+split into bullets and paragraphs as MEMORY.md's are). Readers accept hand-edited
 files: CRLF, a BOM (stripped by the decoder), the older repeated `# Daily Note` title,
 multi-line bullets, two spaces after `added at`, a missing `(added at ...)` suffix.
 
@@ -14,7 +15,7 @@ text is what the writer was given (see `writing.normalize_text`), unescaped.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date as Date
 
 from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
@@ -157,12 +158,27 @@ def _visible_lines(text: str) -> Iterator[tuple[int, str]]:
 
 def parse_long_term(text: str, path: str) -> list[Entry]:
     """Entries of a MEMORY.md-style file: bullets and paragraphs, dated by `## YYYY-MM-DD`."""
+    return _entries(_bullet_items(_visible_lines(text)), LONG_TERM, path)
+
+
+def _entries(items: list[_Item], source: str, path: str) -> list[Entry]:
+    entries = []
+    for found in items:
+        entry = found.entry(source, path)
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def _bullet_items(lines: Iterable[tuple[int, str]], day: Date | None = None) -> list[_Item]:
+    """MEMORY.md's items: one per bullet or paragraph, dated by `## YYYY-MM-DD` headers, or
+    all by `day` when given (the loose lines of a daily note)."""
     items: list[_Item] = []
-    section_date: Date | None = None
+    section_date: Date | None = day
     item: _Item | None = None  # the item being collected
     labelled: _Item | None = None  # the item that an annotation on this line would label
 
-    for number, line in _visible_lines(text):
+    for number, line in lines:
         indent = len(line) - len(line.lstrip())
         annotation = parse_annotation(line) if indent < 2 else None
         if annotation:
@@ -174,7 +190,7 @@ def parse_long_term(text: str, path: str) -> list[Entry]:
         if heading:
             item = labelled = None
             level = len(heading.group(1))
-            if level <= 2:
+            if level <= 2 and day is None:
                 section_date = _to_date(heading.group(2) or "") if level == 2 else None
             continue
         if not line.strip():
@@ -198,25 +214,32 @@ def parse_long_term(text: str, path: str) -> list[Entry]:
         if item is not labelled:
             items.append(item)
             labelled = item
-    entries = []
     for found in items:
         _split_added_at(found)
-        entry = found.entry(LONG_TERM, path)
-        if entry is not None:
-            entries.append(entry)
-    return entries
+    return items
 
 
 def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
     """Entries of a daily note: one per `## HH:MM:SS UTC` section, dated by the file name.
 
     Other `##` headings also start an entry (their text is its first line); `# ...` titles,
-    repeated or not, and `---` separators are structure, not content.
+    repeated or not, and `---` separators are structure, not content. Lines outside any
+    `##` section (a hand-written note of bullets) are split as MEMORY.md is: one entry per
+    bullet or paragraph, so each is cited and shown on its own.
     """
     items: list[_Item] = []
     item: _Item | None = None
+    loose: list[tuple[int, str]] = []  # lines outside any section, not yet split
 
     for number, line in _visible_lines(text):
+        if item is None:
+            section = HEADING.match(line) if line[:2] == "##" else None
+            if section is None or len(section.group(1)) != 2:
+                loose.append((number, line))
+                continue
+        if loose:
+            items.extend(_bullet_items(loose, day))
+            loose = []
         if not line or line.isspace():
             if item is not None:
                 item.pending.append(number)
@@ -249,9 +272,5 @@ def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
             items.append(item)
         else:
             item.add(number, line)
-    entries = []
-    for found in items:
-        entry = found.entry(DAILY_NOTE, path)
-        if entry is not None:
-            entries.append(entry)
-    return entries
+    items.extend(_bullet_items(loose, day))
+    return _entries(items, DAILY_NOTE, path)

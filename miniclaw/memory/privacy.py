@@ -43,8 +43,9 @@ _MAX_FRONT_MATTER_LINES = 1000  # a longer "block" is a document, not metadata
 _PRIVATE_KEY = re.compile(r"""^[\s{,?\-]*["']?private["']?\s*:""", re.IGNORECASE | re.MULTILINE)
 # YAML 1.1's false words, and empty: any other value of `private` hides the file.
 _FALSE_WORDS = frozenset({"false", "no", "n", "off", "0"})
-# Keys that front matter of Obsidian, Jekyll, Hugo and friends holds: a block with other keys
-# may be a hand-written note between two thematic breaks, so a warning names it.
+# Keys that front matter of Obsidian, Jekyll, Hugo and friends holds. Another key that reads
+# like prose (a capital, a space, a value of several words: `Atlas: 40k approved by Sam`) may
+# be a hand-written note between two thematic breaks, so a warning names it.
 _METADATA_KEYS = frozenset({
     "private", "title", "tags", "tag", "aliases", "alias", "date", "created", "updated",
     "modified", "author", "authors", "description", "summary", "category", "categories",
@@ -74,7 +75,7 @@ def _first_line(lines: list[str]) -> str:
 
 def starts_front_matter(lines: list[str]) -> bool:
     """The cheap test every parse makes: does the first line open a block?"""
-    first = _first_line(lines)
+    first = _first_line(lines).lstrip()
     return first.startswith("---") and (first.rstrip() == "---" or "\r" in first)
 
 
@@ -83,7 +84,7 @@ def front_matter(lines: list[str]) -> FrontMatter:
     if not starts_front_matter(lines):
         return _NONE
     first = _first_line(lines)
-    if first.rstrip() != "---":  # CR-only line ends: the whole file is one "line"
+    if first.strip() != "---":  # CR-only line ends: the whole file is one "line"
         inner = front_matter(first.split("\r") + lines[1:])
         return FrontMatter(0, inner.private, inner.warning)  # hide it all, or show it all
     for i in range(1, min(len(lines), _MAX_FRONT_MATTER_LINES)):
@@ -113,7 +114,7 @@ def _read_block(block: str, end: int) -> FrontMatter:
 
 @lru_cache(maxsize=64)  # a file is read by the parse and by the warning check
 def _load(block: str) -> tuple[str, bool, tuple[str, ...]]:
-    """("mapping", private?, keys that are not usual metadata), or ("other", False, ())."""
+    """("mapping", private?, keys that may be notes), or ("other", False, ())."""
     import yaml  # only for files that start with `---`
 
     try:
@@ -128,9 +129,15 @@ def _load(block: str) -> tuple[str, bool, tuple[str, ...]]:
         name = str(key).strip().lower()
         if name == "private":
             private = private or not _is_false(value)
-        elif name not in _METADATA_KEYS:
+        elif name not in _METADATA_KEYS and _reads_like_prose(key, value):
             other.append(str(key)[:40])
     return ("mapping", private, tuple(other[:5]))
+
+
+def _reads_like_prose(key: object, value: object) -> bool:
+    text = str(key)
+    return (text != text.lower() or " " in text.strip()
+            or (isinstance(value, str) and len(value.split()) >= 4))
 
 
 def _is_false(value: object) -> bool:

@@ -330,6 +330,43 @@ def test_daily_text_between_title_and_first_heading_is_an_entry():
     ]
 
 
+def test_daily_note_of_hand_written_bullets_is_one_entry_per_bullet():
+    """Issue 13: a note without time sections was one entry, lines 1-5, bullets run together."""
+    text = ("- Met Sam about the Atlas budget\n"
+            "- Dentist moved to Friday\n"
+            "  (bring the forms)\n"
+            "* Bought a bicycle\n"
+            "1. Call mum\n")
+    assert summary(parse_daily_note(text, DN, DAY)) == [
+        ("Met Sam about the Atlas budget", DAY, None, 1, 1),
+        ("Dentist moved to Friday\n(bring the forms)", DAY, None, 2, 3),
+        ("Bought a bicycle", DAY, None, 4, 4),
+        ("Call mum", DAY, None, 5, 5),
+    ]
+
+
+def test_daily_bullets_keep_their_day_under_any_heading_and_annotations_label_them():
+    text = ("# Daily Note - 2026-02-14\n"
+            "- one\n"
+            "<!-- @tag: work -->\n"
+            "\n"
+            "A paragraph\n"
+            "over two lines.\n")
+    entries = parse_daily_note(text, DN, DAY)
+    assert summary(entries) == [("one", DAY, None, 2, 2),
+                                ("A paragraph\nover two lines.", DAY, None, 5, 6)]
+    assert entries[0].tags == ("work",)
+
+
+def test_daily_bullets_stay_split_after_a_timed_entry_is_appended():
+    text = "- first fact\n- second fact\n\n---\n\n## 09:00:00 UTC\n\nAdded later.\n"
+    assert summary(parse_daily_note(text, DN, DAY)) == [
+        ("first fact", DAY, None, 1, 1),
+        ("second fact", DAY, None, 2, 2),
+        ("Added later.", DAY, "09:00:00", 8, 8),
+    ]
+
+
 def test_daily_front_matter_is_skipped():
     text = "---\nmood: good\n---\n## 09:00:00 UTC\n\nEntry.\n"
     assert summary(parse_daily_note(text, DN, DAY)) == [("Entry.", DAY, "09:00:00", 6, 6)]

@@ -162,6 +162,7 @@ YAML_PRIVATE = {
     "two BOMs": "\ufeff\ufeff---\nprivate: true\n---\n",
     "three BOMs and CRLF": "\ufeff\ufeff\ufeff---\r\nprivate: True\r\n---\r\n",
     "zero-width space first": "\u200b---\nprivate: true\n---\n",
+    "indented first fence": "  ---\nprivate: true\n---\n",
     "not valid YAML but names private": "---\nprivate: true\ntitle: [never closed\n---\n",
     "never closed": "---\ntitle: x\n  private : true\n",
 }
@@ -204,8 +205,13 @@ def test_front_matter_holding_what_may_be_notes_is_named_in_a_warning():
     assert warning.startswith("memory/MEMORY.md: lines 1-3 are YAML front matter (keys Atlas)")
 
 
+def test_a_front_matter_note_of_several_words_is_named_in_a_warning():
+    text = "---\nnote: call Sam about the budget\n---\n- after\n"
+    assert "(keys note)" in decode(text.encode(), "memory/MEMORY.md")[1]
+
+
 def test_usual_front_matter_is_skipped_without_a_warning():
-    text = "---\ntitle: Notes\ntags: [travel, work]\naliases: []\n---\n- after\n"
+    text = "---\ntitle: Notes\ntags: [travel, work]\naliases: []\nmood: good\n---\n- after\n"
     assert [e.text for e in parse_long_term(text, "memory/MEMORY.md")] == ["after"]
     assert decode(text.encode(), "memory/MEMORY.md")[1] is None
 
