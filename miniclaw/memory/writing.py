@@ -61,7 +61,17 @@ def append_daily(raw: bytes, day: Date, entry_lines: list[str]) -> bytes:
     if not raw.strip():
         return _encode([f"# Daily Note - {day.isoformat()}", ""] + entry_lines, newline)
     lead = b"" if raw.endswith(b"\n") else newline
-    return lead + _encode(["", "---", ""] + entry_lines, newline)
+    separator = [""] if _would_close_front_matter(raw) else ["", "---", ""]
+    return lead + _encode(separator + entry_lines, newline)
+
+
+def _would_close_front_matter(raw: bytes) -> bool:
+    """True when the note opens with `---` never closed and a `---` appended now would turn
+    the text between into front matter, hiding it; the time heading alone separates then."""
+    if not raw.lstrip(b"\xef\xbb\xbf \t").startswith(b"---"):
+        return False
+    lines = split_lines(raw.decode("utf-8", "replace"))
+    return not front_matter_end(lines) and front_matter_end(lines + ["", "---"]) > 0
 
 
 def insert_long_term(raw: bytes, today: Date, item_lines: list[str]) -> tuple[bytes, int]:

@@ -334,6 +334,15 @@ def test_an_item_added_to_a_file_private_by_front_matter_stays_private():
     assert parse_long_term(new.decode(), LT) == []
 
 
+def test_a_daily_entry_never_closes_a_first_line_break_into_front_matter():
+    """A note opening with `---` never closed: the `---` written before a new entry would
+    have made the lines between front matter, hiding them."""
+    raw = b"---\nmood: good\nweather: rain\n"
+    new, entry = add_daily(raw, "Met Sam")
+    texts = [e.text for e in parse_daily_note(new.decode(), DN, TODAY)]
+    assert texts == ["mood: good\nweather: rain", "Met Sam"] and entry.text == "Met Sam"
+
+
 def test_a_daily_entry_after_front_matter_is_read_back():
     raw = b"---\ntags: [work]\n---\n# Daily Note - 2026-02-14\n"
     _, entry = add_daily(raw, "Met Sam")
