@@ -215,8 +215,9 @@ def _line_tags(lines: list[str]) -> list[list[_Tag]]:
                 found.append([])  # the common case: no tag anywhere near
                 continue
             text, where = line, None
-        else:
-            if carried is None and "<" not in _fold_fast(line):
+        else:  # U+FF1C and U+FE64 are the characters NFKC folds to `<`
+            if carried is None and "<" not in line and "\uff1c" not in line \
+                    and "\ufe64" not in line:
                 found.append([])
                 continue
             text, where = _fold(line)

@@ -259,6 +259,12 @@ def test_every_format_character_is_invisible_in_a_tag():
         assert redact_lines([f"a <pri{char}vate>zebrasecret</private> b"]) == ["a  b"], hex(ord(char))
 
 
+def test_every_character_that_folds_to_an_angle_bracket_opens_a_tag():
+    brackets = [chr(c) for c in range(0x110000) if "<" in unicodedata.normalize("NFKC", chr(c))]
+    for char in brackets:
+        assert redact_lines([f"a {char}private>zebrasecret"]) == ["a "], hex(ord(char))
+
+
 @pytest.mark.parametrize("line", ["a ＜private＞zebrasecret＜/private＞ b",
                                   "a ﹤PRIVATE﹥zebrasecret</private> b",
                                   "a <ｐｒｉｖａｔｅ>zebrasecret</ｐｒｉｖａｔｅ> b",
