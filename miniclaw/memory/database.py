@@ -170,7 +170,6 @@ class IndexDatabase:
         self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
         self._users = 0  # units of work running now, in any thread (`_in_use`)
         self._idle = threading.Condition()
-        self._unproven = False  # the file being opened is not known to be an index yet
         self._wipe_pending = False  # the WAL may still hold deleted rows (`_wipe_wal`)
 
     def _refresh(self, conn: sqlite3.Connection, rebuild: bool, progress) -> object:
@@ -202,7 +201,7 @@ class IndexDatabase:
         if identity is None or identity in self._pins:
             return
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             return
         st = os.fstat(fd)
@@ -275,8 +274,6 @@ class IndexDatabase:
         except sqlite3.DatabaseError as exc:
             if not _is_damage(exc):
                 raise _unusable(self.path, exc) from exc
-            if self._unproven:
-                raise self._not_an_index() from exc
             self._reset(exc, None)
             try:
                 return self._connect_checked()
@@ -289,7 +286,7 @@ class IndexDatabase:
         """A connection with the schema checked; kept to the minimum, since each search
         thread opens one (write settings are applied by `_write_settings` before writing)."""
         with self._opening:  # threads of this process open (and create) one at a time
-            self._unproven = self._check_file()
+            unproven = self._check_file()
             new = not os.path.exists(self.path)
             if new:
                 self._create_folder()
@@ -304,7 +301,7 @@ class IndexDatabase:
                 # Read through mmap: each search thread has its own connection, and copying
                 # the same pages into each one's private cache would cost more than the query.
                 conn.execute("PRAGMA mmap_size = 1073741824")
-                if self._unproven:
+                if unproven:
                     self._claim(conn)
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if new or version != index_format():
@@ -366,14 +363,20 @@ class IndexDatabase:
 
     def _claim(self, conn: sqlite3.Connection) -> None:
         """Accept an SQLite file without miniclaw's id only when it is empty or an earlier
-        miniclaw's index (a `meta` table with miniclaw's keys); it then becomes one."""
-        tables = {row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if tables and not ("meta" in tables and conn.execute(
+        miniclaw's index (a `meta` table with miniclaw's keys); it then becomes one. One
+        that cannot even be read is not proven to be an index: never reset."""
+        try:
+            tables = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            ours = not tables or ("meta" in tables and conn.execute(
                 f"SELECT 1 FROM meta WHERE key IN ({', '.join('?' * len(_OLD_INDEX_META_KEYS))})"
-                " LIMIT 1", _OLD_INDEX_META_KEYS).fetchone()):
+                " LIMIT 1", _OLD_INDEX_META_KEYS).fetchone() is not None)
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                raise
+            raise self._not_an_index() from exc
+        if not ours:
             raise self._not_an_index()
-        self._unproven = False
 
     def _check_workspace(self, conn: sqlite3.Connection) -> None:
         """Refuse an index that serves another workspace (MINICLAW_INDEX shared or reused).

@@ -81,6 +81,15 @@ def test_another_programs_sqlite_database_keeps_its_tables(env, ws, tmp_path):
         conn.close()
 
 
+def test_another_programs_damaged_database_is_not_taken_for_a_damaged_index(env, ws, tmp_path):
+    target = tmp_path / "accounts.db"
+    _other_programs_database(target)
+    data = bytearray(target.read_bytes())
+    data[100:] = b"\xa5" * (len(data) - 100)  # the header kept, its tables unreadable
+    target.write_bytes(bytes(data))
+    _refused(_rank(env, ws, target), target, bytes(data))
+
+
 def test_a_fifo_is_refused_without_hanging(env, ws, tmp_path):
     target = tmp_path / "pipe"
     os.mkfifo(target)
@@ -253,12 +262,14 @@ _FAILING_SOURCE = textwrap.dedent("""
     from miniclaw.memory import MemoryStore
     from miniclaw.memory.ranker import MemoryRanker
     ws = sys.argv[1]
-    closing, outcome = threading.Event(), []
+    querying, closing, outcome = threading.Event(), threading.Event(), []
     original = MemoryRanker._search_source
     def search_source(self, source, *args):
         if source.name == "long_term":
+            querying.wait(timeout=30)  # fails while the other source is mid-query
             raise RuntimeError("this source failed")
         def mid_query(conn):  # a query still running in its thread as the store closes
+            querying.set()
             closing.wait(timeout=30)
             return conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
         try:
