@@ -74,6 +74,11 @@ def main() -> None:
         if watched:
             raise
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C before click's own handling starts (building commands)
+        if watched:
+            raise
+        sys.stderr.write("Aborted.\n")
+        code = 1
     if watched:
         return
     if code is None:

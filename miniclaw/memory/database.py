@@ -6,28 +6,59 @@ process); the file is held open (`_pin`) so its inode number cannot pass to a ne
 damaged or older-version file is emptied and rebuilt with a warning, while a read-only,
 full or locked one is reported and never deleted; the file is 0600 in a 0700 folder.
 `_run` runs a unit of work with all of that, and asks the subclass to `_refresh` when it
-had to reconnect to a different file.
+had to reconnect to a different file; a row whose values cannot be decoded is damage too.
+
+Only a file miniclaw can prove is its own is ever emptied or deleted: one in miniclaw's
+cache folder, one whose header carries `APPLICATION_ID`, or an earlier miniclaw's index
+(its `meta` table); anything else at the index path (a note, another program's database,
+a FIFO, a device, a folder, a path inside the workspace) is refused and left untouched. An
+index records the workspace it serves and refuses any other (`_check_workspace`).
+`close()` waits for the threads still using a connection: closing one under a running
+statement crashes the process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from miniclaw.errors import MemoryFileError, SearchIndexError
+from miniclaw import config
+from miniclaw.errors import MemoryFileError, SearchIndexError, UsageError
 from miniclaw.memory.files import FILE_MODE, ensure_dir
+from miniclaw.memory.sources import inside_workspace
 from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 400 + TOKENIZER_VERSION  # bump either part and old indexes are rebuilt
+SCHEMA_VERSION = 500  # bump it and old indexes are rebuilt (see `index_format`)
+APPLICATION_ID = 0x6D636C77  # "mclw", in the file's header: this file is a miniclaw index
 BUSY_TIMEOUT_S = 120.0
+WIPE_TIMEOUT_MS = 200  # how long emptying the WAL waits for readers before trying next time
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_OLD_INDEX_META_KEYS = ("entries", "terms", "updated_at", "fingerprint")
+
+
+@functools.lru_cache(maxsize=1)
+def index_format() -> int:
+    """The `user_version` of the indexes this miniclaw reads: the schema and everything that
+    decides which terms a text gives (the tokenizer's rules, PyStemmer's version, Unicode's
+    data), so that upgrading any of them rebuilds the index instead of leaving terms the new
+    tokenizer would never produce again. Computed on first open: PyStemmer loads then."""
+    import unicodedata
+    import zlib
+
+    import Stemmer
+
+    key = f"{SCHEMA_VERSION}/{TOKENIZER_VERSION}/{Stemmer.version()}/{unicodedata.unidata_version}"
+    return zlib.crc32(key.encode()) & 0x7FFFFFFF or 1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,6 +89,9 @@ CREATE TABLE IF NOT EXISTS entries (
     tags TEXT NOT NULL,  -- space-separated (tags never hold spaces)
     content TEXT NOT NULL,
     length INTEGER NOT NULL,
+    -- The numbers of its distinct terms (uint32, this machine's byte order): its postings are
+    -- deleted by these, never by tokenizing its text again (the tokenizer may have changed).
+    term_ids BLOB NOT NULL,
     embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file_id, ordinal);
@@ -78,6 +112,11 @@ CREATE VIEW IF NOT EXISTS term_postings AS
 """
 
 
+class IndexRowError(ValueError):
+    """A row holds a value the code cannot decode (a wrong type, out of range, unparsable):
+    the file is damaged, like one SQLite reports corrupt. Raised by the code reading rows."""
+
+
 def rollback(conn: sqlite3.Connection) -> None:
     """Roll back if a transaction is still open (SQLite may have ended it on an error)."""
     if conn.in_transaction:
@@ -96,10 +135,15 @@ def _is_busy(exc: Exception) -> bool:
 
 
 def _is_damage(exc: Exception) -> bool:
-    """A damaged file (or a schema torn away): emptying the cache is the cure. Other errors
-    (read-only, disk full, no permission) are reported, never "repaired" by deleting it."""
+    """A damaged file (or a schema torn away, or a row that cannot be decoded): emptying the
+    cache is the cure. Other errors (read-only, disk full, no permission) are reported, never
+    "repaired" by deleting it."""
+    if isinstance(exc, IndexRowError):
+        return True
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    return code in _DAMAGED or (code == 1 and "no such table" in str(exc))
+    # Text that is not UTF-8 has no error code of its own.
+    return code in _DAMAGED or (code == 1 and "no such table" in str(exc)) or (
+        isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc))
 
 
 def _unusable(path: Path, exc: Exception) -> SearchIndexError:
@@ -111,16 +155,22 @@ def _unusable(path: Path, exc: Exception) -> SearchIndexError:
 
 
 class IndexDatabase:
-    """Connections to one index file, per thread. Methods block: call them off the loop."""
+    """Connections to one index file, per thread. Methods block: call them off the loop.
+    `workspace`: the one workspace the file may serve (None: any)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, workspace: Path | None = None) -> None:
         self.path = Path(path)
+        self._workspace = os.path.realpath(workspace) if workspace is not None else None
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._opening = threading.Lock()
         self._pins: dict[tuple[int, int], int] = {}  # identity -> a descriptor holding it
+        self._spare_fds: list[int] = []  # other descriptors of pinned files, kept as long
         self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
+        self._users = 0  # units of work running now, in any thread (`_in_use`)
+        self._idle = threading.Condition()
+        self._wipe_pending = False  # the WAL may still hold deleted rows (`_wipe_wal`)
 
     def _refresh(self, conn: sqlite3.Connection, rebuild: bool, progress) -> object:
         """Bring the file's content up to date (the subclass knows with what)."""
@@ -151,7 +201,7 @@ class IndexDatabase:
         if identity is None or identity in self._pins:
             return
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             return
         st = os.fstat(fd)
@@ -180,19 +230,40 @@ class IndexDatabase:
         except sqlite3.Error:
             pass
 
+    @contextlib.contextmanager
+    def _in_use(self):
+        """Mark a unit of work on this thread's connection, so `close()` waits for it."""
+        with self._idle:
+            self._users += 1
+        self._local.uses = getattr(self._local, "uses", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.uses -= 1
+            with self._idle:
+                self._users -= 1
+                self._idle.notify_all()
+
     def close(self) -> None:
-        """Close every connection; call when no search is running."""
-        with self._lock:
-            for conn in self._all:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._all.clear()
-            for fd in self._pins.values():
-                os.close(fd)
-            self._pins.clear()
-        self._local = threading.local()
+        """Close every connection, once the work other threads are doing on them ends (a
+        search cancelled by Ctrl-C, or whose other half failed, still runs in its thread:
+        closing its connection under it would crash the process). Work started later opens
+        new connections."""
+        mine = getattr(self._local, "uses", 0)
+        with self._idle:
+            self._idle.wait_for(lambda: self._users == mine)
+            with self._lock:
+                for conn in self._all:
+                    try:
+                        conn.close()
+                    except sqlite3.Error:
+                        pass
+                self._all.clear()
+                for fd in [*self._pins.values(), *self._spare_fds]:
+                    os.close(fd)
+                self._pins.clear()
+                self._spare_fds.clear()
+            self._local = threading.local()
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -215,6 +286,7 @@ class IndexDatabase:
         """A connection with the schema checked; kept to the minimum, since each search
         thread opens one (write settings are applied by `_write_settings` before writing)."""
         with self._opening:  # threads of this process open (and create) one at a time
+            unproven = self._check_file()
             new = not os.path.exists(self.path)
             if new:
                 self._create_folder()
@@ -229,15 +301,109 @@ class IndexDatabase:
                 # Read through mmap: each search thread has its own connection, and copying
                 # the same pages into each one's private cache would cost more than the query.
                 conn.execute("PRAGMA mmap_size = 1073741824")
+                if unproven:
+                    self._claim(conn)
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if new or version != SCHEMA_VERSION:
+                if new or version != index_format():
                     self._make_private()
-                if version != SCHEMA_VERSION:
+                if version != index_format():
                     self._create_schema(conn, version)
+                self._check_workspace(conn)
             except BaseException:
                 conn.close()
                 raise
         return conn
+
+    def _not_an_index(self) -> UsageError:
+        return UsageError(f"{self.path} is not a miniclaw search index (another file, or "
+                          "another program's database): miniclaw leaves it alone; set "
+                          "MINICLAW_INDEX to another file (or remove it if it is a damaged index)")
+
+    def _check_file(self) -> bool:
+        """Refuse an index path miniclaw must not write (raises UsageError, touching nothing).
+        True when the file there is an SQLite database not yet proven to be an index (then
+        `_claim` decides). Runs before each connection is opened, so it must not close a
+        descriptor of a file this process holds locks on: a checked file stays pinned."""
+        if self._workspace is not None and inside_workspace(self.path, self._workspace):
+            raise UsageError(f"the search index {self.path} is inside the workspace "
+                             f"{self._workspace}: set MINICLAW_INDEX to a file outside it")
+        try:
+            st = os.stat(self.path)
+            if not stat.S_ISREG(st.st_mode):
+                raise UsageError(f"the search index path {self.path} is not a regular file: "
+                                 "set MINICLAW_INDEX to a file")
+            with self._lock:
+                if (st.st_dev, st.st_ino) in self._pins:  # checked when it was first opened
+                    return False
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise SearchIndexError(f"cannot open the search index {self.path}: "
+                                   f"{exc.strerror or exc}") from exc
+        # Never closed before `close()`: closing it would drop this process's SQLite locks.
+        st = os.fstat(fd)
+        with self._lock:
+            if self._pins.setdefault((st.st_dev, st.st_ino), fd) != fd:
+                self._spare_fds.append(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"the search index path {self.path} is not a regular file: "
+                             "set MINICLAW_INDEX to a file")
+        header = os.pread(fd, 100, 0) if st.st_size else b""
+        if not header or self.path.parent == config.cache_dir():
+            return False  # empty, or in miniclaw's own folder: miniclaw's to use
+        if not header.startswith(_SQLITE_MAGIC):
+            raise self._not_an_index()
+        owner = int.from_bytes(header[68:72], "big")
+        if owner == APPLICATION_ID:
+            return False
+        if owner:
+            raise self._not_an_index()
+        return True
+
+    def _claim(self, conn: sqlite3.Connection) -> None:
+        """Accept an SQLite file without miniclaw's id only when it is empty or an earlier
+        miniclaw's index (a `meta` table with miniclaw's keys); it then becomes one. One
+        that cannot even be read is not proven to be an index: never reset."""
+        try:
+            tables = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            ours = not tables or ("meta" in tables and conn.execute(
+                f"SELECT 1 FROM meta WHERE key IN ({', '.join('?' * len(_OLD_INDEX_META_KEYS))})"
+                " LIMIT 1", _OLD_INDEX_META_KEYS).fetchone() is not None)
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                raise
+            raise self._not_an_index() from exc
+        if not ours:
+            raise self._not_an_index()
+
+    def _check_workspace(self, conn: sqlite3.Connection) -> None:
+        """Refuse an index that serves another workspace (MINICLAW_INDEX shared or reused).
+        Refused rather than rebuilt: two processes of two workspaces would rebuild it in turn,
+        and one's search could read the other's rows between its refresh and its query."""
+        if self._workspace is None:
+            return
+        row = conn.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
+        if row is not None and row[0] != self._workspace:
+            raise UsageError(f"the search index {self.path} belongs to the workspace {row[0]}, "
+                             f"not {self._workspace}: set MINICLAW_INDEX to another file "
+                             "(or delete that one: it is only a cache)")
+
+    def _wipe_wal(self, conn: sqlite3.Connection) -> None:
+        """Copy the WAL into the file and empty it, after rows were deleted: its older frames
+        still hold them (text since made private), while `secure_delete` zeroes them in the
+        file. Readers in other processes can hold it up: then it is tried again next time."""
+        conn.execute(f"PRAGMA busy_timeout = {WIPE_TIMEOUT_MS}")
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            busy = 1
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        self._wipe_pending = bool(busy)
 
     @staticmethod
     def _write_settings(conn: sqlite3.Connection) -> None:
@@ -288,10 +454,10 @@ class IndexDatabase:
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:  # another process may have just done it
+            if version != index_format():  # another process may have just done it
                 if version != 0:
                     log.warning("search index %s has format %s, this miniclaw uses %s; "
-                                "rebuilding it", self.path, version, SCHEMA_VERSION)
+                                "rebuilding it", self.path, version, index_format())
                     # Everything, not just the tables this version knows: a table of
                     # another version left behind could hold text since made private.
                     for kind, name in conn.execute(
@@ -302,11 +468,16 @@ class IndexDatabase:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                if self._workspace is not None:
+                    conn.execute("INSERT INTO meta VALUES ('workspace', ?)", (self._workspace,))
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {index_format()}")
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)
             raise
+        if seen:  # tables of the older format were dropped: their rows may be in the WAL
+            self._wipe_wal(conn)
 
     def _reset(self, exc: Exception, seen: tuple[int, int] | None) -> None:
         """Replace a damaged index file with an empty one (it is only a cache).
@@ -328,18 +499,34 @@ class IndexDatabase:
                 except OSError as err:
                     raise SearchIndexError(f"cannot remove the damaged index {self.path}: {err}") from err
 
+    def _refresh_between_reads(self, conn: sqlite3.Connection) -> None:
+        """Refresh a file that was replaced (or rebuilt) during a read snapshot (`snapshot()`
+        in `index`): a refresh writes, so the snapshot of the file it read is ended first,
+        and a new one begun after for the rest of the reads."""
+        reading = conn.in_transaction
+        if reading:
+            conn.execute("COMMIT")
+        self._refresh(conn, False, None)
+        if reading:
+            conn.execute("BEGIN")
+
     def _run(self, work: Callable[[sqlite3.Connection], object], *, refreshes: bool = False):
         """Run `work` on this thread's connection. If the file was deleted or replaced
         meanwhile, or is damaged (then it is emptied), reconnect, bring the index up to date
-        (unless `work` does that itself) and run it again."""
+        (unless `work` does that itself) and run it again. `work` decodes the rows it reads
+        (a value it cannot decode raises `IndexRowError`: damage)."""
+        with self._in_use():
+            return self._run_in_use(work, refreshes)
+
+    def _run_in_use(self, work: Callable[[sqlite3.Connection], object], refreshes: bool):
         conn = self.connection()
         seen = self._local.conn[1]
         try:
             if not refreshes and seen != self._refreshed:
                 # Another thread's refresh ran on a file that has since been replaced.
-                self._refresh(conn, False, None)
+                self._refresh_between_reads(conn)
             return work(conn)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, IndexRowError) as exc:
             replaced = self._identity() != seen  # deleted or swapped under us: reconnect
             if not replaced and not _is_damage(exc):
                 raise _unusable(self.path, exc) from exc
@@ -349,7 +536,7 @@ class IndexDatabase:
             try:
                 conn = self.connection()
                 if not refreshes:
-                    self._refresh(conn, False, None)
+                    self._refresh_between_reads(conn)
                 return work(conn)
             except sqlite3.Error as again:
                 raise _unusable(self.path, again) from again

@@ -187,3 +187,23 @@ def replace_bytes(path: Path, data: bytes) -> None:
     except OSError as exc:  # the new content is in place: say so, do not claim "unchanged"
         log.warning("%s was written, but its folder could not be synced to disk (%s): a "
                     "power cut now could lose the change", path, exc.strerror or exc)
+
+
+def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = FILE_MODE) -> int:
+    """A descriptor of `path` opened without following a symlink at its last component, and
+    only when what was opened is a regular file (checked on the descriptor, so a swap after a
+    check cannot slip in a link, a FIFO or a device). Raises OSError otherwise: ELOOP for a
+    link, EINVAL for anything else that is not a regular file, FileNotFoundError."""
+    import stat
+
+    # O_NONBLOCK: opening a FIFO would otherwise wait for a writer.
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if not flags & os.O_NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -40,7 +41,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import NamedTuple
 
-from miniclaw.memory.database import IndexDatabase, rollback
+from miniclaw.memory.database import IndexDatabase, IndexRowError, rollback
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
 from miniclaw.memory.sync import RefreshReport, sync_files
@@ -85,11 +86,33 @@ def _id_list(entry_ids: Iterable[int]) -> str:
     return ", ".join(str(int(i)) for i in entry_ids)
 
 
+_MAX_LINE = 2**31
+_CLOCK = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}")
+
+
+def _clock(value: object) -> str | None:
+    """An entry's time as stored (`HH:MM:SS` or NULL); anything else is damage."""
+    if value is None or (type(value) is str and _CLOCK.fullmatch(value)):
+        return value
+    raise IndexRowError(f"an index row holds the time {value!r}")
+
+
 def row_to_entry(row: Sequence) -> Entry:
-    """An `Entry` from a row selected with `_ENTRY_COLUMNS` (the id first)."""
+    """An `Entry` from a row selected with `_ENTRY_COLUMNS` (the id first). A value of the
+    wrong type or out of range raises IndexRowError: the index is damaged."""
     _, source, path, line_start, line_end, day, clock, category, tags, content = row
-    return Entry(content, source, path, line_start, line_end,
-                 Date.fromisoformat(day) if day else None, clock, category,
+    if not (type(source) is str and type(path) is str and type(tags) is str
+            and type(content) is str
+            and type(line_start) is int and type(line_end) is int
+            and 0 < line_start <= line_end < _MAX_LINE
+            and all(value is None or type(value) is str for value in (day, category))):
+        raise IndexRowError(f"an index row of {path!r} holds values of the wrong type")
+    _clock(clock)
+    try:
+        day = Date.fromisoformat(day) if day else None
+    except ValueError as exc:
+        raise IndexRowError(f"an index row of {path!r} holds the date {day!r}") from exc
+    return Entry(content, source, path, line_start, line_end, day, clock, category,
                  tuple(tags.split()))
 
 
@@ -98,7 +121,7 @@ class SearchIndex(IndexDatabase):
 
     def __init__(self, path: Path, workspace: Path,
                  sources: Sequence[MemorySource] = SOURCES) -> None:
-        super().__init__(path)
+        super().__init__(path, workspace)
         self.workspace = Path(workspace)
         self.sources = tuple(sources)
         self._refreshing = threading.RLock()
@@ -120,15 +143,16 @@ class SearchIndex(IndexDatabase):
     def snapshot(self):
         """Read in one transaction on this thread's connection, so every statement of a
         search sees the same index even while another process updates it."""
-        conn = self.connection()
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            current = getattr(self._local, "conn", None)
-            if current is not None and current[0].in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    current[0].execute("COMMIT")
+        with self._in_use():
+            conn = self.connection()
+            conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                current = getattr(self._local, "conn", None)
+                if current is not None and current[0].in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        current[0].execute("COMMIT")
 
     def scan(self) -> list[SourceFile]:
         """The memory files on disk now, across every source."""
@@ -220,6 +244,8 @@ class SearchIndex(IndexDatabase):
                 self._refreshed = None  # drained changes may not be applied: check all next
                 raise
             self._refreshed = self._local.conn[1]
+            if rebuild or report.entries_removed or report.files_removed or self._wipe_pending:
+                self._wipe_wal(conn)  # deleted rows (maybe text made private) out of the WAL
             return report
 
     def _apply(self, conn, names: set[str] | None, rebuild: bool, progress) -> RefreshReport:
@@ -237,7 +263,7 @@ class SearchIndex(IndexDatabase):
             conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
         # Another process may have refreshed while we waited for the lock: look again.
         stale, gone, known, fingerprint = self._look(conn, names)
-        report = sync_files(conn, self.sources, known, stale, gone, progress)
+        report = sync_files(conn, self.sources, known, stale, gone, progress, self.workspace)
         racy = conn.execute("SELECT 1 FROM files WHERE racy LIMIT 1").fetchone()
         if fingerprint is None or racy:
             conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
@@ -269,7 +295,12 @@ class SearchIndex(IndexDatabase):
         def work(conn):
             totals = dict(conn.execute(
                 "SELECT key, value FROM meta WHERE key IN ('entries', 'terms')").fetchall())
-            count, length = int(totals.get("entries", 0)), int(totals.get("terms", 0))
+            try:
+                count, length = int(totals.get("entries", 0)), int(totals.get("terms", 0))
+            except ValueError as exc:
+                raise IndexRowError(f"the index's totals are {totals}") from exc
+            if count < 0 or length < 0:
+                raise IndexRowError(f"the index's totals are negative ({count}, {length})")
             df = {}
             for term in terms:
                 df[term] = conn.execute(
@@ -383,7 +414,12 @@ class SearchIndex(IndexDatabase):
                " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
                f" AND n.id != e.id WHERE e.id IN ({ids})")
         out: dict[int, list[tuple]] = {i: [] for i in entry_ids}
-        for entry_id, *rest in self._run(lambda c: c.execute(sql, (reach, reach)).fetchall()):
+
+        def work(conn):
+            return [(entry_id, other, offset, _clock(mine), _clock(theirs)) for
+                    entry_id, other, offset, mine, theirs in conn.execute(sql, (reach, reach))]
+
+        for entry_id, *rest in self._run(work):
             out[entry_id].append(tuple(rest))
         return out
 
@@ -405,9 +441,8 @@ class SearchIndex(IndexDatabase):
         if not entry_ids:
             return {}
         ids = _id_list(entry_ids)
-        rows = self._run(lambda c: c.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})").fetchall())
-        return {row[0]: row_to_entry(row) for row in rows}
+        return self._run(lambda c: {row[0]: row_to_entry(row) for row in c.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})")})
 
     def term_frequencies(self, entry_ids: Sequence[int], terms: Iterable[str]) -> dict[int, dict[str, int]]:
         """For `--explain`: how often each query term occurs in each given entry."""

@@ -6,6 +6,10 @@ Each changed file is read, parsed and tokenized, then diffed against its indexed
 inserted, so an append to a large MEMORY.md writes one entry, not thousands. A file written
 within `RACY_NS` of being read (or dated up to `FUTURE_RACY_NS` in the future) is marked
 racy and re-checked next time, since a same-size edit in the same clock tick keeps its mtime.
+A file is read through a descriptor opened without following links and checked to be a
+regular file (`_read`), and indexed with the signature of that descriptor, not the scan's:
+a note swapped for a link, a FIFO or a folder between the scan and the read is skipped like
+a deleted one, and a note changed in between is indexed as what was read.
 
 Speed (a full build is ~half SQLite, ~half Python): rows are inserted in multi-row
 statements (`_Rows`), during which SQLite runs without the GIL; when many files changed, a
@@ -17,16 +21,21 @@ slower than with one thread; with batches it is 10-15% faster on two cores.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import sqlite3
 import time
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import NamedTuple
 
 from miniclaw.memory.entry import Entry
-from miniclaw.memory.files import decode, read_bytes
-from miniclaw.memory.sources import MemorySource, SourceFile
+from miniclaw.errors import MemoryFileError
+from miniclaw.memory.database import IndexRowError
+from miniclaw.memory.files import decode, open_regular
+from miniclaw.memory.sources import MemorySource, SourceFile, inside_workspace
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
@@ -79,24 +88,85 @@ def _entry_keys(entries: list[Entry]) -> list[tuple]:
 
 
 def _postings(terms: list[str], entry_id: int,
-              term_ids: dict[str, int]) -> Iterable[tuple[int, int, int]]:
-    """(term id, entry id, frequency) rows; most entries repeat no term, and are counted in C."""
+              term_ids: dict[str, int]) -> tuple[Iterable[tuple[int, int, int]], bytes]:
+    """(term id, entry id, frequency) rows, and the term ids as stored with the entry; most
+    entries repeat no term, and are counted in C."""
     unique = set(terms)
     if len(unique) == len(terms):
-        return zip(map(term_ids.__getitem__, unique), repeat(entry_id), repeat(1))
+        ids = array("I", map(term_ids.__getitem__, unique))
+        return zip(ids, repeat(entry_id), repeat(1)), ids.tobytes()
     counts = Counter(terms)
-    return zip(map(term_ids.__getitem__, counts), repeat(entry_id), counts.values())
+    ids = array("I", map(term_ids.__getitem__, counts))
+    return zip(ids, repeat(entry_id), counts.values()), ids.tobytes()
 
 
-def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
-    if source_file.size > MAX_FILE_BYTES:
+def _term_ids(blob: bytes) -> array:
+    """An entry's stored term ids; anything but a whole array of them is damage."""
+    if type(blob) is not bytes or len(blob) % 4:
+        raise IndexRowError("an entry's term ids are damaged")
+    ids = array("I")
+    ids.frombytes(blob)
+    return ids
+
+
+# What opening a note that is gone, or not a regular file (any more), fails with.
+_NOT_A_NOTE = {errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EINVAL, errno.ENXIO}
+
+
+def _open(source_file: SourceFile, workspace: str) -> int | None:
+    """A descriptor of the note, or None when it is not a regular file in the workspace now.
+    A symlink (the scan allows those that stay in the workspace) is resolved, checked and
+    its target opened, again without following links."""
+    try:
+        try:
+            return open_regular(source_file.absolute)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+        target = os.path.realpath(source_file.absolute)
+        return open_regular(target) if inside_workspace(target, workspace) else None
+    except OSError as exc:
+        if exc.errno in _NOT_A_NOTE:
+            return None
+        raise MemoryFileError(f"cannot read {source_file.path}: {exc.strerror or exc}") from exc
+
+
+def _read(source_file: SourceFile, workspace: str) -> tuple[SourceFile, bytes | None] | None:
+    """(the file with the signature of what was read, its bytes: None when it is too large
+    to index), or None when it is not there to read (`_open`)."""
+    fd = _open(source_file, workspace)
+    if fd is None:
+        return None
+    try:
+        st = os.fstat(fd)
+        source_file = source_file._replace(size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                           inode=st.st_ino)
+        if st.st_size > MAX_FILE_BYTES:
+            return source_file, None
+        chunks, left = [], st.st_size  # what the signature stands for, even if it grows
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return source_file, b"".join(chunks)
+    except OSError as exc:
+        raise MemoryFileError(f"cannot read {source_file.path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Parsed:
+    found = _read(source_file, workspace)
+    if found is None:
+        return _Parsed(source_file, None, [], None, False)
+    source_file, raw = found
+    if raw is None:
         warning = (f"{source_file.path} is {source_file.size / 1048576:.0f} MB: memory files "
                    f"over {MAX_FILE_BYTES // 1048576} MB are not searched; split it into "
                    "smaller notes")
         return _Parsed(source_file, [], [], warning, False)
-    raw = read_bytes(source_file.absolute)
-    if raw is None:
-        return _Parsed(source_file, None, [], None, False)
     text, warning = decode(raw, source_file.path)
     entries = source.parse(text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns
@@ -111,8 +181,10 @@ def _parse(source: MemorySource, source_file: SourceFile) -> _Parsed:
 
 def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
                stale: Sequence[SourceFile], gone: Sequence[str],
-               progress: Callable[[int, int], None] | None = None) -> RefreshReport:
-    """Re-index `stale` files and drop `gone` ones; `known` maps path -> (file id, ...)."""
+               progress: Callable[[int, int], None] | None = None,
+               workspace: str | os.PathLike[str] = ".") -> RefreshReport:
+    """Re-index `stale` files of `workspace` and drop `gone` ones; `known` maps path ->
+    (file id, ...)."""
     report = RefreshReport()
     rows = _Rows(conn)
     for path in gone:
@@ -121,7 +193,7 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
     by_name = {source.name: source for source in sources}
 
     def parse(source_file: SourceFile) -> _Parsed:
-        return _parse(by_name[source_file.source], source_file)
+        return _parse(by_name[source_file.source], source_file, os.fspath(workspace))
 
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
     with _parsed_files(parse, stale) as parsed_files:
@@ -176,7 +248,7 @@ class _Rows:
     _FILES = ("INSERT INTO files (id, path, source, size, mtime_ns, inode, racy, day,"
               " entry_count, term_count, warning) VALUES ")
     _ENTRIES = ("INSERT INTO entries (id, file_id, source, path, ordinal, line_start, line_end,"
-                " date, time, category, tags, content, length) VALUES ")
+                " date, time, category, tags, content, length, term_ids) VALUES ")
     _TERMS = "INSERT INTO terms (id, term) VALUES "
     _POSTINGS = "INSERT INTO postings (term_id, entry_id, tf) VALUES "
 
@@ -251,19 +323,19 @@ class _TermIds:
 
 
 def _drop_file(conn, file_id: int, term_ids: _TermIds) -> int:
-    rows = conn.execute("SELECT id, content FROM entries WHERE file_id = ?", (file_id,)).fetchall()
+    rows = conn.execute("SELECT id, term_ids FROM entries WHERE file_id = ?", (file_id,)).fetchall()
     _delete_entries(conn, rows, term_ids)
     conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
     return len(rows)
 
 
 def _delete_entries(conn, rows, term_ids: _TermIds) -> None:
-    """Delete entries and their postings (found again by tokenizing the stored text)."""
-    terms_of = [(entry_id, set(index_terms(content))) for entry_id, content in rows]
-    ids = term_ids.of(chain.from_iterable(terms for _, terms in terms_of), add=False)
-    postings = [(ids[term], entry_id) for entry_id, terms in terms_of for term in terms
-                if term in ids]
+    """Delete entries, given as (entry id, stored term ids), and their postings."""
+    postings = [(term_id, entry_id) for entry_id, blob in rows for term_id in _term_ids(blob)]
+    before = conn.total_changes
     conn.executemany("DELETE FROM postings WHERE term_id = ? AND entry_id = ?", postings)
+    if conn.total_changes - before != len(postings):  # ids that name no posting: damage
+        raise IndexRowError("an entry's stored term ids do not match its postings")
     conn.executemany("DELETE FROM entries WHERE id = ?", ((entry_id,) for entry_id, _ in rows))
     term_ids.touched.update(term_id for term_id, _ in postings)
 
@@ -287,14 +359,14 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
         rows.next_file_id += 1
     else:
         for row in conn.execute(
-                "SELECT id, ordinal, line_start, line_end, date, time, category, tags, content"
-                " FROM entries WHERE file_id = ?", (file_id,)):
-            old[row[1:]] = row[0]
+                "SELECT id, ordinal, line_start, line_end, date, time, category, tags, content,"
+                " term_ids FROM entries WHERE file_id = ?", (file_id,)):
+            old[row[1:-1]] = row[0], row[-1]
 
     removed = []
     if old:
         kept = set(parsed.keys)
-        removed = [(entry_id, key[-1]) for key, entry_id in old.items() if key not in kept]
+        removed = [stored for key, stored in old.items() if key not in kept]
         _delete_entries(conn, removed, rows.terms)
     added = 0
     term_ids = rows.terms.of(chain.from_iterable(
@@ -302,9 +374,10 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     for key, terms in zip(parsed.keys, parsed.terms):
         if old and key in old:
             continue
+        postings, ids = _postings(terms, next_id, term_ids)
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, *key,
-                             len(terms)))
-        rows.postings.extend(_postings(terms, next_id, term_ids))
+                             len(terms), ids))
+        rows.postings.extend(postings)
         next_id += 1
         added += 1
     lengths = [len(terms) for terms in parsed.terms]

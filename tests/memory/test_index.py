@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.database import SCHEMA_VERSION
+from miniclaw.memory.database import index_format
 from miniclaw.memory.files import decode
 from miniclaw.memory.parsing import parse_daily_note, parse_long_term
 from miniclaw.memory.sources import daily_note_date
@@ -390,7 +390,7 @@ async def test_a_damaged_or_old_index_is_rebuilt_with_a_warning(workspace, caplo
         assert await snapshot(second) == before
     assert any(word in message for message in _damaged(caplog))
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == index_format()
     conn.close()
 
 
@@ -830,11 +830,11 @@ async def test_a_failure_while_parsing_ahead_leaves_the_index_as_it_was(workspac
         before = indexed_rows(index_file)
         real_parse, calls = sync._parse, []
 
-        def failing_parse(source, source_file):
+        def failing_parse(source, source_file, *rest):
             calls.append(source_file.path)
             if len(calls) == 20:
                 raise OSError(5, "Input/output error", source_file.path)
-            return real_parse(source, source_file)
+            return real_parse(source, source_file, *rest)
 
         monkeypatch.setattr(sync, "_parse", failing_parse)
         for path in (workspace / "memory").glob("2026-*.md"):
@@ -859,9 +859,9 @@ async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_pat
     parsed, stored = [], []
     real_parse, real_store = sync._parse, sync._store
 
-    def counting_parse(source, source_file):
+    def counting_parse(source, source_file, *rest):
         parsed.append(source_file.path)
-        return real_parse(source, source_file)
+        return real_parse(source, source_file, *rest)
 
     def failing_store(conn, parsed_file, *args):
         stored.append(parsed_file.file.path)
@@ -893,3 +893,213 @@ async def test_same_size_edit_of_a_file_dated_in_the_future_is_seen(store, works
     os.utime(path, ns=(ahead, ahead))
     assert await store.search_memories("apple") == []
     assert [h.content for h in await store.search_memories("grape")] == ["grape bread"]
+
+
+# -- no deleted text left in the WAL, the postings or undecodable rows -----------------------
+
+async def test_text_made_private_leaves_the_wal_of_a_long_lived_store(store, workspace):
+    """A long-lived store (the chat loop) keeps the index open, so no one checkpoints the WAL
+    for it: the frames written before the text became private must go anyway."""
+    path = write(workspace, "memory/MEMORY.md",
+                 f"# Memory\n\n## 2026-02-12\n- apple {SECRET} once public\n- bread\n")
+    for _ in range(3):  # from the second search on, the store watches the folder
+        assert await store.search_memories(SECRET)
+    path.write_text(f"# Memory\n\n## 2026-02-12\n<private>\n- apple {SECRET} once public\n"
+                    "</private>\n- bread\n")
+    assert await store.search_memories(SECRET) == []
+    index = store.index.path
+    assert SECRET.encode() not in index.read_bytes()
+    wal = Path(f"{index}-wal")
+    assert not wal.exists() or SECRET.encode() not in wal.read_bytes()
+
+
+def _tokenize_differently(text: str) -> list[str]:
+    """Another tokenizer's terms (an upgraded stemmer or Unicode data): not the same ones."""
+    return [f"{term}x" for term in index_terms(text)]
+
+
+async def test_text_made_private_after_a_tokenizer_change_leaves_no_posting(store, workspace,
+                                                                              monkeypatch):
+    path = write(workspace, "memory/MEMORY.md",
+                 f"# Memory\n\n## 2026-02-12\n- apple {SECRET} once public\n- bread\n")
+    assert await store.search_memories(SECRET)
+    monkeypatch.setattr("miniclaw.memory.sync.index_terms", _tokenize_differently)
+    path.write_text(f"# Memory\n\n## 2026-02-12\n<private>\n- apple {SECRET} once public\n"
+                    "</private>\n- bread\n")
+    await store.refresh_index()
+    with sqlite3.connect(store.index.path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM terms WHERE term = ?", (SECRET,)).fetchone() == (0,)
+        orphans = conn.execute("SELECT COUNT(*) FROM postings WHERE entry_id NOT IN"
+                               " (SELECT id FROM entries)").fetchone()[0]
+    assert orphans == 0
+    checkpoint(store.index.path)
+    assert SECRET.encode() not in index_bytes(store.index.path)
+
+
+async def test_a_change_of_the_tokenizers_environment_rebuilds_the_index(workspace, caplog,
+                                                                          monkeypatch):
+    import miniclaw.memory.database as database
+
+    sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        before = await snapshot(first)
+    # A PyStemmer upgrade (its version is part of the index's format).
+    monkeypatch.setattr("Stemmer.version", lambda: "99.0.0")
+    database.index_format.cache_clear()
+    caplog.set_level(logging.WARNING, logger="miniclaw")
+    try:
+        async with MemoryStore(workspace, now=lambda: NOW) as second:
+            assert await snapshot(second) == before
+            with sqlite3.connect(second.index.path) as conn:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+        assert version == database.index_format()
+    finally:
+        monkeypatch.undo()
+        database.index_format.cache_clear()
+    assert version != database.index_format()
+    assert any("format" in message for message in _damaged(caplog))
+
+
+_UNDECODABLE = [
+    "UPDATE entries SET date = 'not a date' WHERE date IS NOT NULL",
+    "UPDATE entries SET content = X'00ff'",
+    "UPDATE entries SET content = CAST(X'ff61' AS TEXT)",
+    "UPDATE entries SET line_start = 'one'",
+    "UPDATE entries SET line_end = 9223372036854775807",
+    "UPDATE entries SET tags = X'00'",
+    "UPDATE entries SET time = 'noon' WHERE time IS NOT NULL",
+    "UPDATE meta SET value = 'many' WHERE key = 'entries'",
+    "UPDATE meta SET value = '-5' WHERE key = 'terms'",
+]
+
+
+def settled_sample_workspace(workspace: Path) -> None:
+    """The sample workspace, written an hour ago: no file is racy, so a search reads the
+    index's rows as they are, without parsing any file again."""
+    sample_workspace(workspace)
+    past = time.time_ns() - 3600 * 1_000_000_000
+    for path in (workspace / "memory").iterdir():
+        os.utime(path, ns=(past, past))
+
+
+@pytest.mark.parametrize("statement", _UNDECODABLE)
+async def test_rows_the_code_cannot_decode_are_damage_and_rebuilt(workspace, caplog, statement):
+    settled_sample_workspace(workspace)
+    async with MemoryStore(workspace, now=lambda: NOW) as first:
+        before = await snapshot(first)
+        path = first.index.path
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(statement).rowcount > 0
+    caplog.set_level(logging.WARNING, logger="miniclaw")
+    async with MemoryStore(workspace, now=lambda: NOW) as second:
+        assert await snapshot(second) == before
+    assert any("damaged" in message for message in _damaged(caplog))
+
+
+@pytest.mark.parametrize("blob", ["X'0102'", "X'ffffffff'", "'text'"])
+async def test_undecodable_term_ids_of_a_removed_entry_are_damage(store, workspace, caplog, blob):
+    path = write(workspace, "memory/MEMORY.md",
+                 f"# Memory\n\n## 2026-02-12\n- apple {SECRET}\n- bread\n")
+    assert await store.search_memories(SECRET)
+    with sqlite3.connect(store.index.path) as conn:
+        conn.execute(f"UPDATE entries SET term_ids = {blob}")
+    caplog.set_level(logging.WARNING, logger="miniclaw")
+    path.write_text("# Memory\n\n## 2026-02-12\n- bread\n")
+    assert [h.content for h in await store.search_memories("bread")] == ["bread"]
+    assert any("damaged" in message for message in _damaged(caplog))
+    checkpoint(store.index.path)
+    assert SECRET.encode() not in index_bytes(store.index.path)
+
+
+# -- what the indexer reads is what it opened: no link, no FIFO, the signature of the read ---
+
+class _SwappedAfterScan:
+    """The daily notes source, but each scan sees the note as `restore` leaves it, and
+    `replace` runs right after: another process replacing the note between the indexer's
+    last stat and its read."""
+
+    def __init__(self, restore, replace) -> None:
+        from miniclaw.memory.sources import DailyNoteSource
+
+        self._source, self._restore, self._replace = DailyNoteSource(), restore, replace
+        self.name, self.windowed, self.folder = self._source.name, True, self._source.folder
+        self.owns, self.file, self.parse = self._source.owns, self._source.file, self._source.parse
+
+    def files(self, workspace: Path):
+        self._restore()
+        found = self._source.files(workspace)
+        self._replace()
+        return found
+
+
+def _index_with_swap(workspace: Path, tmp_path: Path, restore, replace):
+    from miniclaw.memory.index import SearchIndex
+    from miniclaw.memory.sources import LongTermSource
+
+    return SearchIndex(tmp_path / "index.sqlite3", workspace,
+                       (LongTermSource(), _SwappedAfterScan(restore, replace)))
+
+
+def _indexed_paths(index_file: Path) -> dict[str, tuple]:
+    with sqlite3.connect(index_file) as conn:
+        return {row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, inode FROM files")}
+
+
+NOTE = "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\napple bread\n"
+
+
+@pytest.mark.parametrize("replacement", ["folder", "fifo", "link out", "link loop"])
+def test_a_note_replaced_between_scan_and_read_is_skipped_like_a_deleted_one(
+        workspace, tmp_path, replacement):
+    note = workspace / "memory/2026-02-12.md"
+    outside = tmp_path / "outside.md"
+    outside.write_text(f"# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\napple {SECRET}\n")
+
+    def restore() -> None:
+        if note.is_dir() and not note.is_symlink():
+            note.rmdir()
+        elif note.exists() or note.is_symlink():
+            note.unlink()
+        note.write_text(NOTE)
+
+    def replace() -> None:
+        note.unlink()
+        if replacement == "folder":
+            note.mkdir()
+        elif replacement == "fifo":
+            os.mkfifo(note)
+        elif replacement == "link out":
+            note.symlink_to(outside)
+        else:
+            note.symlink_to(note)
+
+    index = _index_with_swap(workspace, tmp_path, restore, replace)
+    try:
+        index.refresh()  # no error, no hang
+        assert "memory/2026-02-12.md" not in _indexed_paths(index.path)
+    finally:
+        index.close()
+    checkpoint(index.path)
+    assert SECRET.encode() not in index_bytes(index.path)
+
+
+def test_a_note_changed_between_scan_and_read_is_indexed_with_what_was_read(workspace, tmp_path):
+    note = workspace / "memory/2026-02-12.md"
+    past = time.time_ns() - 3600 * 1_000_000_000
+
+    def restore() -> None:
+        note.write_text(NOTE)
+        os.utime(note, ns=(past, past))
+
+    def replace() -> None:
+        with open(note, "a") as handle:
+            handle.write("\n---\n\n## 10:00:00 UTC\n\ngrape\n")
+
+    index = _index_with_swap(workspace, tmp_path, restore, replace)
+    try:
+        index.refresh()
+        st = note.stat()
+        assert _indexed_paths(index.path)["memory/2026-02-12.md"] == (
+            st.st_size, st.st_mtime_ns, st.st_ino)
+    finally:
+        index.close()
