@@ -7,7 +7,7 @@ collapsed first. Also returns where the matched words sit in the excerpt, for hi
 
 from __future__ import annotations
 
-from miniclaw.memory.tokenizer import token_spans
+from miniclaw.memory.tokenizer import token_spans, tokenize
 
 EXCERPT_WIDTH = 150
 # An entry can be megabytes long (one pasted line): the window is chosen within its first
@@ -17,15 +17,30 @@ _ELLIPSIS = "…"
 _LEAD = 30  # characters of context kept before the first matched word
 
 
+def _hits(flat: str, terms: set[str] | frozenset[str]) -> list[tuple[int, int, set[str]]]:
+    """(start, end, query terms) of each matched word of `flat` (words one space apart).
+
+    Why not `token_spans(flat)`: placing every word of a long entry costs a regex match and
+    a lookup per word, for the few that match. A chunk between spaces has the terms of its
+    words (`tokenize` finds them per chunk, from a cache), so only chunks that hold a query
+    term are looked at word by word."""
+    hits = []
+    position = 0
+    for chunk in flat.split(" "):
+        if not terms.isdisjoint(tokenize(chunk)):
+            for start, end, found in token_spans(chunk):
+                matched = terms.intersection(found)
+                if matched:
+                    hits.append((position + start, position + end, matched))
+        position += len(chunk) + 1
+    return hits
+
+
 def make_excerpt(text: str, terms: set[str] | frozenset[str],
                  width: int = EXCERPT_WIDTH) -> tuple[str, tuple[tuple[int, int], ...]]:
     """(excerpt, highlight spans as (start, end) offsets into the excerpt)."""
     flat = " ".join(text[:SCAN_CHARS].split())
-    hits = []
-    for start, end, found in token_spans(flat):
-        matched = terms.intersection(found)
-        if matched:
-            hits.append((start, end, matched))
+    hits = _hits(flat, terms)
     if len(flat) <= width:
         return flat, tuple((s, e) for s, e, _ in hits)
 
