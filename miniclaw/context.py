@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
-from miniclaw.memory.results import RankedMemory
+from miniclaw.memory.results import RankedMemory, describe_corrections
 from miniclaw.memory.short_term import Turn
 from miniclaw.tokens import estimate_tokens
 
@@ -121,6 +121,7 @@ class Context(NamedTuple):
     message: str
     budget: int
     sections: tuple[ContextSection, ...]
+    corrections: tuple[tuple[str, str], ...] = ()  # (typed, searched instead) for memories
 
     def render(self) -> str:
         """Sections apart by a blank line; in a section, its heading and items one per line."""
@@ -144,6 +145,7 @@ class Context(NamedTuple):
         prompt = self.render()
         return {"message": self.message, "budget": self.budget,
                 "tokens": estimate_tokens(prompt),
+                "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
                 "sections": [s.to_dict() for s in self.sections], "prompt": prompt}
 
 
@@ -176,8 +178,8 @@ class ContextBuilder:
             self._identity(), self._memories(message),
             *(self.store.read_day(day) for day in days))
         history = _history(self.store.short_term.recent(), message)
-        return assemble(message, budget_tokens, identity, memories, list(zip(days, notes)),
-                        history, today)
+        return assemble(message, budget_tokens, identity, memories.results,
+                        list(zip(days, notes)), history, today, memories.corrections)
 
     async def _identity(self) -> list[tuple[str, str]]:
         """(file name, visible text) of each identity file that has some."""
@@ -202,15 +204,20 @@ class ContextBuilder:
 
         return await asyncio.to_thread(read)
 
-    async def _memories(self, message: str) -> list[RankedMemory]:
+    async def _memories(self, message: str) -> _Found:
         query = as_query(message)
         if not query:
-            return []
+            return _Found([], ())
         try:
             found = await self.store.search(query, limit=self.memory_limit, days=self.memory_days)
         except QueryError:  # prose with no searchable word in it ("?!", only stop words)
-            return []
-        return found.results
+            return _Found([], ())
+        return _Found(found.results, found.corrections)
+
+
+class _Found(NamedTuple):
+    results: list[RankedMemory]
+    corrections: tuple[tuple[str, str], ...]
 
 
 def as_query(message: str) -> str:
@@ -304,7 +311,8 @@ def _day_label(day: Date, today: Date) -> str:
 
 def assemble(message: str, budget: int, identity: Iterable[tuple[str, str]],
              memories: Iterable[RankedMemory], notes: Iterable[tuple[Date, list[Entry]]],
-             history: Sequence[Turn], today: Date) -> Context:
+             history: Sequence[Turn], today: Date,
+             corrections: tuple[tuple[str, str], ...] = ()) -> Context:
     """Fit the candidates into the budget by priority (the module docstring's rules)."""
     check_budget(budget)
     left = budget
@@ -329,8 +337,10 @@ def assemble(message: str, budget: int, identity: Iterable[tuple[str, str]],
 
     # 2. memories, best first.
     shown: set[tuple[str, int]] = set()
-    section = _Section("memories", "# Relevant memories (cite as [path:line])\n",
-                       min(int(budget * MEMORIES_SHARE), left))
+    heading = "# Relevant memories (cite as [path:line])\n"
+    if corrections:  # the words the memories were found for are not all the message's
+        heading += f"\nSearched instead: {describe_corrections(corrections)}\n"
+    section = _Section("memories", heading, min(int(budget * MEMORIES_SHARE), left))
     for hit in memories:
         def make(body: str, hit=hit) -> ContextItem:
             day = hit.date.isoformat() if hit.date else "undated"
@@ -374,4 +384,4 @@ def assemble(message: str, budget: int, identity: Iterable[tuple[str, str]],
             break  # an older turn after a missing one would read as a non sequitur
     section.left_out = len(history) - len(section.items)
     close(section, reverse=True)
-    return Context(message, budget, tuple(sections))
+    return Context(message, budget, tuple(sections), tuple(corrections))

@@ -253,6 +253,26 @@ async def test_each_section_stays_within_its_share(store, workspace):
     assert notes[-1].startswith("note 9")  # the newest entries are the ones kept
 
 
+async def test_memories_found_for_a_corrected_word_say_so(store, filled):
+    context = await ContextBuilder(store).build("what was the atlas bugdet?")
+    assert context.corrections == (("bugdet", "budget"),)
+    assert f"memory/{TODAY}.md:5" in [i.citation for i in context.items("memories")]
+    text = context.render()
+    assert "Searched instead: bugdet → budget" in text
+    assert text.index("# Relevant memories") < text.index("Searched instead") \
+        < text.index("Met Sam about the Atlas budget")
+    assert context.to_dict()["corrections"] == [{"from": "bugdet", "to": "budget"}]
+    assert context.tokens <= context.budget
+
+
+async def test_a_real_word_in_a_message_is_not_corrected(store, workspace):
+    write(workspace, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n## 08:00:00 UTC\n\n"
+          "Hiring a new engineer\n")
+    context = await ContextBuilder(store).build("any hiking plans?")
+    assert context.corrections == () and context.items("memories") == ()
+    assert "Searched instead" not in context.render()
+
+
 async def test_a_message_with_no_searchable_word_still_gets_a_context(store, filled):
     context = await ContextBuilder(store).build("?!")
     assert context.items("memories") == ()
