@@ -24,7 +24,9 @@ def _hits(flat: str, terms: set[str] | frozenset[str]) -> list[tuple[int, int, s
     a lookup per word, for the few that match. A chunk between spaces has the terms of its
     words (`tokenize` finds them per chunk, from a cache), so only chunks that hold a query
     term are looked at word by word."""
-    hits = []
+    hits: list[tuple[int, int, set[str]]] = []
+    if not terms:
+        return hits
     position = 0
     for chunk in flat.split(" "):
         if not terms.isdisjoint(tokenize(chunk)):

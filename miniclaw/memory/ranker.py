@@ -60,6 +60,7 @@ class SearchOptions(NamedTuple):
     exclude: tuple[str, ...] = ()
     explain: bool = False
     correct: bool = True  # replace a misspelt word that matches nothing by its closest term
+    excerpts: bool = True  # False: each excerpt is the entry's start (the context's many)
 
 
 class _Plan(NamedTuple):
@@ -121,7 +122,6 @@ class MemoryRanker:
 
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
         query = parse_query(text, require=options.require, exclude=options.exclude)
-        check_limit(options.limit)
         scorer = get_scorer(options.mode)
         filters = self.filters(options)
 
@@ -147,7 +147,7 @@ class MemoryRanker:
         if options.explain:
             explained = await asyncio.to_thread(self.index.contributions, ranked, weights,
                                                 scorer.term_score_sql, plan.stats.avg_length)
-        shown = frozenset(plan.terms)
+        shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, i not in context, explained.get(i))
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)

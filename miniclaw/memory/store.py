@@ -28,7 +28,7 @@ from miniclaw.memory import files
 from miniclaw.memory.entry import Entry, clean_category, clean_tag
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
 from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, SearchOptions,
-                                    check_days)
+                                    check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
 from miniclaw.memory.sources import DailyNoteSource, inside_workspace
@@ -290,6 +290,7 @@ class MemoryStore:
         options = SearchOptions(limit, days, since, until, category, clean_tags,
                                 tuple(sources) if sources is not None else None, mode,
                                 tuple(require), tuple(exclude), explain, correct)
+        check_limit(limit)  # the ranker takes more for the context builder
         ranker = self.ranker()
         ranker.filters(options)  # bad options are usage errors, before the disk is touched
         self.require_workspace()
