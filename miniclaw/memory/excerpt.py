@@ -7,7 +7,10 @@ collapsed first. Also returns where the matched words sit in the excerpt, for hi
 
 from __future__ import annotations
 
-from miniclaw.memory.tokenizer import token_spans, tokenize
+from itertools import accumulate, chain, compress, count, repeat
+from operator import is_
+
+from miniclaw.memory.tokenizer import chunk_terms, is_stop_word, token_spans
 
 EXCERPT_WIDTH = 150
 # An entry can be megabytes long (one pasted line): the window is chosen within its first
@@ -22,19 +25,25 @@ def _hits(flat: str, terms: set[str] | frozenset[str]) -> list[tuple[int, int, s
 
     Why not `token_spans(flat)`: placing every word of a long entry costs a regex match and
     a lookup per word, for the few that match. A chunk between spaces has the terms of its
-    words (`tokenize` finds them per chunk, from a cache), so only chunks that hold a query
-    term are looked at word by word."""
+    words (`chunk_terms`, from a cache), so only chunks that hold a query term are looked at
+    word by word. The chunks are sifted in C (`map`, `compress`): a long entry has thousands."""
     hits: list[tuple[int, int, set[str]]] = []
     if not terms:
         return hits
-    position = 0
-    for chunk in flat.split(" "):
-        if not terms.isdisjoint(tokenize(chunk)):
-            for start, end, found in token_spans(chunk):
-                matched = terms.intersection(found)
-                if matched:
-                    hits.append((position + start, position + end, matched))
-        position += len(chunk) + 1
+    chunks = flat.split(" ")
+    found = chunk_terms(chunks)
+    one_term = compress(count(), map(terms.__contains__, found))  # a tuple is never in terms
+    several = compress(count(), map(is_, map(type, found), repeat(tuple)))
+    matching = sorted(chain(one_term, (i for i in several if not terms.isdisjoint(found[i]))))
+    if not matching:
+        return hits
+    ends = list(accumulate(map(len, chunks)))  # chunk i starts at ends[i - 1] + i
+    for i in matching:
+        offset = (ends[i - 1] if i else 0) + i
+        for start, end, words in token_spans(chunks[i]):
+            matched = terms.intersection(words)
+            if matched:
+                hits.append((offset + start, offset + end, matched))
     return hits
 
 
