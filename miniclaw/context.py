@@ -5,21 +5,24 @@ sections that render to the system prompt, and the same parts for programs.
 
 Sections, in the order they are filled (the priority) and rendered:
 
-1. identity: SOUL.md, AGENTS.md, USER.md, TOOLS.md from the workspace, each capped at 8% of
-   the budget (and at most 800 tokens): who the assistant is and who it talks to;
+1. identity: SOUL.md, AGENTS.md, USER.md, TOOLS.md from the workspace, each within 8% of the
+   budget (at least 40 tokens, so that small budgets keep a cut of each; at most 800): who
+   the assistant is and who it talks to;
 2. memories: the entries the ranker finds most relevant to the message (bm25 over MEMORY.md
    and every daily note, all history: relevance, not age, decides; recent days have their
-   own section), best first, each with its citation `path:line` and date; at most 30%;
-3. notes: today's and yesterday's daily notes (UTC days), newest day first, at most 15%;
-   when they do not all fit, the newest entries are kept;
-4. history: the short-term conversation, newest turn first, as many as fit in what is left
-   (at least 23% of the budget), rendered oldest first so it reads as a conversation. The
-   message itself is left out: it is sent as the user's turn.
+   own section), best first, each with its citation `path:line` and date; 30%; as many as
+   fit (the ranker is asked for as many as the budget could hold);
+3. notes: today's and yesterday's daily notes (UTC days), newest day first, 15%; when they do
+   not all fit, the newest entries are kept;
+4. history: the short-term conversation, newest turn first, in what is left (23% of the
+   budget and more), rendered oldest first so it reads as a conversation. The message itself
+   is left out: it is sent as the user's turn.
 
-A section never takes more than its share, and what a section does not use goes to the next
-ones. An item that does not fit whole is cut (marked with …) when at least 32 tokens are left
-in its share, and then the section is full. A memory appears once: a daily-note entry that
-is also a ranked memory is only in `memories`.
+The budget flows: a part may take its share plus whatever the parts before it left unused,
+less only what the parts after it need of their own shares (when notes and history are short,
+memories take the room). An item that does not fit whole is cut (marked with …) when at least
+32 tokens are left in its room, and then the section is full. A memory appears once: a
+daily-note entry that is also a ranked memory is only in `memories`.
 
 Invariants: `estimate_tokens(context.render()) <= budget`; the same files, clock and message
 give the same rendered text; no private text, because memories come from the parser's entries
@@ -41,7 +44,7 @@ from typing import NamedTuple
 
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
-from miniclaw.memory.results import RankedMemory
+from miniclaw.memory.results import RankedMemory, describe_corrections
 from miniclaw.memory.short_term import Turn
 from miniclaw.tokens import estimate_tokens
 
@@ -49,10 +52,12 @@ log = logging.getLogger("miniclaw")
 
 MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 200, 32_000, 4_000
 IDENTITY_FILES = ("SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md")
-IDENTITY_SHARE, IDENTITY_MAX = 0.08, 800  # per file
+IDENTITY_SHARE, IDENTITY_MIN, IDENTITY_MAX = 0.08, 40, 800  # per file
 MEMORIES_SHARE = 0.30
 NOTES_SHARE = 0.15
-MEMORY_CANDIDATES = 8  # ranked memories asked for; as many as fit are kept
+HISTORY_SHARE = 1 - len(IDENTITY_FILES) * IDENTITY_SHARE - MEMORIES_SHARE - NOTES_SHARE
+MEMORY_FIRST_ASK = 8  # memories asked of the ranker; 4 times more while all of them fit
+MEMORY_TOKENS = 20  # about the least a memory costs with its citation: the most to ask for
 MIN_CUT = 32  # an item is cut to fit only when at least this many tokens are left
 QUERY_CHARS = 1000  # the ranker's limit on a query's length
 
@@ -121,6 +126,7 @@ class Context(NamedTuple):
     message: str
     budget: int
     sections: tuple[ContextSection, ...]
+    corrections: tuple[tuple[str, str], ...] = ()  # (typed, searched instead) for memories
 
     def render(self) -> str:
         """Sections apart by a blank line; in a section, its heading and items one per line."""
@@ -144,6 +150,7 @@ class Context(NamedTuple):
         prompt = self.render()
         return {"message": self.message, "budget": self.budget,
                 "tokens": estimate_tokens(prompt),
+                "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
                 "sections": [s.to_dict() for s in self.sections], "prompt": prompt}
 
 
@@ -161,10 +168,10 @@ def check_budget(budget: int) -> int:
 class ContextBuilder:
     """Builds the `Context` for a message from a `MemoryStore` (see the module docstring)."""
 
-    def __init__(self, store, *, memory_limit: int = MEMORY_CANDIDATES,
+    def __init__(self, store, *, memory_limit: int | None = None,
                  memory_days: int | None = None) -> None:
         self.store = store
-        self.memory_limit = memory_limit
+        self.memory_limit = memory_limit  # None: as many as the budget could hold
         self.memory_days = memory_days  # None: all history (MEMORY.md is always searched)
 
     async def build(self, message: str, *, budget_tokens: int = DEFAULT_BUDGET) -> Context:
@@ -172,12 +179,20 @@ class ContextBuilder:
         self.store.require_workspace()
         today = self.store.today()
         days = (today, today - timedelta(days=1))
+        limit = self.memory_limit or MEMORY_FIRST_ASK
         identity, memories, *notes = await asyncio.gather(
-            self._identity(), self._memories(message),
+            self._identity(), self._memories(message, limit),
             *(self.store.read_day(day) for day in days))
         history = _history(self.store.short_term.recent(), message)
-        return assemble(message, budget_tokens, identity, memories, list(zip(days, notes)),
-                        history, today)
+        most = self.memory_limit or max(budget_tokens // MEMORY_TOKENS, 1)
+        while True:  # ask for more memories while all that were found fit
+            context = assemble(message, budget_tokens, identity, memories.results,
+                               list(zip(days, notes)), history, today, memories.corrections)
+            kept = context.items("memories")
+            if len(memories.results) < limit or limit >= most or len(kept) < limit:
+                return context
+            limit = min(limit * 4, most)
+            memories = await self._memories(message, limit)
 
     async def _identity(self) -> list[tuple[str, str]]:
         """(file name, visible text) of each identity file that has some."""
@@ -202,15 +217,23 @@ class ContextBuilder:
 
         return await asyncio.to_thread(read)
 
-    async def _memories(self, message: str) -> list[RankedMemory]:
+    async def _memories(self, message: str, limit: int) -> _Found:
+        from miniclaw.memory.ranker import SearchOptions
+
         query = as_query(message)
         if not query:
-            return []
+            return _Found([], ())
         try:
-            found = await self.store.search(query, limit=self.memory_limit, days=self.memory_days)
+            found = await self.store.ranker().search(
+                query, SearchOptions(limit=limit, days=self.memory_days, excerpts=False))
         except QueryError:  # prose with no searchable word in it ("?!", only stop words)
-            return []
-        return found.results
+            return _Found([], ())
+        return _Found(found.results, found.corrections)
+
+
+class _Found(NamedTuple):
+    results: list[RankedMemory]
+    corrections: tuple[tuple[str, str], ...]
 
 
 def as_query(message: str) -> str:
@@ -260,10 +283,10 @@ class _Section:
     def offer(self, content: str, make) -> bool:
         """Add `make(content)` if it fits, or `make(shorter content)` when enough room is
         left (the section is then full); False when nothing was added."""
-        if self.full:
-            self.left_out += 1
-            return False
         room = self.share - self.spent - (0 if self.items else self.heading_cost)
+        if self.full or (room < MIN_CUT and _fewest_tokens(content) > room):
+            self.left_out += 1  # (the estimate of a long text costs milliseconds)
+            return False
         item = make(content)
         if item.tokens > room and room >= MIN_CUT:
             shorter = cut_to_fit(content, lambda text: make(text).tokens <= room)
@@ -287,6 +310,12 @@ class _Section:
         return ContextSection(self.name, self.heading, items, self.spent, self.left_out)
 
 
+def _fewest_tokens(text: str) -> float:
+    """A lower bound of `estimate_tokens` for any block holding `text`: every character but
+    a space costs at least a third of a token."""
+    return (len(text) - text.count(" ")) / 3
+
+
 def _item(block: str, content: str, **fields) -> ContextItem:
     return ContextItem(block, _cost(block), content, **fields)
 
@@ -302,76 +331,109 @@ def _day_label(day: Date, today: Date) -> str:
     return "Yesterday" if day == today - timedelta(days=1) else day.isoformat()
 
 
+def _memory_item(hit: RankedMemory, body: str) -> ContextItem:
+    day = hit.date.isoformat() if hit.date else "undated"
+    return _item(f"- [{hit.citation}, {day}] {_indent(body)}", body,
+                 citation=hit.citation, date=hit.date, time=hit.time, source=hit.source)
+
+
+def _note_item(entry: Entry, body: str) -> ContextItem:
+    stamp = f"{entry.time} UTC " if entry.time else ""
+    return _item(f"- {stamp}[{entry.citation}] {_indent(body)}", body, citation=entry.citation,
+                 date=entry.date, time=entry.time, source=entry.source)
+
+
+def _turn_item(turn: Turn, body: str) -> ContextItem:
+    return _item(f"**{turn.role}:** {_indent(body)}", body, source=turn.role)
+
+
+def _notes_heading(title: str, day: Date, today: Date, path: str) -> str:
+    return f"{title}## {_day_label(day, today)}, {day.isoformat()} ({path})\n"
+
+
+def _notes_sections(notes: list[tuple[Date, list[Entry]]], today: Date,
+                    shown: set[tuple[str, int]], room: int) -> list[ContextSection]:
+    """Today's then yesterday's entries not already `shown`, newest first while they fit in
+    `room`; each day a section, shown in file order."""
+    sections, title = [], "# Recent daily notes\n\n"
+    for day, entries in notes:
+        fresh = [e for e in entries if (e.path, e.line_start) not in shown]
+        if not fresh:
+            continue
+        section = _Section("notes", _notes_heading(title, day, today, fresh[0].path), room)
+        for entry in reversed(fresh):
+            section.offer(entry.text, lambda body, entry=entry: _note_item(entry, body))
+        done = section.done(reverse=True)
+        if done is not None:
+            sections.append(done)
+            room -= done.tokens
+            title = ""
+    return sections
+
+
+def _history_section(history: Sequence[Turn], room: int) -> ContextSection | None:
+    """The newest turns while they fit in `room`, shown oldest first."""
+    section = _Section("history", "# Conversation so far\n", room)
+    for turn in reversed(history):
+        if not section.offer(turn.content, lambda body, turn=turn: _turn_item(turn, body)) \
+                or section.full:
+            break  # an older turn after a missing one would read as a non sequitur
+    section.left_out = len(history) - len(section.items)
+    return section.done(reverse=True)
+
+
 def assemble(message: str, budget: int, identity: Iterable[tuple[str, str]],
              memories: Iterable[RankedMemory], notes: Iterable[tuple[Date, list[Entry]]],
-             history: Sequence[Turn], today: Date) -> Context:
+             history: Sequence[Turn], today: Date,
+             corrections: tuple[tuple[str, str], ...] = ()) -> Context:
     """Fit the candidates into the budget by priority (the module docstring's rules)."""
     check_budget(budget)
     left = budget
     sections: list[ContextSection] = []
 
-    def close(section: _Section, reverse: bool = False) -> int:
+    def add(done: ContextSection | None) -> int:
         nonlocal left
-        done = section.done(reverse)
         if done is None:
             return 0
         sections.append(done)
         left -= done.tokens
         return done.tokens
 
+    notes = sorted(notes, key=lambda pair: pair[0], reverse=True)  # today's first
+    # What notes and history would take of their own shares: room the parts before them
+    # may use only when they have less to show.
+    notes_need = sum(s.tokens for s in _notes_sections(notes, today, set(),
+                                                       int(budget * NOTES_SHARE)))
+    history_need = getattr(_history_section(history, int(budget * HISTORY_SHARE)), "tokens", 0)
+    carried = 0  # what the parts before left unused of their shares
+
     # 1. identity: each file its own section, under the file's own title.
-    file_cap = min(int(budget * IDENTITY_SHARE), IDENTITY_MAX)
+    file_cap = min(max(int(budget * IDENTITY_SHARE), IDENTITY_MIN), IDENTITY_MAX)
+    identity = list(identity)
     for name, text in identity:
         section = _Section("identity", "", min(file_cap, left))
         section.offer(text, lambda body, name=name: _item(body, body, citation=name,
                                                           source="identity"))
-        close(section)
+        carried += file_cap - add(section.done())
+    carried += file_cap * (len(IDENTITY_FILES) - len(identity))
 
-    # 2. memories, best first.
+    # 2. memories, best first: their share, what identity left, and what notes and history
+    # do not need.
     shown: set[tuple[str, int]] = set()
-    section = _Section("memories", "# Relevant memories (cite as [path:line])\n",
-                       min(int(budget * MEMORIES_SHARE), left))
+    heading = "# Relevant memories (cite as [path:line])\n"
+    if corrections:  # the words the memories were found for are not all the message's
+        heading += f"\nSearched instead: {describe_corrections(corrections)}\n"
+    share = int(budget * MEMORIES_SHARE) + max(carried, 0)
+    section = _Section("memories", heading,
+                       min(left, max(share, left - notes_need - history_need)))
     for hit in memories:
-        def make(body: str, hit=hit) -> ContextItem:
-            day = hit.date.isoformat() if hit.date else "undated"
-            return _item(f"- [{hit.citation}, {day}] {_indent(body)}", body,
-                         citation=hit.citation, date=hit.date, time=hit.time, source=hit.source)
-
-        if section.offer(hit.content, make):
+        if section.offer(hit.content, lambda body, hit=hit: _memory_item(hit, body)):
             shown.add((hit.path, hit.line_start))
-    close(section)
+    add(section.done())
 
-    # 3. daily notes: today's then yesterday's, newest entries first while they fit; each
-    # day is a section shown in file order.
-    notes_left = min(int(budget * NOTES_SHARE), left)
-    title = "# Recent daily notes\n\n"
-    for day, entries in sorted(notes, key=lambda pair: pair[0], reverse=True):
-        fresh = [e for e in entries if (e.path, e.line_start) not in shown]
-        if not fresh:
-            continue
-        heading = f"{title}## {_day_label(day, today)}, {day.isoformat()} ({fresh[0].path})\n"
-        section = _Section("notes", heading, notes_left)
-        for entry in reversed(fresh):
-            def make(body: str, entry=entry) -> ContextItem:
-                stamp = f"{entry.time} UTC " if entry.time else ""
-                return _item(f"- {stamp}[{entry.citation}] {_indent(body)}", body,
-                             citation=entry.citation, date=entry.date, time=entry.time,
-                             source=entry.source)
-
-            section.offer(entry.text, make)
-        spent = close(section, reverse=True)
-        if spent:
-            notes_left -= spent
-            title = ""
-
-    # 4. the conversation: newest turns first while they fit, shown oldest first.
-    section = _Section("history", "# Conversation so far\n", left)
-    for turn in reversed(history):
-        def make(body: str, turn=turn) -> ContextItem:
-            return _item(f"**{turn.role}:** {_indent(body)}", body, source=turn.role)
-
-        if not section.offer(turn.content, make) or section.full:
-            break  # an older turn after a missing one would read as a non sequitur
-    section.left_out = len(history) - len(section.items)
-    close(section, reverse=True)
-    return Context(message, budget, tuple(sections))
+    # 3. daily notes: all that is left but what history needs; 4. the conversation: the rest.
+    room = min(left, max(int(budget * NOTES_SHARE), left - history_need))
+    for done in _notes_sections(notes, today, shown, room):
+        add(done)
+    add(_history_section(history, left))
+    return Context(message, budget, tuple(sections), tuple(corrections))

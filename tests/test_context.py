@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from miniclaw.cli import app
-from miniclaw.context import ContextBuilder, as_query, assemble, check_budget, cut_to_fit
+from miniclaw.context import (MIN_CUT, ContextBuilder, as_query, assemble, check_budget,
+                              cut_to_fit)
 from miniclaw.tokens import estimate_tokens
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore, RankedMemory
@@ -237,20 +238,112 @@ async def test_identity_files_are_capped_and_cut_visibly(store, workspace):
     assert soul.tokens <= 4000 * 0.08
 
 
-async def test_each_section_stays_within_its_share(store, workspace):
+TEMPLATE = Path(__file__).resolve().parents[1] / "workspace_template"
+
+
+def _identity_files(workspace: Path) -> None:
+    """The identity files `miniclaw init` writes."""
+    for name in ("SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md"):
+        write(workspace, name, (TEMPLATE / name).read_text(encoding="utf-8"))
+
+
+def _atlas_facts(workspace: Path, count: int, words: int = 10) -> None:
     write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n" + "".join(
-        f"- atlas fact number {n}: " + "budget detail " * 40 + "\n" for n in range(8)))
-    write(workspace, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n" + "".join(
-        f"## 08:{n:02d}:00 UTC\n\nnote {n} " + "gym " * 80 + "\n\n" for n in range(10)))
-    context = await ContextBuilder(store).build("atlas budget", budget_tokens=2000)
+        f"- atlas fact number {n}: " + "budget detail " * words + "\n" for n in range(count)))
+
+
+def _tokens_by_section(context) -> dict[str, int]:
     by_name: dict[str, int] = {}
     for section in context.sections:
         by_name[section.name] = by_name.get(section.name, 0) + section.tokens
-    assert by_name["memories"] <= 0.30 * 2000
-    assert by_name["notes"] <= 0.15 * 2000
+    return by_name
+
+
+async def test_each_part_gets_its_share_when_every_part_has_more(store, workspace):
+    _atlas_facts(workspace, 8, words=40)
+    write(workspace, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n" + "".join(
+        f"## 08:{n:02d}:00 UTC\n\nnote {n} " + "gym " * 80 + "\n\n" for n in range(10)))
+    for n in range(40):
+        store.short_term.add("user" if n % 2 == 0 else "assistant", f"turn {n} " + "word " * 30)
+    context = await ContextBuilder(store).build("atlas budget", budget_tokens=2000)
+    by_name = _tokens_by_section(context)
+    assert by_name["memories"] >= 0.30 * 2000 - MIN_CUT
+    assert by_name["notes"] >= 0.15 * 2000 - MIN_CUT
+    assert by_name["history"] >= 0.23 * 2000 - MIN_CUT
     assert sum(s.left_out for s in context.sections if s.name == "notes") > 0
     notes = [item.content for item in context.items("notes")]
     assert notes[-1].startswith("note 9")  # the newest entries are the ones kept
+    assert context.tokens <= 2000
+
+
+async def test_memories_take_the_room_notes_and_history_do_not_need(store, workspace):
+    _identity_files(workspace)
+    _atlas_facts(workspace, 30)
+    context = await ContextBuilder(store).build("atlas budget", budget_tokens=4000)
+    memories = context.items("memories")
+    assert len(memories) == 30  # more than the 8 it was capped at
+    assert _tokens_by_section(context)["memories"] > 0.30 * 4000
+    assert len(context.items("identity")) == 4
+    assert context.tokens <= 4000
+
+
+async def test_a_large_budget_holds_every_relevant_memory(store, workspace):
+    _identity_files(workspace)
+    _atlas_facts(workspace, 150, words=20)
+    context = await ContextBuilder(store).build("atlas budget", budget_tokens=32000)
+    assert len(context.items("memories")) == 150
+    assert sum(s.left_out for s in context.sections) == 0
+    assert 10_000 < context.tokens <= 32000  # it used ~1,150 of 32,000
+
+
+async def test_asking_for_memories_in_rounds_gives_what_one_large_ask_gives(store, workspace):
+    _identity_files(workspace)
+    _atlas_facts(workspace, 150, words=20)
+    for budget in (400, 4000, 32000):
+        rounds = await ContextBuilder(store).build("atlas budget", budget_tokens=budget)
+        at_once = await ContextBuilder(store, memory_limit=budget // 20).build(
+            "atlas budget", budget_tokens=budget)
+        assert rounds.render() == at_once.render()
+
+
+@given(st.text(max_size=300))
+def test_the_quick_lower_bound_of_a_cost_never_exceeds_the_estimate(text):
+    from miniclaw.context import _fewest_tokens
+
+    assert _fewest_tokens(text) <= estimate_tokens(text)
+
+
+@pytest.mark.parametrize("budget", [200, 400])
+async def test_small_budgets_keep_the_identity_files_first(store, workspace, budget):
+    _identity_files(workspace)
+    _atlas_facts(workspace, 12)
+    write(workspace, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n## 08:00:00 UTC\n\n"
+          "Gym in the morning\n")
+    context = await ContextBuilder(store).build("atlas budget", budget_tokens=budget)
+    assert [item.citation for item in context.items("identity")] == [
+        "SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md"]  # each cut visibly when too long
+    assert context.items("memories")  # then what fits of the memories
+    assert 0.9 * budget <= context.tokens <= budget  # --budget 400 used 102 tokens
+
+
+async def test_memories_found_for_a_corrected_word_say_so(store, filled):
+    context = await ContextBuilder(store).build("what was the atlas bugdet?")
+    assert context.corrections == (("bugdet", "budget"),)
+    assert f"memory/{TODAY}.md:5" in [i.citation for i in context.items("memories")]
+    text = context.render()
+    assert "Searched instead: bugdet → budget" in text
+    assert text.index("# Relevant memories") < text.index("Searched instead") \
+        < text.index("Met Sam about the Atlas budget")
+    assert context.to_dict()["corrections"] == [{"from": "bugdet", "to": "budget"}]
+    assert context.tokens <= context.budget
+
+
+async def test_a_real_word_in_a_message_is_not_corrected(store, workspace):
+    write(workspace, f"memory/{TODAY}.md", f"# Daily Note - {TODAY}\n\n## 08:00:00 UTC\n\n"
+          "Hiring a new engineer\n")
+    context = await ContextBuilder(store).build("any hiking plans?")
+    assert context.corrections == () and context.items("memories") == ()
+    assert "Searched instead" not in context.render()
 
 
 async def test_a_message_with_no_searchable_word_still_gets_a_context(store, filled):

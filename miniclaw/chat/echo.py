@@ -21,6 +21,10 @@ class EchoProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[str | ToolCall]:
         memories = request.context.items("memories")
+        if request.context.corrections:
+            from miniclaw.memory.results import describe_corrections
+
+            yield f"Searched instead: {describe_corrections(request.context.corrections)}\n"
         if not memories:
             yield "I found nothing in memory about that."
             return

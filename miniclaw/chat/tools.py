@@ -94,4 +94,8 @@ async def _search(store, args: dict) -> ToolOutcome:
     lines = [f"[{hit.citation}, {hit.date.isoformat() if hit.date else 'undated'}] "
              f"{' '.join(hit.content.split())}" for hit in found.results]
     result = "\n".join(lines) if lines else "no memories matched"
+    if found.corrections:
+        from miniclaw.memory.results import describe_corrections
+
+        result = f"Searched instead: {describe_corrections(found.corrections)}\n{result}"
     return ToolOutcome(result, f'[searched memory for "{query}": {len(lines)} found]')

@@ -144,12 +144,14 @@ def rank(
     output: Annotated[str | None, typer.Option("--format", "-f", help="text (default), json or markdown.", show_default=False)] = None,
     json_out: JsonOption = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
+    correct: Annotated[bool, typer.Option("--correct/--no-correct", help="Replace a misspelt word that matches nothing by the closest indexed spelling.")] = True,
 ) -> None:
     """Search memories and print the best matches, best first.
 
     MEMORY.md is always searched; daily notes of the last 30 days unless --days, --all,
-    --since or --until. Ranked by score, then newest date. A word that matches nothing is
-    replaced by the closest indexed spelling, and the output says so.
+    --since or --until. Ranked by score, then newest date. A misspelt word that matches
+    nothing is replaced by the closest indexed spelling (never a real word; --no-correct:
+    never), and the output says so.
     Example: miniclaw memory rank -q '"atlas budget" -draft' --since 2026-01-01 -n 5
     """
     from miniclaw.cli import render
@@ -171,7 +173,7 @@ def rank(
             return await store.search(
                 query, limit=limit, days=window, since=first, until=last, category=category,
                 tags=tag or (), sources=source, mode=mode, require=require or (),
-                exclude=exclude or (), explain=explain)
+                exclude=exclude or (), explain=explain, correct=correct)
 
     found = run(work())
     if form == "json":

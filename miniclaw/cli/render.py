@@ -67,7 +67,9 @@ def search_json(found) -> str:
 
 
 def _corrections(found) -> str:
-    return ", ".join(f"{typed} → {used}" for typed, used in found.corrections)
+    from miniclaw.memory.results import describe_corrections
+
+    return describe_corrections(found.corrections)
 
 
 def _explanation(hit) -> str:

@@ -25,7 +25,7 @@ from miniclaw.memory.neighbours import add_neighbour_scores
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.hints import search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
-from miniclaw.memory.spelling import suggest
+from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
 from miniclaw.memory.scoring import CorpusStats, Scorer, get_scorer
 
@@ -59,6 +59,8 @@ class SearchOptions(NamedTuple):
     require: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     explain: bool = False
+    correct: bool = True  # replace a misspelt word that matches nothing by its closest term
+    excerpts: bool = True  # False: each excerpt is the entry's start (the context's many)
 
 
 class _Plan(NamedTuple):
@@ -120,11 +122,10 @@ class MemoryRanker:
 
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
         query = parse_query(text, require=options.require, exclude=options.exclude)
-        check_limit(options.limit)
         scorer = get_scorer(options.mode)
         filters = self.filters(options)
 
-        plan = await asyncio.to_thread(self._prepare, query, scorer)
+        plan = await asyncio.to_thread(self._prepare, query, scorer, options.correct)
         weights = scorer.weights(plan.terms, plan.stats)
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
@@ -146,7 +147,7 @@ class MemoryRanker:
         if options.explain:
             explained = await asyncio.to_thread(self.index.contributions, ranked, weights,
                                                 scorer.term_score_sql, plan.stats.avg_length)
-        shown = frozenset(plan.terms)
+        shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, i not in context, explained.get(i))
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)
@@ -156,14 +157,14 @@ class MemoryRanker:
                              missing_words=_typed_words(query.text, plan.missing))
         return SearchResults(query.text, scorer.name, total, results, corrections, hints)
 
-    def _prepare(self, query: Query, scorer: Scorer) -> _Plan:
+    def _prepare(self, query: Query, scorer: Scorer, correct: bool = True) -> _Plan:
         """Refresh the index, report damaged files, expand prefixes, correct spellings, and
         read the corpus statistics (one worker thread)."""
         self.index.refresh()
         with self.index.snapshot():
-            return self._plan(query, scorer)
+            return self._plan(query, scorer, correct)
 
-    def _plan(self, query: Query, scorer: Scorer) -> _Plan:
+    def _plan(self, query: Query, scorer: Scorer, correct: bool = True) -> _Plan:
         for warning in self.index.warnings():
             log.warning("%s", warning)
         terms = scorer.scored_terms(list(query.terms))
@@ -174,7 +175,10 @@ class MemoryRanker:
         for term in terms:
             if df.get(term) or is_stop_word(term) or term in prefixed:
                 continue
-            candidate = suggest(term, self.index.vocabulary(term[0]))
+            typed = _typed_words(query.text, [term]) or [term]
+            candidate = None
+            if correct and all(may_be_typo(word) for word in typed):
+                candidate = suggest(term, self.index.vocabulary(term[0]))
             if candidate is None:
                 missing.append(term)
             else:

@@ -14,6 +14,12 @@ from typing import NamedTuple
 from miniclaw.memory.entry import citation
 
 
+def describe_corrections(corrections: tuple[tuple[str, str], ...]) -> str:
+    """`bugdet → budget, atlsa → atlas`: how every output (CLI, chat, context) says which
+    words were searched instead of the ones typed."""
+    return ", ".join(f"{typed} → {used}" for typed, used in corrections)
+
+
 class RankedMemory(NamedTuple):
     """One search result: the entry, its score and the excerpt that matched."""
 

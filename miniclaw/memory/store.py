@@ -28,7 +28,7 @@ from miniclaw.memory import files
 from miniclaw.memory.entry import Entry, clean_category, clean_tag
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
 from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, SearchOptions,
-                                    check_days)
+                                    check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
 from miniclaw.memory.sources import DailyNoteSource, inside_workspace
@@ -274,9 +274,11 @@ class MemoryStore:
                      until: Date | None = None, category: str | None = None,
                      tags: Sequence[str] = (), sources: Sequence[str] | None = None,
                      mode: str | None = None, require: Sequence[str] = (),
-                     exclude: Sequence[str] = (), explain: bool = False) -> SearchResults:
+                     exclude: Sequence[str] = (), explain: bool = False,
+                     correct: bool = True) -> SearchResults:
         """Search with the full answer: results, total matches, the mode used, spelling
-        corrections and suggestions; `explain` breaks each score down by term.
+        corrections and suggestions; `explain` breaks each score down by term; `correct`
+        False searches a misspelt word as typed.
 
         `query` may use the query language (`"phrase"`, `+word`, `-word`, `word*`);
         `require`/`exclude` are words every result must / must not hold. `since`/`until`
@@ -287,7 +289,8 @@ class MemoryStore:
         clean_tags = tuple(clean_tag(tag) for tag in tags)
         options = SearchOptions(limit, days, since, until, category, clean_tags,
                                 tuple(sources) if sources is not None else None, mode,
-                                tuple(require), tuple(exclude), explain)
+                                tuple(require), tuple(exclude), explain, correct)
+        check_limit(limit)  # the ranker takes more for the context builder
         ranker = self.ranker()
         ranker.filters(options)  # bad options are usage errors, before the disk is touched
         self.require_workspace()
@@ -298,11 +301,12 @@ class MemoryStore:
                               until: Date | None = None, category: str | None = None,
                               tags: Sequence[str] = (), sources: Sequence[str] | None = None,
                               mode: str | None = None, require: Sequence[str] = (),
-                              exclude: Sequence[str] = ()) -> list[RankedMemory]:
+                              exclude: Sequence[str] = (),
+                              correct: bool = True) -> list[RankedMemory]:
         """The best `limit` memories for `query`, best first (DESIGN.md's contract)."""
         found = await self.search(query, limit=limit, days=days, since=since, until=until,
                                   category=category, tags=tags, sources=sources, mode=mode,
-                                  require=require, exclude=exclude)
+                                  require=require, exclude=exclude, correct=correct)
         return found.results
 
     async def refresh_index(self, *, rebuild: bool = False,

@@ -150,6 +150,17 @@ def _text_terms(text: str, cache: dict, terms_of_chunk) -> list[str]:
     return out
 
 
+def chunk_terms(chunks: list[str]) -> list[str | tuple[str, ...]]:
+    """The terms of each whitespace-free chunk (a str when it has exactly one), in one pass
+    over the cache: what `tokenize` finds, kept apart by chunk."""
+    found = list(map(_cache.get, chunks))
+    if None in found:
+        for i, terms in enumerate(found):
+            if terms is None:
+                found[i] = _chunk_terms(chunks[i])
+    return found
+
+
 def _remember(cache: dict, chunk: str, terms: str | tuple[str, ...]) -> None:
     if len(chunk) <= _CACHED_CHUNK_MAX and len(cache) < _CACHE_MAX:
         cache[chunk] = terms

@@ -78,6 +78,29 @@ async def test_echo_answers_with_the_memories_found_and_keeps_a_transcript(memor
     check_transcript_file(memory_files)
 
 
+async def test_echo_says_which_word_it_searched_instead(memory_files):
+    async with Session(memory_files, EchoProvider()) as s:
+        assert await s.chat.handle("what about my insurance polcy?")
+    answer = s.out.getvalue()
+    assert answer.startswith("Searched instead: polcy → policy\nI found ")
+    assert "Insurance is with Acme" in answer
+
+
+async def test_slash_search_shows_the_correction(memory_files):
+    async with Session(memory_files, EchoProvider()) as s:
+        assert await s.chat.handle("/search polcy")
+    assert "Searched instead: polcy → policy" in s.out.getvalue()
+
+
+async def test_the_search_tool_tells_the_model_which_word_it_searched_instead(memory_files):
+    from miniclaw.chat.tools import run_tool
+    from miniclaw.memory import MemoryStore
+
+    async with MemoryStore(memory_files) as store:
+        outcome = await run_tool(store, "search_memory", json.dumps({"query": "polcy"}))
+    assert outcome.result.startswith("Searched instead: polcy → policy\n[memory/")
+
+
 async def test_a_tool_call_writes_long_term_memory_and_shows_it(memory_files):
     script = [stream(*tool_call_chunks("call_1", "write_memory",
                                        {"content": "Allergic to penicillin", "kind": "long_term"})),

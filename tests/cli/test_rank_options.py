@@ -481,6 +481,32 @@ def test_word_without_close_spelling_stays_and_is_suggested_to_drop(runner, bike
     assert "drop 'xylophone'" in text and "→" not in text
 
 
+@pytest.mark.parametrize("word, near", [("hiking", "hiring"), ("reboot", "report"),
+                                        ("sister", "systems")])
+def test_a_real_word_is_never_replaced_by_a_close_one(runner, workspace, word, near):
+    write_note(workspace, 0, "Hiring a new engineer", "The report is due", "Our systems are down")
+    data = rank_json(runner, workspace, "-q", word)
+    assert data["corrections"] == [] and data["results"] == []
+    assert any(word in hint and "drop" in hint for hint in data["suggestions"])
+    assert near in {t for hit in rank_json(runner, workspace, "-q", near)["results"]
+                    for t in hit["content"].lower().split()}
+
+
+@pytest.mark.parametrize("query", ["東京駅", "京都", "Москва"])
+def test_a_word_in_another_script_is_not_corrected(runner, workspace, query):
+    write_note(workspace, 0, "東京タワーに行きました", "Москве холодно")
+    data = rank_json(runner, workspace, "-q", query)
+    assert data["corrections"] == []
+    assert all("東京" in hit["content"] for hit in data["results"])  # only what holds its words
+
+
+def test_no_correct_searches_the_word_as_typed(runner, bikes):
+    data = rank_json(runner, bikes, "-q", "bicyle", "--no-correct")
+    assert data["corrections"] == [] and data["results"] == []
+    text = rank(runner, bikes, "-q", "bicyle", "--no-correct").stdout
+    assert "→" not in text and "No memories matched." in text
+
+
 # -- --explain ----------------------------------------------------------------------------
 
 _WHY = re.compile(r"^   why: (.*)$")

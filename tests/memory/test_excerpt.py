@@ -163,3 +163,17 @@ def test_every_highlight_is_a_matched_word(text, terms):
     excerpt, spans = make_excerpt(text, terms)
     for start, end in spans:
         assert set(tokenize(excerpt[start:end])) & terms
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT, _TERMS)
+def test_matches_found_chunk_by_chunk_are_those_of_every_word(text, terms):
+    """Excerpts look word by word only inside chunks holding a query term (speed on long
+    entries): they must find exactly the matches a scan of every word finds."""
+    from miniclaw.memory.excerpt import _hits
+    from miniclaw.memory.tokenizer import token_spans
+
+    flat = " ".join(text.split())
+    every_word = [(start, end, terms.intersection(found))
+                  for start, end, found in token_spans(flat) if terms.intersection(found)]
+    assert _hits(flat, terms) == every_word

@@ -424,6 +424,12 @@ async def test_misspelt_word_is_replaced_by_the_closest_indexed_spelling(store, 
     assert texts(found.results) == ["Bought a new bicycle helmet"]
 
 
+async def test_correct_false_searches_the_word_as_typed(store, atlas):
+    found = await store.search("bicyle", correct=False)
+    assert found.corrections == () and found.results == []
+    assert await store.search_memories("bicyle", correct=False) == []
+
+
 async def test_correction_picks_the_nearest_of_several_spellings(store, workspace):
     write_note(workspace, "2026-02-13", "A bottle of water", "The bottom drawer")
     found = await store.search("bottel")

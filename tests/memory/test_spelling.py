@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.spelling import edit_distance, suggest
+from miniclaw.memory.spelling import edit_distance, may_be_typo, suggest
 
 
 @pytest.mark.parametrize("a, b, distance", [
@@ -102,3 +102,17 @@ def test_suggestion_is_the_closest_allowed_term(word, vocabulary):
     if found is not None:
         assert found != word and found in vocabulary
         assert edit_distance(word, found) <= limit
+
+
+@pytest.mark.parametrize("word", ["bicyle", "bugdet", "hikng", "Recieve", "xqzt"])
+def test_a_word_no_dictionary_knows_may_be_a_typo(word):
+    assert may_be_typo(word)
+
+
+@pytest.mark.parametrize("word", [
+    "hiking", "reboot", "sister", "Sister", "café",   # real words, however close to others
+    "東京", "京都", "Москва", "αθήνα",                 # other scripts: not corrected
+    "2026", "3.5", "b2b", "",                         # not all letters
+])
+def test_real_words_and_other_scripts_are_not_typos(word):
+    assert not may_be_typo(word)

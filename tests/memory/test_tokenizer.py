@@ -235,3 +235,15 @@ def test_long_chunks_are_tokenized_but_not_cached():
     assert "kyoto" in tokenize(url) and "kyoto" in index_terms(url)
     assert url not in tokenizer._cache and url not in tokenizer._index_cache
     assert tokenize("kyoto,") == ["kyoto"] and "kyoto," in tokenizer._cache
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_terms_by_chunk_are_the_terms_of_the_text(text):
+    from miniclaw.memory.tokenizer import chunk_terms
+
+    chunks = text.split()
+    found = chunk_terms(chunks)
+    assert len(found) == len(chunks)
+    assert [t for terms in found for t in ([terms] if isinstance(terms, str) else terms)] \
+        == tokenize(text)
