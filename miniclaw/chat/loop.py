@@ -14,6 +14,7 @@ answers and command output, `err` for errors) and reads nothing: the terminal is
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -22,7 +23,7 @@ from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
 from miniclaw.chat.tools import TOOLS, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
-from miniclaw.errors import MiniclawError, UsageError
+from miniclaw.errors import MiniclawError, ProviderError, UsageError
 
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
 SEARCH_LIMIT = 5
@@ -140,16 +141,26 @@ class ChatSession:
 
     # -- a message to the model ----------------------------------------------------------
 
-    async def ask(self, text: str) -> str:
+    async def ask(self, text: str, *, deadline: float | None = None) -> str:
         """Answer one message, streaming the answer to `out`; returns the whole answer.
 
-        Raises `ProviderError` when the model cannot answer (and any `MiniclawError` of
-        building the context or carrying out a tool), after recording it.
+        Raises `ProviderError` when the model cannot answer, or not within `deadline`
+        seconds (and any `MiniclawError` of building the context or carrying out a tool),
+        after recording it.
         """
         self.store.short_term.add("user", text)
         await self._record("user", text)
         try:
-            answer = await self._answer(text)
+            timer = asyncio.timeout(deadline)
+            try:
+                async with timer:
+                    answer = await self._answer(text)
+            except TimeoutError:
+                if not timer.expired():
+                    raise
+                raise ProviderError(f"no whole answer within {deadline:g} s (the deadline; "
+                                    "raise it with --deadline or \"deadline\" in "
+                                    "config.json)") from None
         except MiniclawError as exc:
             await self._record("error", str(exc))
             if not self._out.at_line_start:

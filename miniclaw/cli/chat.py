@@ -27,6 +27,7 @@ def chat(
     budget: BudgetOption = 4000,
     connect_timeout: Annotated[float | None, typer.Option("--connect-timeout", help="Seconds to wait for a connection [default: 5].", show_default=False)] = None,
     read_timeout: Annotated[float | None, typer.Option("--read-timeout", help="Longest silence while the model answers, in seconds [default: 120].", show_default=False)] = None,
+    deadline: Annotated[float | None, typer.Option("--deadline", help="With --once: seconds for the whole answer [default: 300].", show_default=False)] = None,
 ) -> None:
     """Chat with the assistant; each message is answered with the memories relevant to it.
 
@@ -44,7 +45,8 @@ def chat(
     if once is not None and not once.strip():
         raise UsageError("--once needs a message to answer")
     settings = llm_settings(provider=provider, base_url=base_url, model=model,
-                            connect_timeout=connect_timeout, read_timeout=read_timeout)
+                            connect_timeout=connect_timeout, read_timeout=read_timeout,
+                            deadline=deadline)
     workspace = workspace_of(ctx)
 
     async def open_session():
@@ -61,7 +63,7 @@ def chat(
         async def answer_once() -> None:
             session = await open_session()
             try:
-                await session.ask(once.strip())
+                await session.ask(once.strip(), deadline=settings.deadline)
             finally:
                 await session.aclose()
 
