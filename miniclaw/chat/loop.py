@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
-from miniclaw.chat.tools import TOOLS, run_tool
+from miniclaw.chat.tools import TOOLS, WriteBudget, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
@@ -67,6 +67,7 @@ class ChatSession:
         self.builder = ContextBuilder(store)
         self.budget = budget
         self.last_context: Context | None = None
+        self.writes = WriteBudget()  # the model's memory writes, capped per turn and session
         self._out, self._err = _Output(out), _Output(err)
         self._format_search = format_search
 
@@ -150,6 +151,7 @@ class ChatSession:
         """
         self.store.short_term.add("user", text)
         await self._record("user", text)
+        self.writes.new_turn()
         try:
             timer = asyncio.timeout(deadline)
             try:
@@ -192,7 +194,7 @@ class ChatSession:
                              "tool_calls": [{"id": c.id, "type": "function", "function": {
                                  "name": c.name, "arguments": c.arguments}} for c in calls]})
             for call in calls:
-                outcome = await run_tool(self.store, call.name, call.arguments)
+                outcome = await run_tool(self.store, call.name, call.arguments, self.writes)
                 self._out.line(outcome.shown)
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": outcome.result})
