@@ -24,6 +24,7 @@ from miniclaw.chat.tools import TOOLS, WriteBudget, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
+from miniclaw.text import is_utf8
 
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
 SEARCH_LIMIT = 5
@@ -97,6 +98,9 @@ class ChatSession:
         if not text:
             return True
         try:
+            if not is_utf8(text):
+                raise UsageError("that line is not valid UTF-8 text (check the terminal's "
+                                 "encoding); nothing was done with it")
             if text.startswith("/"):
                 return await self._command(text)
             await self.ask(text)

@@ -26,6 +26,7 @@ import httpx
 from miniclaw.chat import reply
 from miniclaw.chat.providers import ChatRequest, ToolCall
 from miniclaw.errors import ProviderError
+from miniclaw.text import utf8
 
 MAX_DETAIL_CHARS = 300
 MAX_ERROR_BODY_BYTES = 64 << 10  # of an error body only the message is shown
@@ -185,4 +186,4 @@ def _detail(payload) -> str:
     error = payload.get("error", payload) if isinstance(payload, dict) else payload
     if isinstance(error, dict):
         error = error.get("message") or error.get("detail") or json.dumps(error)
-    return reply.clean_text(" ".join(str(error).split())[:MAX_DETAIL_CHARS])
+    return utf8(" ".join(str(error).split())[:MAX_DETAIL_CHARS])

@@ -12,28 +12,22 @@ server splitting an emoji's escapes) become U+FFFD, so the text can be printed a
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from miniclaw.chat.providers import ToolCall
+from miniclaw.text import utf8
 
 MAX_LINE_BYTES = 1 << 20  # one `data:` line (one chunk); real ones are well under 10 KB
 MAX_BODY_BYTES = 8 << 20  # a whole JSON answer, or an error body
 MAX_ANSWER_CHARS = 1_000_000  # text plus tool-call arguments of one answer (~250k tokens)
 MAX_TOOL_CALLS = 32  # tool calls in one answer
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 class BadReply(Exception):
     """The server sent something that is not a well-formed answer; the message says what
     it sent ("a line longer than ...")."""
 
-
-def clean_text(text: str) -> str:
-    """`text` with lone surrogates (in a str every surrogate is lone) replaced by U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
 
 
 async def lines(chunks: AsyncIterator[bytes], max_bytes: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
@@ -69,9 +63,9 @@ def parse_json(data: str) -> dict:
     try:
         value = json.loads(data)
     except (json.JSONDecodeError, RecursionError):
-        raise BadReply(f"something that is not JSON: {clean_text(data[:80])!r}") from None
+        raise BadReply(f"something that is not JSON: {utf8(data[:80])!r}") from None
     if not isinstance(value, dict):
-        raise BadReply(f"{clean_text(data[:80])!r} where an object was expected")
+        raise BadReply(f"{utf8(data[:80])!r} where an object was expected")
     return value
 
 
@@ -118,7 +112,7 @@ class Answer:
         self._size += len(text)
         if self._size > MAX_ANSWER_CHARS:
             raise BadReply(f"an answer longer than {MAX_ANSWER_CHARS} characters")
-        return clean_text(text)
+        return utf8(text)
 
     def chunk(self, chunk: dict) -> Iterator[str]:
         """The pieces of text in one streamed chunk; its tool-call fragments are kept."""

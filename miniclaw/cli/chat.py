@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import app, run, use_color, workspace_of
+from miniclaw.cli.app import app, run, workspace_of
 
 BudgetOption = Annotated[int, typer.Option(
     "--budget", "-b", help="Token budget of the context (200-32000), estimated conservatively.")]
@@ -52,12 +52,13 @@ def chat(
     async def open_session():
         from miniclaw.chat.loop import ChatSession
         from miniclaw.chat.providers import make_provider
-        from miniclaw.cli.render import Style, search_text
+        from miniclaw.cli.render import Printable, Style, search_text
 
-        style = Style(use_color())
-        return ChatSession.open(workspace, make_provider(settings), out=sys.stdout,
-                                err=sys.stderr, budget=budget,
-                                format_search=lambda found: search_text(found, style))
+        # Everything the chat prints (a model's answer above all) is made printable on its
+        # way out; so /search in the chat is not coloured (its codes would be removed too).
+        return ChatSession.open(workspace, make_provider(settings), out=Printable(sys.stdout),
+                                err=Printable(sys.stderr), budget=budget,
+                                format_search=lambda found: search_text(found, Style(False)))
 
     if once is not None:
         async def answer_once() -> None:
@@ -70,6 +71,9 @@ def chat(
         run(answer_once())
         return
     from miniclaw.chat.console import run_console
+
+    if hasattr(sys.stdin, "reconfigure"):  # a line that is not UTF-8 is refused, not fatal
+        sys.stdin.reconfigure(errors="surrogateescape")
 
     raise typer.Exit(run_console(open_session, stdin=sys.stdin, stdout=sys.stdout,
                                  stderr=sys.stderr, interactive=sys.stdin.isatty()))
