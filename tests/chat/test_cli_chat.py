@@ -289,3 +289,20 @@ def test_a_key_of_the_wrong_type_is_never_shown(ws, tmp_path):
     proc = miniclaw(ws, "chat", "--once", "hi", env={"MINICLAW_HOME": str(tmp_path / "h")})
     assert proc.returncode == 2
     assert proc.stderr.startswith("Error: api_key in ") and "987654321" not in proc.stderr
+
+
+def test_a_chat_on_a_full_disk_leaves_no_empty_transcript(ws):
+    """A real full disk for the process (RLIMIT_FSIZE 0: every write that grows a file fails
+    with EFBIG; Python ignores SIGXFSZ): each turn is one error, and no empty file stays."""
+    import resource
+
+    def no_room() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    proc = subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(ws), "chat"],
+                          input="hello\nagain\n", capture_output=True, text=True, timeout=60,
+                          preexec_fn=no_room)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Error: cannot write the transcript") == 2
+    assert "Traceback" not in proc.stderr and "The conversation is in" not in proc.stderr
+    assert list((ws / "sessions").glob("*")) == []
