@@ -30,6 +30,9 @@ PROVIDERS = ("echo", "openai")
 # longest silence allowed between two pieces of the answer, not the time for all of it.
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 120.0
+# `chat --once` is for scripts: a server that never finishes (endless chunks, keep-alives)
+# must not keep one running forever; a slow local model still has minutes.
+DEFAULT_DEADLINE = 300.0
 
 
 def miniclaw_home() -> Path:
@@ -74,6 +77,7 @@ class LLMSettings(NamedTuple):
     api_key: str | None = None
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
+    deadline: float = DEFAULT_DEADLINE  # for a whole answer of `chat --once`
 
 
 def config_path() -> Path:
@@ -103,11 +107,12 @@ def load_config() -> dict[str, Any]:
 
 def llm_settings(*, provider: str | None = None, base_url: str | None = None,
                  model: str | None = None, connect_timeout: float | None = None,
-                 read_timeout: float | None = None) -> LLMSettings:
+                 read_timeout: float | None = None, deadline: float | None = None) -> LLMSettings:
     """The model settings: flags (these arguments) over MINICLAW_LLM_* over config.json.
 
     The provider defaults to `openai` when a base URL is set anywhere, else `echo`. The API
-    key is never a flag (it would land in shell history): env or config.json only.
+    key is never a flag (it would land in shell history): env or config.json only, and it
+    is never shown, not even in part, in an error.
     """
     section = load_config().get("llm", {})
     if not isinstance(section, dict):
@@ -131,15 +136,18 @@ def llm_settings(*, provider: str | None = None, base_url: str | None = None,
         _text(pick(None, "MINICLAW_LLM_API_KEY", "api_key"), "api_key"),
         _seconds(pick(connect_timeout, None, "connect_timeout"), "connect_timeout",
                  DEFAULT_CONNECT_TIMEOUT),
-        _seconds(pick(read_timeout, None, "read_timeout"), "read_timeout", DEFAULT_READ_TIMEOUT))
+        _seconds(pick(read_timeout, None, "read_timeout"), "read_timeout", DEFAULT_READ_TIMEOUT),
+        _seconds(pick(deadline, None, "deadline"), "deadline", DEFAULT_DEADLINE))
+    if settings.api_key is not None and not re.fullmatch(r"[\x21-\x7e]+", settings.api_key):
+        raise UsageError("the API key (MINICLAW_LLM_API_KEY or api_key in config.json) must be "
+                         "ASCII letters, digits and punctuation: an HTTP header carries nothing "
+                         "else")
     if chosen == "openai":
         if not settings.base_url:
             raise UsageError("the openai provider needs the server's URL: pass --base-url, set "
                              "MINICLAW_LLM_BASE_URL or \"base_url\" in config.json "
                              "(e.g. http://127.0.0.1:11434/v1)")
-        if not re.match(r"^https?://", settings.base_url):
-            raise UsageError(f"the model server URL must start with http:// or https://, "
-                             f"not {settings.base_url!r}")
+        _check_url(settings.base_url)
         if not settings.model:
             raise UsageError("the openai provider needs a model name: pass --model, set "
                              "MINICLAW_LLM_MODEL or \"model\" in config.json")
@@ -149,9 +157,30 @@ def llm_settings(*, provider: str | None = None, base_url: str | None = None,
 def _text(value: Any, key: str) -> str | None:
     if value is None:
         return None
+    shown = "" if key == "api_key" else f", not {value!r}"  # never show a key
     if not isinstance(value, str):
-        raise UsageError(f"{key} in {config_path()} must be a string, not {value!r}")
+        raise UsageError(f"{key} in {config_path()} must be a string{shown}")
+    if re.search("[\x00-\x1f\x7f-\x9f\ud800-\udfff]", value.strip()):
+        raise UsageError(f"{key} holds control characters or bytes that are not UTF-8; "
+                         "check the setting (flag, MINICLAW_LLM_* or config.json)")
     return value.strip() or None
+
+
+def _check_url(url: str) -> None:
+    """A URL httpx can use: http(s), a host, a port in range, no spaces."""
+    from urllib.parse import urlsplit
+
+    shown = "" if "@" in url else f" ({url!r})"  # user:password@ is not shown
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError when out of range or not a number)
+    except ValueError as exc:
+        raise UsageError(f"the model server URL is not valid: {exc}{shown}") from None
+    if parts.scheme not in ("http", "https"):
+        raise UsageError(f"the model server URL must start with http:// or https://{shown}")
+    if not parts.hostname or re.search(r"\s", url):
+        raise UsageError(f"the model server URL needs a host name and no spaces{shown}, "
+                         "e.g. http://127.0.0.1:11434/v1")
 
 
 def _seconds(value: Any, key: str, default: float) -> float:

@@ -14,15 +14,17 @@ answers and command output, `err` for errors) and reads nothing: the terminal is
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
-from miniclaw.chat.tools import TOOLS, run_tool
+from miniclaw.chat.tools import TOOLS, WriteBudget, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
-from miniclaw.errors import MiniclawError, UsageError
+from miniclaw.errors import MiniclawError, ProviderError, UsageError
+from miniclaw.text import is_utf8
 
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
 SEARCH_LIMIT = 5
@@ -66,6 +68,7 @@ class ChatSession:
         self.builder = ContextBuilder(store)
         self.budget = budget
         self.last_context: Context | None = None
+        self.writes = WriteBudget()  # the model's memory writes, capped per turn and session
         self._out, self._err = _Output(out), _Output(err)
         self._format_search = format_search
 
@@ -95,6 +98,9 @@ class ChatSession:
         if not text:
             return True
         try:
+            if not is_utf8(text):
+                raise UsageError("that line is not valid UTF-8 text (check the terminal's "
+                                 "encoding); nothing was done with it")
             if text.startswith("/"):
                 return await self._command(text)
             await self.ask(text)
@@ -140,16 +146,27 @@ class ChatSession:
 
     # -- a message to the model ----------------------------------------------------------
 
-    async def ask(self, text: str) -> str:
+    async def ask(self, text: str, *, deadline: float | None = None) -> str:
         """Answer one message, streaming the answer to `out`; returns the whole answer.
 
-        Raises `ProviderError` when the model cannot answer (and any `MiniclawError` of
-        building the context or carrying out a tool), after recording it.
+        Raises `ProviderError` when the model cannot answer, or not within `deadline`
+        seconds (and any `MiniclawError` of building the context or carrying out a tool),
+        after recording it.
         """
         self.store.short_term.add("user", text)
         await self._record("user", text)
+        self.writes.new_turn()
         try:
-            answer = await self._answer(text)
+            timer = asyncio.timeout(deadline)
+            try:
+                async with timer:
+                    answer = await self._answer(text)
+            except TimeoutError:
+                if not timer.expired():
+                    raise
+                raise ProviderError(f"no whole answer within {deadline:g} s (the deadline; "
+                                    "raise it with --deadline or \"deadline\" in "
+                                    "config.json)") from None
         except MiniclawError as exc:
             await self._record("error", str(exc))
             if not self._out.at_line_start:
@@ -181,7 +198,7 @@ class ChatSession:
                              "tool_calls": [{"id": c.id, "type": "function", "function": {
                                  "name": c.name, "arguments": c.arguments}} for c in calls]})
             for call in calls:
-                outcome = await run_tool(self.store, call.name, call.arguments)
+                outcome = await run_tool(self.store, call.name, call.arguments, self.writes)
                 self._out.line(outcome.shown)
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": outcome.result})

@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import AsyncIterator
 
 import httpx
 
+from miniclaw.chat import reply
 from miniclaw.chat.providers import ChatRequest, ToolCall
 from miniclaw.errors import ProviderError
+from miniclaw.text import utf8
 
 MAX_DETAIL_CHARS = 300
+MAX_ERROR_BODY_BYTES = 64 << 10  # of an error body only the message is shown
 
 
 class OpenAIProvider:
@@ -60,8 +64,12 @@ class OpenAIProvider:
             body["tools"] = request.tools
         try:
             while True:
-                async with self._client.stream("POST", f"{self.base_url}/chat/completions",
-                                               json=body) as response:
+                # ASCII JSON: a lone surrogate in a memory file or a setting is sent escaped
+                # instead of failing to encode.
+                async with self._client.stream(
+                        "POST", f"{self.base_url}/chat/completions",
+                        content=json.dumps(body).encode("ascii"),
+                        headers={"Content-Type": "application/json"}) as response:
                     if response.status_code in (400, 422) and "tools" in body:
                         self._tools_accepted = False
                         del body["tools"]
@@ -77,52 +85,46 @@ class OpenAIProvider:
                     return
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from exc
+        except httpx.InvalidURL as exc:  # not an HTTPError; the settings check most of these
+            raise ProviderError(f"the model server URL {self.base_url} is not valid: {exc}") from exc
+        except reply.BadReply as exc:
+            raise ProviderError(f"{self.where} sent {exc}; is it an OpenAI-compatible "
+                                "server?") from None
 
     # -- reading the answer --------------------------------------------------------------
 
     async def _events(self, response: httpx.Response) -> AsyncIterator[str | ToolCall]:
-        """Pieces of text as the server sends them, then the tool calls, joined."""
-        calls: dict[int, dict[str, str]] = {}
-        async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue  # blank separators, `: keep-alive` comments, `event:` lines
+        """Pieces of text as the server sends them, then the tool calls, joined.
+
+        Only `data:` lines count as the server speaking: a server that sends nothing but
+        keep-alive comments for `read_timeout` seconds is as silent as one sending nothing.
+        """
+        answer = reply.Answer()
+        last_data = time.monotonic()
+        async for line in reply.lines(response.aiter_bytes()):
+            if not line.startswith("data:"):  # blank separators, `: keep-alive`, `event:`
+                if time.monotonic() - last_data > self.read_timeout:
+                    raise httpx.ReadTimeout("only keep-alive comments")
+                continue
+            last_data = time.monotonic()
             data = line[5:].strip()
             if data == "[DONE]":
                 break
-            chunk = self._json(data)
-            for choice in chunk.get("choices") or ():
-                delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    yield delta["content"]
-                for part in delta.get("tool_calls") or ():
-                    slot = calls.setdefault(part.get("index", len(calls)),
-                                            {"id": "", "name": "", "arguments": ""})
-                    function = part.get("function") or {}
-                    slot["id"] = slot["id"] or part.get("id") or ""
-                    slot["name"] = slot["name"] or function.get("name") or ""
-                    slot["arguments"] += function.get("arguments") or ""
-        for index, slot in sorted(calls.items()):
-            yield ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
+            for piece in answer.chunk(self._json(data)):
+                yield piece
+        for call in answer.tool_calls():
+            yield call
 
     async def _whole(self, response: httpx.Response) -> AsyncIterator[str | ToolCall]:
         """A server that answered with one JSON object instead of a stream."""
-        chunk = self._json((await response.aread()).decode("utf-8", "replace"))
-        message = ((chunk.get("choices") or [{}])[0]).get("message") or {}
-        if message.get("content"):
-            yield message["content"]
-        for index, call in enumerate(message.get("tool_calls") or ()):
-            function = call.get("function") or {}
-            yield ToolCall(call.get("id") or f"call_{index}", function.get("name") or "",
-                           function.get("arguments") or "")
+        answer = reply.Answer()
+        for piece in answer.whole(self._json(await reply.body(response.aiter_bytes()))):
+            yield piece
+        for call in answer.tool_calls():
+            yield call
 
     def _json(self, data: str) -> dict:
-        try:
-            chunk = json.loads(data)
-        except json.JSONDecodeError:
-            raise ProviderError(f"{self.where} sent something that is not JSON: "
-                                f"{data[:80]!r}; is it an OpenAI-compatible server?") from None
-        if not isinstance(chunk, dict):
-            raise ProviderError(f"{self.where} sent {data[:80]!r} where an object was expected")
+        chunk = reply.parse_json(data)
         if chunk.get("error"):
             raise ProviderError(f"{self.where} reported an error: {_detail(chunk)}")
         return chunk
@@ -130,10 +132,13 @@ class OpenAIProvider:
     # -- errors --------------------------------------------------------------------------
 
     async def _status_error(self, response: httpx.Response) -> ProviderError:
-        raw = (await response.aread()).decode("utf-8", "replace")
+        try:
+            raw = await reply.body(response.aiter_bytes(), MAX_ERROR_BODY_BYTES)
+        except reply.BadReply:
+            raw = ""
         try:
             detail = _detail(json.loads(raw))
-        except (json.JSONDecodeError, AttributeError):
+        except (json.JSONDecodeError, RecursionError, AttributeError):
             detail = " ".join(raw.split())[:MAX_DETAIL_CHARS]
         message = f"{self.where} answered HTTP {response.status_code}"
         if detail:
@@ -181,4 +186,4 @@ def _detail(payload) -> str:
     error = payload.get("error", payload) if isinstance(payload, dict) else payload
     if isinstance(error, dict):
         error = error.get("message") or error.get("detail") or json.dumps(error)
-    return " ".join(str(error).split())[:MAX_DETAIL_CHARS]
+    return utf8(" ".join(str(error).split())[:MAX_DETAIL_CHARS])

@@ -4,7 +4,8 @@ One JSON object per line and per message: `role` (user, assistant, tool, error),
 `timestamp` (UTC, ISO 8601) and `session_id`. Each message is appended in one `write` and
 fsynced as it happens, so a crash loses at most the turn in flight and never leaves half a
 line before a whole one; a write that fails part-way (a full disk) is cut back off. The file
-is created 0600 in a 0700 folder, and only when the first message is written. What goes in
+is created 0600 in a 0700 folder, and only when the first message is written; if that first
+write fails, the empty file is removed again (no empty transcripts on a full disk). What goes in
 is what was said: the user's own words, the answers, and what the tools did; memory text
 reaches it only through those, already without private parts.
 """
@@ -12,6 +13,7 @@ reaches it only through those, already without private parts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -48,8 +50,18 @@ class Transcript:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
             write_whole(self._fd, data, os.fstat(self._fd).st_size)
         except OSError as exc:
+            self._drop_if_empty()
             raise MemoryFileError(f"cannot write the transcript {self.path}: "
                                   f"{exc.strerror or exc}") from exc
+
+    def _drop_if_empty(self) -> None:
+        """After a failed write: an empty file (its first write failed) is removed."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            if os.fstat(self._fd).st_size == 0:
+                self.close()
+                self.path.unlink()
 
     def close(self) -> None:
         if self._fd is not None:

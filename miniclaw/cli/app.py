@@ -28,7 +28,9 @@ class _WarningLine(logging.Handler):
     """Library warnings (a damaged file, a rebuilt index) as `Warning: ...` on stderr."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        sys.stderr.write(f"Warning: {record.getMessage()}\n")
+        from miniclaw.cli.render import printable
+
+        sys.stderr.write(printable(f"Warning: {record.getMessage()}") + "\n")
 
 
 class MiniclawGroup(TyperGroup):
@@ -39,6 +41,7 @@ class MiniclawGroup(TyperGroup):
         from miniclaw.errors import MiniclawError
 
         try:
+            _check_utf8(sys.argv[1:] if args is None else list(args))
             result = super().main(args, prog_name or "miniclaw", complete_var,
                                   standalone_mode=False, **extra)
             code = result if isinstance(result, int) else 0
@@ -67,13 +70,41 @@ class MiniclawGroup(TyperGroup):
         return code
 
 
+def _check_utf8(args: list[str]) -> None:
+    """Refuse arguments that are not UTF-8 before any command runs (Python hands their bytes
+    over as lone surrogates, which no file or terminal can take). The workspace path is
+    exempt: a path is bytes, and any bytes name a folder."""
+    from miniclaw.errors import UsageError
+    from miniclaw.text import is_utf8
+
+    value_next, options = False, True
+    for number, arg in enumerate(args, 1):
+        if value_next:  # the path after -w or --workspace
+            value_next = False
+            continue
+        if options:
+            if arg == "--":  # what follows is text, even if it starts with -w
+                options = False
+                continue
+            if arg in ("-w", "--workspace"):
+                value_next = True
+                continue
+            if arg.startswith(("--workspace=", "-w")):
+                continue
+        if not is_utf8(arg):
+            raise UsageError(f"argument {number} is not valid UTF-8 text (check the encoding "
+                             "of the terminal or script that passed it); nothing was done")
+
+
 def _fail(message: str, code: int, exc: BaseException) -> int:
     if _state["debug"]:
         import traceback
 
         traceback.print_exception(exc, file=sys.stderr)
+    from miniclaw.cli.render import printable
+
     first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
-    sys.stderr.write(f"Error: {first}\n")
+    sys.stderr.write(f"Error: {printable(first)}\n")
     return code
 
 

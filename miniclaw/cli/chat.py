@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import app, run, use_color, workspace_of
+from miniclaw.cli.app import app, run, workspace_of
 
 BudgetOption = Annotated[int, typer.Option(
     "--budget", "-b", help="Token budget of the context (200-32000), estimated conservatively.")]
@@ -27,6 +27,7 @@ def chat(
     budget: BudgetOption = 4000,
     connect_timeout: Annotated[float | None, typer.Option("--connect-timeout", help="Seconds to wait for a connection [default: 5].", show_default=False)] = None,
     read_timeout: Annotated[float | None, typer.Option("--read-timeout", help="Longest silence while the model answers, in seconds [default: 120].", show_default=False)] = None,
+    deadline: Annotated[float | None, typer.Option("--deadline", help="With --once: seconds for the whole answer [default: 300].", show_default=False)] = None,
 ) -> None:
     """Chat with the assistant; each message is answered with the memories relevant to it.
 
@@ -44,30 +45,35 @@ def chat(
     if once is not None and not once.strip():
         raise UsageError("--once needs a message to answer")
     settings = llm_settings(provider=provider, base_url=base_url, model=model,
-                            connect_timeout=connect_timeout, read_timeout=read_timeout)
+                            connect_timeout=connect_timeout, read_timeout=read_timeout,
+                            deadline=deadline)
     workspace = workspace_of(ctx)
 
     async def open_session():
         from miniclaw.chat.loop import ChatSession
         from miniclaw.chat.providers import make_provider
-        from miniclaw.cli.render import Style, search_text
+        from miniclaw.cli.render import Printable, Style, search_text
 
-        style = Style(use_color())
-        return ChatSession.open(workspace, make_provider(settings), out=sys.stdout,
-                                err=sys.stderr, budget=budget,
-                                format_search=lambda found: search_text(found, style))
+        # Everything the chat prints (a model's answer above all) is made printable on its
+        # way out; so /search in the chat is not coloured (its codes would be removed too).
+        return ChatSession.open(workspace, make_provider(settings), out=Printable(sys.stdout),
+                                err=Printable(sys.stderr), budget=budget,
+                                format_search=lambda found: search_text(found, Style(False)))
 
     if once is not None:
         async def answer_once() -> None:
             session = await open_session()
             try:
-                await session.ask(once.strip())
+                await session.ask(once.strip(), deadline=settings.deadline)
             finally:
                 await session.aclose()
 
         run(answer_once())
         return
     from miniclaw.chat.console import run_console
+
+    if hasattr(sys.stdin, "reconfigure"):  # a line that is not UTF-8 is refused, not fatal
+        sys.stdin.reconfigure(errors="surrogateescape")
 
     raise typer.Exit(run_console(open_session, stdin=sys.stdin, stdout=sys.stdout,
                                  stderr=sys.stderr, interactive=sys.stdin.isatty()))

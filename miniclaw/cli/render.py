@@ -2,6 +2,11 @@
 
 The one place that turns library objects into output; commands never format by hand.
 JSON output is the object of DESIGN.md and nothing else on stdout.
+
+Text for people goes through `printable` wherever it holds text miniclaw did not write (memory
+text, excerpts, paths, queries, a model's answer, error messages): a memory file or a model
+could otherwise set the terminal's title, write to its clipboard (OSC 52) or move its cursor.
+JSON needs no such care (it escapes control characters) beyond being valid UTF-8.
 """
 
 from __future__ import annotations
@@ -9,7 +14,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date as Date
 
+from miniclaw.text import printable, utf8
 from miniclaw.memory.entry import SOURCE_LABELS, Entry
+
+
+class Printable:
+    """A text stream that passes on only `printable` text (the chat's terminal)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 class Style:
@@ -25,21 +44,23 @@ class Style:
                            "green": Fore.GREEN, "yellow": Fore.YELLOW, "reset": S.RESET_ALL}
 
     def __call__(self, text: str, *styles: str) -> str:
+        """`text`, made printable, in these styles."""
+        text = printable(text)
         if not self.color or not styles:
             return text
         return "".join(self._codes[s] for s in styles) + text + self._codes["reset"]
 
     def highlight(self, text: str, spans: Iterable[tuple[int, int]]) -> str:
         if not self.color:
-            return text
+            return printable(text)
         out, pos = [], 0
         for start, end in sorted(spans):
             if start < pos:
                 continue
-            out.append(text[pos:start])
+            out.append(printable(text[pos:start]))
             out.append(self(text[start:end], "bold", "yellow"))
             pos = end
-        out.append(text[pos:])
+        out.append(printable(text[pos:]))
         return "".join(out)
 
 
@@ -59,7 +80,8 @@ def entry_dict(entry: Entry) -> dict:
 def to_json(payload: dict) -> str:
     import json  # only --json output needs it
 
-    return json.dumps(payload, ensure_ascii=False, indent=2)
+    # Lone surrogates (bytes that were not UTF-8) cannot be written as UTF-8: U+FFFD instead.
+    return utf8(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
 def search_json(found) -> str:
@@ -79,16 +101,16 @@ def _explanation(hit) -> str:
 def search_text(found, style: Style) -> str:
     lines = [style(f'Search Results for: "{found.query}"', "bold"), ""]
     if found.corrections:
-        lines += [f"Searched instead: {_corrections(found)}", ""]
+        lines += [printable(f"Searched instead: {_corrections(found)}"), ""]
     if not found.results:
         lines += ["No memories matched.", "Suggestions:"]
-        lines += [f"  - {hint}" for hint in found.suggestions]
+        lines += [printable(f"  - {hint}") for hint in found.suggestions]
         return "\n".join(lines)
     for rank, hit in enumerate(found.results, 1):
         day = hit.date.isoformat() if hit.date else "undated"
         label = SOURCE_LABELS.get(hit.source, hit.source)
         lines.append(f"{rank}. " + style(f"[Score: {format_score(hit.score)}]", "green")
-                     + f" {day} ({label})"
+                     + printable(f" {day} ({label})")
                      + ("" if hit.matched else style(" [context: next to a match]", "dim")))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
         lines.append("   " + style(hit.citation, "dim"))
@@ -124,7 +146,7 @@ def search_markdown(found) -> str:
     noun = "match" if len(found.results) == 1 else "matches"
     files = "file" if len(by_file) == 1 else "files"
     lines.append(f"Found {len(found.results)} {noun} across {len(by_file)} {files}.")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def _indent(text: str, prefix: str) -> str:
@@ -144,7 +166,7 @@ def entries_text(title: str, entries: list[Entry], style: Style) -> str:
         meta += [f"#{tag}" for tag in entry.tags]
         head = f"- {stamp + ' ' if stamp else ''}" + style("(" + ", ".join(meta) + ")", "dim")
         lines.append(head)
-        lines.append(_indent(entry.text, "    "))
+        lines.append(_indent(printable(entry.text), "    "))
     return "\n".join(lines)
 
 
@@ -185,7 +207,7 @@ def status_text(status, style: Style) -> str:
         f"{len(status.missing_files)} deleted (the next search or `miniclaw memory index` "
         "updates it)", "yellow")
     lines = [
-        f"Index:    {status.path} ({_size(status.size_bytes)})",
+        f"Index:    {printable(str(status.path))} ({_size(status.size_bytes)})",
         f"Files:    {status.files_on_disk} on disk, {status.files} indexed",
         f"Entries:  {status.entries}",
         f"Terms:    {status.terms}",
@@ -193,7 +215,7 @@ def status_text(status, style: Style) -> str:
         f"State:    {state}",
     ]
     for path in list(status.stale_files)[:10]:
-        lines.append(f"  changed: {path}")
+        lines.append(printable(f"  changed: {path}"))
     for path in list(status.missing_files)[:10]:
-        lines.append(f"  deleted: {path}")
+        lines.append(printable(f"  deleted: {path}"))
     return "\n".join(lines)

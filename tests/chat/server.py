@@ -5,7 +5,10 @@ entry of `script`, or by `default` once the script is used up:
 - `stream(chunk, ...)`: server-sent events, one `data: {...}` per chunk, then `data: [DONE]`;
   a chunk that is `PAUSE` makes the server wait until the test sets `server.resume`;
 - `reply(status, body)`: one JSON body with that status;
-- `HANG`: send nothing until the test is over (for read timeouts).
+- `HANG`: send nothing until the test is over (for read timeouts);
+- `raw(write)`: a hostile server: headers, then `write(wfile, stop)` sends what it likes
+  (an endless line, an endless body, keep-alives forever) until `stop` is set or the
+  client hangs up.
 """
 
 from __future__ import annotations
@@ -47,6 +50,22 @@ def reply(status: int, body) -> tuple:
     return ("reply", status, body)
 
 
+def raw(write, content_type: str = "text/event-stream") -> tuple:
+    return ("raw", content_type, write)
+
+
+def forever(piece: bytes, every: float = 0.0, first: bytes = b""):
+    """A `raw` writer sending `first`, then `piece` again and again (every `every` s)."""
+    def write(wfile, stop: threading.Event) -> None:
+        wfile.write(first)
+        while not stop.is_set():
+            wfile.write(piece)
+            wfile.flush()
+            if every:
+                stop.wait(every)
+    return write
+
+
 class FakeModelServer:
     def __init__(self, script=(), default=None) -> None:
         self.script = list(script)
@@ -82,6 +101,12 @@ class FakeModelServer:
         kind = step[0]
         if kind == "hang":
             self.done.wait(30)
+            return
+        if kind == "raw":
+            handler.send_response(200)
+            handler.send_header("Content-Type", step[1])
+            handler.end_headers()
+            step[2](handler.wfile, self.done)
             return
         if kind == "reply":
             _, status, body = step

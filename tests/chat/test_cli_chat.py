@@ -223,3 +223,86 @@ def test_httpx_is_imported_only_for_the_openai_provider(ws):
     proc = _main_then_list_loaded(ws, ["chat", "--once", "atlas"], ("httpx",))
     assert "LOADED:\n" in proc.stderr, proc.stderr
     assert "I found 1 memory" in proc.stdout
+
+
+# -- a broken or hostile server, bad settings ---------------------------------------------
+
+
+def test_a_malformed_answer_is_one_error_line_and_the_session_goes_on(ws):
+    from tests.chat.server import raw
+
+    bad = {"choices": [{"index": 0, "delta": "not an object"}]}
+    script = [stream(bad), raw(lambda wfile, stop: wfile.write(b'data: {"choices": 5}\n\n')),
+              stream(*text_chunks("Fine again."))]
+    with FakeModelServer(script) as server:
+        proc = miniclaw(ws, "chat", "--base-url", server.url, "--model", "tiny",
+                        stdin="first\nsecond\nthird\n")
+    assert proc.returncode == 0, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 2 and "Traceback" not in proc.stderr
+    assert all(f"the model server at {server.url} sent a malformed answer" in e for e in errors)
+    assert "Fine again." in proc.stdout
+    assert [r["role"] for r in transcript_records(ws)] == [
+        "user", "error", "user", "error", "user", "assistant"]
+
+
+def test_once_gives_up_at_the_deadline_on_endless_chunks(ws):
+    from tests.chat.server import forever, raw
+
+    chunk = b'data: {"choices": [{"index": 0, "delta": {"content": "."}}]}\n\n'
+    with FakeModelServer([raw(forever(chunk, every=0.02))]) as server:
+        proc = miniclaw(ws, "chat", "--once", "hi", "--base-url", server.url, "--model", "m",
+                        "--deadline", "1", timeout=30)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == ("Error: no whole answer within 1 s (the deadline; "
+                                           'raise it with --deadline or "deadline" in config.json)')
+    assert [r["role"] for r in transcript_records(ws)] == ["user", "error"]
+
+
+@pytest.mark.parametrize("url,message", [
+    ("http://127.0.0.1:99999/v1", "Error: the model server URL is not valid: Port out of range"),
+    ("http://127.0.0.1:port/v1", "Error: the model server URL is not valid: Port could not be"),
+    ("http://[::1/v1", "Error: the model server URL is not valid: Invalid IPv6 URL"),
+    ("http:///v1", "Error: the model server URL needs a host name"),
+    ("http://a host/v1", "Error: the model server URL needs a host name and no spaces"),
+    ("ftp://127.0.0.1/v1", "Error: the model server URL must start with http:// or https://"),
+])
+def test_an_invalid_base_url_is_a_usage_error(ws, url, message):
+    proc = miniclaw(ws, "chat", "--once", "hi", "--base-url", url, "--model", "m")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1
+    assert not (ws / "sessions").exists()
+
+
+@pytest.mark.parametrize("key", ["sk-clé-secrète", "sk-with space", "sk-tab\there"])
+def test_a_key_an_http_header_cannot_carry_is_a_usage_error_and_never_shown(ws, key):
+    proc = miniclaw(ws, "chat", "--once", "hi", "--base-url", "http://127.0.0.1:1/v1",
+                    "--model", "m", env={"MINICLAW_LLM_API_KEY": key})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(("Error: the API key (MINICLAW_LLM_API_KEY or api_key",
+                                   "Error: api_key holds control characters"))
+    assert len(proc.stderr.splitlines()) == 1 and "sk-" not in proc.stderr and "secr" not in proc.stderr
+
+
+def test_a_key_of_the_wrong_type_is_never_shown(ws, tmp_path):
+    write(tmp_path / "h", "config.json", json.dumps({"llm": {"api_key": 987654321}}))
+    proc = miniclaw(ws, "chat", "--once", "hi", env={"MINICLAW_HOME": str(tmp_path / "h")})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("Error: api_key in ") and "987654321" not in proc.stderr
+
+
+def test_a_chat_on_a_full_disk_leaves_no_empty_transcript(ws):
+    """A real full disk for the process (RLIMIT_FSIZE 0: every write that grows a file fails
+    with EFBIG; Python ignores SIGXFSZ): each turn is one error, and no empty file stays."""
+    import resource
+
+    def no_room() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    proc = subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(ws), "chat"],
+                          input="hello\nagain\n", capture_output=True, text=True, timeout=60,
+                          preexec_fn=no_room)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Error: cannot write the transcript") == 2
+    assert "Traceback" not in proc.stderr and "The conversation is in" not in proc.stderr
+    assert list((ws / "sessions").glob("*")) == []

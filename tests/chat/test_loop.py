@@ -292,3 +292,68 @@ async def test_a_full_disk_while_chatting_leaves_whole_transcript_lines(memory_f
     records = transcript_records(memory_files)  # every line is whole JSON
     assert [r["role"] for r in records] == ["user", "assistant", "user", "assistant"]
     assert [r["content"] for r in records[::2]] == ["when does my insurance renew?", "coffee again"]
+
+
+def many_writes(count: int, kind: str = "long_term") -> tuple:
+    """One answer asking for `count` write_memory calls at once."""
+    chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{
+        "index": i, "id": f"w{i}", "type": "function", "function": {
+            "name": "write_memory",
+            "arguments": json.dumps({"content": f"Fact number {i}", "kind": kind})}}]}}]}
+        for i in range(count)]
+    return stream(*chunks)
+
+
+async def test_a_model_writes_at_most_the_cap_in_one_turn(memory_files):
+    from miniclaw.chat.tools import MAX_WRITES_PER_TURN
+
+    script = [many_writes(MAX_WRITES_PER_TURN + 2), stream(*text_chunks("Done.")),
+              many_writes(1), stream(*text_chunks("Done."))]
+    with FakeModelServer(script) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            await s.chat.handle("remember a lot")
+            await s.chat.handle("and one more")  # a new turn: writing works again
+    memory = (memory_files / "memory/MEMORY.md").read_text()
+    assert memory.count("Fact number") == MAX_WRITES_PER_TURN + 1
+    results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [r.startswith("saved at") for r in results] == [True] * MAX_WRITES_PER_TURN + [False] * 2
+    assert results[-1].startswith(f"error: already {MAX_WRITES_PER_TURN} memories written in this turn")
+    assert server.requests[3]["messages"][-1]["content"].startswith("saved at")
+
+
+async def test_a_session_writes_at_most_the_session_cap(store):
+    from miniclaw.chat.tools import WriteBudget, run_tool
+
+    writes = WriteBudget(per_turn=10, per_session=3)
+    outcomes = []
+    for turn in range(2):
+        writes.new_turn()
+        for i in range(2):
+            args = json.dumps({"content": f"Turn {turn} fact {i}", "kind": "daily"})
+            outcomes.append(await run_tool(store, "write_memory", args, writes))
+    assert [o.result.startswith("saved at") for o in outcomes] == [True, True, True, False]
+    assert outcomes[-1].result.startswith("error: this session already wrote 3 memories")
+    assert outcomes[-1].shown.startswith("[write_memory failed:")
+
+
+async def test_an_oversized_write_is_refused_and_nothing_written(store):
+    from miniclaw.chat.tools import MAX_WRITE_CHARS, run_tool
+
+    args = json.dumps({"content": "x" * (MAX_WRITE_CHARS + 1), "kind": "long_term"})
+    outcome = await run_tool(store, "write_memory", args)
+    assert outcome.result.startswith(f"error: content is {MAX_WRITE_CHARS + 1} characters long")
+    assert not store.long_term_path.exists()
+
+
+async def test_any_miniclaw_error_of_a_tool_reaches_the_model(workspace, tmp_path, monkeypatch):
+    from miniclaw.chat.tools import run_tool
+    from miniclaw.memory import MemoryStore
+
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv("MINICLAW_INDEX", str(tmp_path / "a-file" / "index.sqlite3"))
+    store = MemoryStore(workspace)
+    try:
+        outcome = await run_tool(store, "search_memory", json.dumps({"query": "coffee"}))
+    finally:
+        store.close()
+    assert outcome.result.startswith("error: ") and outcome.shown.startswith("[search_memory failed: ")

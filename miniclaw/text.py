@@ -1,0 +1,31 @@
+"""Text that can be printed and written: no terminal controls, no bytes that were not UTF-8.
+
+Python hands bytes that are not UTF-8 (in argv, on stdin, in a JSON `\\udcff` escape) over as
+lone surrogates: a str that cannot be encoded to UTF-8, so printing or saving it fails.
+Control characters in text miniclaw did not write (a memory file, a model's answer) are
+escape sequences that can set a terminal's title, write its clipboard (OSC 52) or move its
+cursor. The chat, the CLI and the model client use these, and nothing else, for both.
+"""
+
+from __future__ import annotations
+
+import re
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, every surrogate is a lone one
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
+
+
+def is_utf8(text: str) -> bool:
+    """Whether `text` came from valid UTF-8 (holds no lone surrogate)."""
+    return LONE_SURROGATE.search(text) is None
+
+
+def utf8(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, so that it can be encoded."""
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def printable(text: str) -> str:
+    """`text` safe to print on a terminal: C0 and C1 controls (and with them every escape
+    sequence) removed, except newline and tab; lone surrogates as U+FFFD."""
+    return utf8(_CONTROLS.sub("", text))
