@@ -39,6 +39,7 @@ _INVISIBLE = re.compile(
 
 _FENCE = ("---", "...")
 _MAX_FRONT_MATTER_LINES = 1000  # a longer "block" is a document, not metadata
+_MAX_FRONT_MATTER_CHARS = 64 * 1024
 # A `private` key in text YAML could not read: fail closed on it.
 _PRIVATE_KEY = re.compile(r"""^[\s{,?\-]*["']?private["']?\s*:""", re.IGNORECASE | re.MULTILINE)
 # YAML 1.1's false words, and empty: any other value of `private` hides the file.
@@ -98,16 +99,18 @@ def front_matter(lines: list[str]) -> FrontMatter:
 
 
 def _read_block(block: str, end: int) -> FrontMatter:
-    kind, private, other_keys = _load(block)
+    # Larger is a document, not metadata: not parsed (time), but still checked for `private`.
+    kind, private, other_keys = _load(block) if len(block) <= _MAX_FRONT_MATTER_CHARS else (
+        "other", False, ())
     if kind == "mapping":
         warning = None
         if other_keys and not private:
             warning = (f"lines 1-{end} are YAML front matter (keys {', '.join(other_keys)}), "
-                       "not memories, and are not searched; put a blank line after the "
-                       "first --- if they are notes")
+                       "not memories, and are not searched; if they are notes, delete the "
+                       "first line (---)")
         return FrontMatter(end, private, warning)
     if _PRIVATE_KEY.search(block):
-        return FrontMatter(end, True, f"its front matter (lines 1-{end}) is not valid YAML "
+        return FrontMatter(end, True, f"its front matter (lines 1-{end}) cannot be read as YAML "
                                       "but names `private`: the whole file is hidden")
     return _NONE  # not front matter: a thematic break and ordinary text
 
