@@ -119,6 +119,11 @@ def test_front_matter_private_hides_the_whole_file(flag):
     assert redact_lines(lines) == [""] * len(lines)
 
 
+def test_unterminated_front_matter_saying_private_false_hides_nothing():
+    lines = ["---", "private: false  # shown", "- visible"]
+    assert redact_lines(lines) == lines
+
+
 def test_unterminated_front_matter_saying_private_still_hides_the_file():
     lines = ["---", "private: true", "## 09:00:00 UTC", "secret"]
     assert redact_lines(lines) == ["", "", "", ""]
