@@ -39,8 +39,10 @@ _INVISIBLE = re.compile(
 
 _FENCE = ("---", "...")
 _MAX_FRONT_MATTER_LINES = 1000  # a longer "block" is a document, not metadata
+_MAX_FRONT_MATTER_CHARS = 64 * 1024
 # A `private` key in text YAML could not read: fail closed on it.
-_PRIVATE_KEY = re.compile(r"""^[\s{,?\-]*["']?private["']?\s*:""", re.IGNORECASE | re.MULTILINE)
+_PRIVATE_KEY = re.compile(r"""^[\s{,?\-]*["']?private["']?\s*:(.*)$""",
+                          re.IGNORECASE | re.MULTILINE)
 # YAML 1.1's false words, and empty: any other value of `private` hides the file.
 _FALSE_WORDS = frozenset({"false", "no", "n", "off", "0"})
 # Keys that front matter of Obsidian, Jekyll, Hugo and friends holds. Another key that reads
@@ -91,23 +93,25 @@ def front_matter(lines: list[str]) -> FrontMatter:
         if lines[i].rstrip() in _FENCE:  # at the start of the line: an indented `---`
             return _read_block("\n".join(lines[1:i]), i + 1)  # is a block scalar's text
     block = "\n".join(lines[1:_MAX_FRONT_MATTER_LINES])
-    if _PRIVATE_KEY.search(block):  # never closed, but meant to be private: fail closed
+    if _names_private(block):  # never closed, but meant to be private: fail closed
         return FrontMatter(0, True, "its front matter (first line ---) is never closed and "
                                     "names `private`: the whole file is hidden")
     return _NONE
 
 
 def _read_block(block: str, end: int) -> FrontMatter:
-    kind, private, other_keys = _load(block)
+    # Larger is a document, not metadata: not parsed (time), but still checked for `private`.
+    kind, private, other_keys = _load(block) if len(block) <= _MAX_FRONT_MATTER_CHARS else (
+        "other", False, ())
     if kind == "mapping":
         warning = None
         if other_keys and not private:
             warning = (f"lines 1-{end} are YAML front matter (keys {', '.join(other_keys)}), "
-                       "not memories, and are not searched; put a blank line after the "
-                       "first --- if they are notes")
+                       "not memories, and are not searched; if they are notes, delete the "
+                       "first line (---)")
         return FrontMatter(end, private, warning)
-    if _PRIVATE_KEY.search(block):
-        return FrontMatter(end, True, f"its front matter (lines 1-{end}) is not valid YAML "
+    if _names_private(block):
+        return FrontMatter(end, True, f"its front matter (lines 1-{end}) cannot be read as YAML "
                                       "but names `private`: the whole file is hidden")
     return _NONE  # not front matter: a thematic break and ordinary text
 
@@ -132,6 +136,15 @@ def _load(block: str) -> tuple[str, bool, tuple[str, ...]]:
         elif name not in _METADATA_KEYS and _reads_like_prose(key, value):
             other.append(str(key)[:40])
     return ("mapping", private, tuple(other[:5]))
+
+
+def _names_private(block: str) -> bool:
+    """A `private` key whose value is not plainly false, in text YAML could not read."""
+    for match in _PRIVATE_KEY.finditer(block):
+        value = match.group(1).split("#")[0].strip().strip("'\"{},").strip()
+        if not _is_false(value):
+            return True
+    return False
 
 
 def _reads_like_prose(key: object, value: object) -> bool:

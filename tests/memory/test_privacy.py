@@ -119,6 +119,11 @@ def test_front_matter_private_hides_the_whole_file(flag):
     assert redact_lines(lines) == [""] * len(lines)
 
 
+def test_unterminated_front_matter_saying_private_false_hides_nothing():
+    lines = ["---", "private: false  # shown", "- visible"]
+    assert redact_lines(lines) == lines
+
+
 def test_unterminated_front_matter_saying_private_still_hides_the_file():
     lines = ["---", "private: true", "## 09:00:00 UTC", "secret"]
     assert redact_lines(lines) == ["", "", "", ""]
@@ -216,9 +221,14 @@ def test_usual_front_matter_is_skipped_without_a_warning():
     assert decode(text.encode(), "memory/MEMORY.md")[1] is None
 
 
+def test_front_matter_too_large_to_read_still_hides_a_file_that_names_private():
+    text = "---\nprivate: true\nnote: " + "x" * 100_000 + "\n---\n- zebrasecret\n"
+    assert parse_long_term(text, "memory/MEMORY.md") == []
+
+
 def test_front_matter_hiding_the_file_because_it_cannot_be_read_says_so():
     text = "---\nprivate: true\ntitle: [never closed\n---\n- secret\n"
-    assert "not valid YAML but names `private`" in decode(text.encode(), "x.md")[1]
+    assert "cannot be read as YAML but names `private`" in decode(text.encode(), "x.md")[1]
 
 
 # -- tags a reader sees -------------------------------------------------------------------
