@@ -181,3 +181,13 @@ async def test_lines_are_cut_at_the_cap_whatever_the_chunks():
         async for line in reply.lines(chunks(), max_bytes=8):
             got.append(line)
     assert got == ["abc", ""]
+
+
+async def test_a_password_in_the_url_is_never_shown(closed_port):
+    url = f"http://ana:hunter2@127.0.0.1:{closed_port}/v1"
+    provider = OpenAIProvider(url, "tiny", connect_timeout=2)
+    assert "hunter2" not in provider.describe()
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider)
+    assert str(caught.value) == (f"cannot reach the model server at http://127.0.0.1:{closed_port}/v1: "
+                                 "connection refused")
