@@ -17,6 +17,7 @@ Every failure of the server or the network is converted here, where httpx raises
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -39,6 +40,9 @@ class OpenAIProvider:
                  connect_timeout: float = 5.0, read_timeout: float = 120.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        # What people see: a `user:password@` in the URL is a secret, and errors end up in
+        # the transcript too.
+        self.shown_url = re.sub(r"(?<=//)[^/@]*@", "", self.base_url, count=1)
         self.model = model
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
         self._tools_accepted = True
@@ -49,10 +53,10 @@ class OpenAIProvider:
 
     @property
     def where(self) -> str:
-        return f"the model server at {self.base_url}"
+        return f"the model server at {self.shown_url}"
 
     def describe(self) -> str:
-        return f"openai: {self.model} at {self.base_url}"
+        return f"openai: {self.model} at {self.shown_url}"
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -86,7 +90,7 @@ class OpenAIProvider:
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from exc
         except httpx.InvalidURL as exc:  # not an HTTPError; the settings check most of these
-            raise ProviderError(f"the model server URL {self.base_url} is not valid: {exc}") from exc
+            raise ProviderError(f"the model server URL {self.shown_url} is not valid: {exc}") from exc
         except reply.BadReply as exc:
             raise ProviderError(f"{self.where} sent {exc}; is it an OpenAI-compatible "
                                 "server?") from None

@@ -12,6 +12,7 @@ server splitting an emoji's escapes) become U+FFFD, so the text can be printed a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -23,6 +24,8 @@ MAX_BODY_BYTES = 8 << 20  # a whole JSON answer, or an error body
 MAX_ANSWER_CHARS = 1_000_000  # text plus tool-call arguments of one answer (~250k tokens)
 MAX_TOOL_CALLS = 32  # tool calls in one answer
 
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
 
 class BadReply(Exception):
     """The server sent something that is not a well-formed answer; the message says what
@@ -31,16 +34,18 @@ class BadReply(Exception):
 
 
 async def lines(chunks: AsyncIterator[bytes], max_bytes: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
-    """The lines of a byte stream (`\\n` or `\\r\\n` ended), each at most `max_bytes` long."""
+    """The lines of a byte stream (ended by `\\n`, `\\r\\n` or `\\r`, as server-sent events
+    may be), each at most `max_bytes` long. A `\\r\\n` split between two chunks gives one
+    extra empty line, which means nothing in an event stream."""
     buffer = bytearray()
     async for chunk in chunks:
         buffer += chunk
         start = 0
-        while (end := buffer.find(b"\n", start)) >= 0:
-            if end - start > max_bytes + 1:
+        while found := _LINE_END.search(buffer, start):
+            if found.start() - start > max_bytes:
                 raise BadReply(f"a line longer than {max_bytes} bytes")
-            yield bytes(buffer[start:end]).rstrip(b"\r").decode("utf-8", "replace")
-            start = end + 1
+            yield bytes(buffer[start:found.start()]).decode("utf-8", "replace")
+            start = found.end()
         del buffer[:start]
         if len(buffer) > max_bytes:
             raise BadReply(f"a line longer than {max_bytes} bytes")

@@ -157,3 +157,37 @@ def test_any_json_chunk_gives_text_or_a_bad_reply(value):
         return
     assert all(isinstance(p, str) for p in pieces)
     assert all(isinstance(f, str) for call in calls for f in call)
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+async def test_every_line_ending_of_server_sent_events_is_read(end):
+    def write(wfile, stop):
+        for piece in ("Hel", "lo"):
+            wfile.write(b"data: " + json.dumps(choice({"content": piece})).encode() + end + end)
+            wfile.flush()
+        wfile.write(b"data: [DONE]" + end + end)
+
+    with FakeModelServer([raw(write)]) as server:
+        assert await collect(OpenAIProvider(server.url, "tiny")) == ["Hel", "lo"]
+
+
+async def test_lines_are_cut_at_the_cap_whatever_the_chunks():
+    async def chunks():
+        for piece in (b"ab", b"c\r", b"\nde", b"f" * 10):
+            yield piece
+
+    got = []
+    with pytest.raises(reply.BadReply, match="a line longer than 8 bytes"):
+        async for line in reply.lines(chunks(), max_bytes=8):
+            got.append(line)
+    assert got == ["abc", ""]
+
+
+async def test_a_password_in_the_url_is_never_shown(closed_port):
+    url = f"http://ana:hunter2@127.0.0.1:{closed_port}/v1"
+    provider = OpenAIProvider(url, "tiny", connect_timeout=2)
+    assert "hunter2" not in provider.describe()
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider)
+    assert str(caught.value) == (f"cannot reach the model server at http://127.0.0.1:{closed_port}/v1: "
+                                 "connection refused")
