@@ -25,15 +25,12 @@ from itertools import chain, repeat
 from typing import NamedTuple
 
 from miniclaw.memory.entry import Entry
-from miniclaw.memory.files import decode, read_bytes
+from miniclaw.memory.files import MAX_FILE_BYTES, decode, read_bytes
 from miniclaw.memory.sources import MemorySource, SourceFile
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
 FUTURE_RACY_NS = 600 * 1_000_000_000  # clock skew between synced machines, at most
-# Larger files are not indexed (a warning names them on every search): a 50 MB note would
-# take half a minute and a gigabyte of memory to index. MEMORY.md with 100,000 entries is 9 MB.
-MAX_FILE_BYTES = 16 * 1024 * 1024
 PARSE_AHEAD_MIN_FILES = 8  # fewer changed files are parsed in the writing thread
 PARSE_AHEAD_DEPTH = 32  # files parsed but not yet written, at most
 PARSE_AHEAD_BYTES = 32 * 1024 * 1024  # and at most this much of their Markdown
