@@ -132,8 +132,8 @@ def open_in_workspace(path: Path, workspace: str | Path | None, flags: int = os.
     try:
         fd, st = open_regular(path, flags, name=name)
         return fd, st, path
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
+    except OSError as exc:  # O_EXCL fails on any link, a dangling one too
+        if exc.errno != errno.ELOOP and not (exc.errno == errno.EEXIST and os.path.islink(path)):
             raise
     target = Path(os.path.realpath(path))
     if workspace is not None and not inside_workspace(target, workspace):
