@@ -196,14 +196,20 @@ class ContextBuilder:
 
     async def _identity(self) -> list[tuple[str, str]]:
         """(file name, visible text) of each identity file that has some."""
-        from miniclaw.memory.files import decode, read_bytes
+        from miniclaw.memory.files import (NotMemoryFileError, OutsideWorkspaceError, decode,
+                                           read_bytes)
         from miniclaw.memory.parsing import split_lines
         from miniclaw.memory.privacy import redact_lines
 
         def read() -> list[tuple[str, str]]:
             found = []
             for name in IDENTITY_FILES:
-                raw = read_bytes(self.store.workspace / name)
+                # As memory files: no link out of the workspace, regular files, 16 MB at most.
+                try:
+                    raw = read_bytes(self.store.workspace / name, self.store.workspace, name)
+                except (OutsideWorkspaceError, NotMemoryFileError) as exc:
+                    log.warning("%s; not used", exc)
+                    continue
                 if raw is None:
                     continue
                 text, warning = decode(raw, name)

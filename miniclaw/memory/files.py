@@ -3,9 +3,15 @@
 Guarantees: every write to a workspace's memory files holds one exclusive lock (an `flock`
 on the memory folder itself, so no lock files litter the user's notes); appends are a single
 `O_APPEND` write followed by fsync; a rewrite goes to a temporary file in the same folder,
-is fsynced, then atomically renamed over the old one, and the folder is fsynced; new files
-are created 0600 and new folders 0700. Reading never fails on bad bytes: they are replaced
-and the caller gets a warning naming the file. OS errors become `MemoryFileError`.
+is fsynced, then atomically renamed over the old one (keeping its mode, owner and group),
+and the folder is fsynced; new files are created 0600 and new folders 0700.
+
+Files are opened, under the lock for writes, without following a symlink at the last step
+and without blocking on a FIFO, and the open descriptor is checked with `fstat`: the bytes
+read and written are those of the regular file that was checked, so another process that
+swaps a note for a link meanwhile cannot redirect them (`open_in_workspace`). Only regular
+files of at most `MAX_FILE_BYTES` are read. Reading never fails on bad bytes: they are
+replaced and the caller gets a warning naming the file. OS errors become `MemoryFileError`.
 """
 
 from __future__ import annotations
@@ -16,15 +22,30 @@ import errno
 import fcntl
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from miniclaw.errors import MemoryFileError
+from miniclaw.errors import MemoryFileError, UsageError
+from miniclaw.memory.sources import inside_workspace
 
 log = logging.getLogger("miniclaw")
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+# Larger files are not indexed, read or added to (a warning names them): a 50 MB note would
+# take half a minute and a gigabyte of memory to index. MEMORY.md with 100,000 entries is 9 MB.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+NEAR_LIMIT_BYTES = MAX_FILE_BYTES * 9 // 10  # an add past this warns that the limit is near
+
+
+class OutsideWorkspaceError(UsageError):
+    """A memory or identity file that is a symlink out of the workspace: never followed."""
+
+
+class NotMemoryFileError(MemoryFileError):
+    """A path that holds no readable memory: a FIFO, device, folder or link loop, or a file
+    over `MAX_FILE_BYTES`. Readers skip it with a warning; writers refuse it."""
 
 
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
@@ -65,15 +86,89 @@ def check_appendable(raw: bytes, name: str) -> None:
                               "writes UTF-8, so save it as UTF-8 first; nothing was written")
 
 
-def read_bytes(path: str | Path) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
+def read_bytes(path: str | Path, workspace: str | Path | None = None,
+               name: str | None = None, *, capped: bool = True) -> bytes | None:
+    """The bytes of a regular file, or None when it does not exist; a symlink is followed
+    only when it stays inside `workspace` (when given, else always). See `read_fd` for
+    `capped`."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        fd, st, _ = open_in_workspace(Path(path), workspace, name=name)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise MemoryFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise MemoryFileError(f"cannot read {name or path}: {exc.strerror or exc}") from exc
+    try:
+        return read_fd(fd, st, name or str(path), capped=capped)
+    except OSError as exc:
+        raise MemoryFileError(f"cannot read {name or path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: str | Path, flags: int = os.O_RDONLY, *,
+                 name: str | None = None) -> tuple[int, os.stat_result]:
+    """Open a regular file without following a symlink at its last step (OSError ELOOP)
+    and without blocking on a FIFO; returns the descriptor and its `fstat`, which proves
+    what was opened whatever was checked before. Anything but a regular file is
+    `NotMemoryFileError`."""
+    name = name or str(path)
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno in (errno.EISDIR, errno.ENXIO):  # a folder opened to write, a FIFO
+            raise NotMemoryFileError(f"{name} is not a regular file") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotMemoryFileError(f"{name} is not a regular file (a FIFO, device or folder)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def open_in_workspace(path: Path, workspace: str | Path | None, flags: int = os.O_RDONLY, *,
+                      name: str | None = None) -> tuple[int, os.stat_result, Path]:
+    """`open_regular` for a memory or identity file: a symlink is followed only when it
+    resolves inside `workspace` (None: always), and its target is opened without following
+    links again. Returns the descriptor, its fstat and the path of the file opened."""
+    name = name or str(path)
+    try:
+        fd, st = open_regular(path, flags, name=name)
+        return fd, st, path
+    except OSError as exc:  # O_EXCL fails on any link, a dangling one too
+        if exc.errno != errno.ELOOP and not (exc.errno == errno.EEXIST and os.path.islink(path)):
+            raise
+    target = Path(os.path.realpath(path))
+    if workspace is not None and not inside_workspace(target, workspace):
+        raise OutsideWorkspaceError(f"{name} is a symlink out of the workspace; miniclaw does "
+                                    "not read or write through it")
+    try:
+        fd, st = open_regular(target, flags, name=name)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a loop, or swapped for a link since it was resolved
+            raise NotMemoryFileError(f"{name} is a symlink loop or changed while opened") from exc
+        raise
+    return fd, st, target
+
+
+def read_fd(fd: int, st: os.stat_result, name: str, *, capped: bool = True) -> bytes:
+    """All the bytes of an open regular file (`st` is its fstat). `capped`: at most
+    `MAX_FILE_BYTES`, else `NotMemoryFileError`; uncapped (`memory read` of a large note),
+    a file that keeps growing while read still stops at its size then, or 16 MB."""
+    too_large = NotMemoryFileError(f"{name} is over {MAX_FILE_BYTES // 1048576} MB: memory files "
+                                   "that large are not read; split it into smaller notes")
+    if capped and st.st_size > MAX_FILE_BYTES:
+        raise too_large
+    limit = MAX_FILE_BYTES if capped else max(st.st_size, MAX_FILE_BYTES)
+    chunks, total = [], 0
+    while chunk := os.read(fd, max(st.st_size + 1 - total, 65536)):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise too_large
+    return b"".join(chunks)
 
 
 def ensure_dir(path: Path) -> None:
@@ -111,31 +206,68 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_error(path: Path, exc: OSError) -> MemoryFileError:
+def _write_error(name: str | Path, exc: OSError) -> MemoryFileError:
     reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-    return MemoryFileError(f"cannot write {path}: {reason}; the file was left unchanged")
+    return MemoryFileError(f"cannot write {name}: {reason}; the file was left unchanged")
 
 
-def append_bytes(path: Path, make: Callable[[bytes], bytes]) -> None:
-    """Append `make(current bytes)` to a file, creating it 0600; call under `locked`.
+def check_size(name: str, new_size: int) -> None:
+    """Refuse a write that takes a file past `MAX_FILE_BYTES` (it would stop being searched);
+    warn when one takes it past `NEAR_LIMIT_BYTES`, while there is room to split it."""
+    limit_mb = MAX_FILE_BYTES // 1048576
+    if new_size > MAX_FILE_BYTES:
+        raise MemoryFileError(f"{name} would grow past {limit_mb} MB, the largest memory file "
+                              "miniclaw searches; split it into smaller files (nothing was "
+                              "written)")
+    if new_size > NEAR_LIMIT_BYTES:
+        log.warning("%s is now %.1f MB, near the %d MB limit of a searchable memory file: "
+                    "split it soon (adds that go past the limit are refused)",
+                    name, new_size / 1048576, limit_mb)
 
-    If the write fails part-way, the file is truncated back to its old length.
-    """
-    existed = os.path.exists(path)
+
+def open_for_write(path: Path, workspace: Path, name: str,
+                   extra_flags: int = 0) -> tuple[int, os.stat_result, Path, bool]:
+    """Open (or create, 0600) a memory file to write, under `locked`: (descriptor, fstat,
+    path opened, created?). Links out of the workspace are refused, and so is anything but
+    a regular file; a read-only file is a clear error."""
+    flags = os.O_RDWR | extra_flags
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
-    except OSError as exc:
-        raise _write_error(path, exc) from exc
-    try:
-        with os.fdopen(fd, "rb+", buffering=0, closefd=False) as handle:
-            current = handle.read()
         try:
-            write_whole(fd, make(current), len(current))
+            return (*open_in_workspace(path, workspace, flags, name=name), False)
+        except FileNotFoundError:
+            return (*open_in_workspace(path, workspace, flags | os.O_CREAT | os.O_EXCL,
+                                       name=name), True)
+    except NotMemoryFileError as exc:
+        raise NotMemoryFileError(f"{exc}; nothing was written") from exc
+    except PermissionError as exc:
+        if os.path.lexists(path):
+            raise MemoryFileError(f"{name} is read-only: make it writable to add memories") from exc
+        raise _write_error(name, exc) from exc
+    except OSError as exc:
+        raise _write_error(name, exc) from exc
+
+
+def append_bytes(path: Path, workspace: Path, name: str, make: Callable[[bytes], bytes]) -> None:
+    """Append `make(current bytes)` to a memory file, creating it 0600; call under `locked`.
+
+    The current bytes are read through the descriptor that is written. If the write fails
+    part-way, the file is truncated back to its old length; a file this write created is
+    removed whatever went wrong (an error in `make` too).
+    """
+    fd, st, target, created = open_for_write(path, workspace, name, os.O_APPEND)
+    try:
+        try:
+            current = read_fd(fd, st, name)
+            data = make(current)
+            check_size(name, len(current) + len(data))
+            write_whole(fd, data, len(current))
         except OSError as exc:
-            if not existed:  # it did not exist before this write: leave no empty note
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-            raise _write_error(path, exc) from exc
+            raise _write_error(name, exc) from exc
+    except BaseException:
+        if created:  # it did not exist before this write: leave no empty note
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+        raise
     finally:
         os.close(fd)
 
@@ -154,56 +286,66 @@ def write_whole(fd: int, data: bytes, old_length: int) -> None:
         raise
 
 
-def replace_bytes(path: Path, data: bytes) -> None:
-    """Replace a file's content atomically: temp file, fsync, rename, fsync the folder."""
+def rewrite_bytes(path: Path, workspace: Path, name: str,
+                  make: Callable[[bytes], bytes]) -> None:
+    """Replace a memory file's content by `make(current bytes)`, read through the same
+    no-follow descriptor that was checked; call under `locked`. A file this write created
+    is removed if it fails."""
+    fd, st, target, created = open_for_write(path, workspace, name)
+    try:
+        try:
+            current = read_fd(fd, st, name)
+        except OSError as exc:
+            raise _write_error(name, exc) from exc
+        finally:
+            os.close(fd)
+        data = make(current)
+        check_size(name, len(data))
+        replace_bytes(target, data, st, name)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+        raise
+
+
+def replace_bytes(path: Path, data: bytes, like: os.stat_result | None = None,
+                  name: str | None = None) -> None:
+    """Replace a file's content atomically: temp file, fsync, rename, fsync the folder.
+
+    The new file keeps the mode of `like` (the old file's fstat) and, when the writer may
+    (root, as under sudo), its owner and group: a rewrite must not take the file away from
+    its user.
+    """
     import tempfile  # only writers need it
 
+    name = name or str(path)
     folder = path.parent
     # A writer killed before its rename leaves its temp file (a full copy, private blocks
     # too): the caller holds the folder lock, so no other writer owns one now.
     for stale in folder.glob(f".{path.name}.*.tmp"):
         with contextlib.suppress(OSError):
             stale.unlink()
-    mode = FILE_MODE
-    with contextlib.suppress(FileNotFoundError):
-        mode = os.stat(path).st_mode & 0o777
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
-        raise _write_error(path, exc) from exc
+        raise _write_error(name, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), stat.S_IMODE(like.st_mode) if like else FILE_MODE)
+            if like and (like.st_uid, like.st_gid) != (os.geteuid(), os.getegid()):
+                with contextlib.suppress(PermissionError):  # only root may give a file away
+                    os.fchown(handle.fileno(), like.st_uid, like.st_gid)
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise _write_error(path, exc) from exc
+        raise _write_error(name, exc) from exc
     try:
         _fsync_dir(folder)
     except OSError as exc:  # the new content is in place: say so, do not claim "unchanged"
         log.warning("%s was written, but its folder could not be synced to disk (%s): a "
-                    "power cut now could lose the change", path, exc.strerror or exc)
-
-
-def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = FILE_MODE) -> int:
-    """A descriptor of `path` opened without following a symlink at its last component, and
-    only when what was opened is a regular file (checked on the descriptor, so a swap after a
-    check cannot slip in a link, a FIFO or a device). Raises OSError otherwise: ELOOP for a
-    link, EINVAL for anything else that is not a regular file, FileNotFoundError."""
-    import stat
-
-    # O_NONBLOCK: opening a FIFO would otherwise wait for a writer.
-    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        if not flags & os.O_NONBLOCK:
-            os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+                    "power cut now could lose the change", name, exc.strerror or exc)

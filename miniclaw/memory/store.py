@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone
@@ -31,7 +32,7 @@ from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, S
                                     check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
-from miniclaw.memory.sources import DailyNoteSource, inside_workspace
+from miniclaw.memory.sources import DailyNoteSource
 
 # Parsing and writing are imported inside the methods that need them: a search through an
 # up-to-date index parses nothing, and start-up time is part of the product.
@@ -39,6 +40,20 @@ from miniclaw.memory.sources import DailyNoteSource, inside_workspace
 log = logging.getLogger("miniclaw")
 
 MAX_ENTRY_CHARS = 100_000
+# Control characters but tab, newline and CR (CR is normalized to a newline) and lone
+# surrogates: a NUL makes a whole file unreadable, escapes reach the terminal, and a
+# surrogate cannot be written as UTF-8.
+_UNWRITABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _check_characters(value: str, what: str) -> None:
+    """UsageError naming the first character that must not be written (never the text)."""
+    bad = _UNWRITABLE.search(value) if isinstance(value, str) else None
+    if bad:
+        char = ord(bad.group())
+        kind = "a lone surrogate" if 0xD800 <= char <= 0xDFFF else "a control character"
+        raise UsageError(f"the {what} holds {kind} (U+{char:04X}) at character {bad.start() + 1}: "
+                         "remove it; only tab and newline are allowed, nothing was written")
 
 
 class MemoryStore:
@@ -102,19 +117,6 @@ class MemoryStore:
     def _day_path(self, day: Date) -> Path:
         return self.memory_dir / f"{day.isoformat()}.md"
 
-    def _target(self, path: Path) -> Path:
-        """The file to write for `path`: a symlink's target when it stays in the workspace
-        (so the link survives a rewrite), never one outside it, never a read-only file."""
-        name = self._relative(path)
-        if path.is_symlink():
-            if not inside_workspace(path, self.workspace):
-                raise UsageError(f"{name} is a symlink out of the workspace; refusing to "
-                                 "write through it")
-            path = Path(os.path.realpath(path))
-        if path.exists() and not os.access(path, os.W_OK):
-            raise files.MemoryFileError(f"{name} is read-only: make it writable to add memories")
-        return path
-
     # -- writing -------------------------------------------------------------------------
 
     @staticmethod
@@ -125,6 +127,11 @@ class MemoryStore:
 
         if not isinstance(text, str):
             raise UsageError("memory text must be a string")
+        _check_characters(text, "memory text")
+        if category is not None:
+            _check_characters(category, "category")
+        for tag in tags:
+            _check_characters(tag, "tag")
         body = normalize_text(text)
         if not body:
             raise UsageError("the memory text is empty: give the text to remember")
@@ -151,20 +158,25 @@ class MemoryStore:
         lines = long_term_item(body, now, category, tags)
         path, rel = self.long_term_path, self._relative(self.long_term_path)
 
+        written: list[tuple[str, int]] = []  # (the file's new text, the item's first line)
+
+        def make(raw: bytes) -> bytes:
+            files.check_appendable(raw, rel)
+            new, line = insert_long_term(raw, now.date(), lines)
+            text_after, _ = files.decode(new, rel)
+            before = split_lines(text_after)[: line - 1]
+            if open_at_end(before):
+                raise files.MemoryFileError(
+                    f"{rel} has a <private> block that is never closed before line {line}; "
+                    "close it with </private> so new memories stay visible")
+            written.append((text_after, line))
+            return new
+
         def write() -> Entry | None:
             files.ensure_dir(self.memory_dir)
-            target = self._target(path)
             with files.locked(self.memory_dir):
-                raw = files.read_bytes(target) or b""
-                files.check_appendable(raw, rel)
-                new, line = insert_long_term(raw, now.date(), lines)
-                text_after, _ = files.decode(new, rel)
-                before = split_lines(text_after)[: line - 1]
-                if open_at_end(before):
-                    raise files.MemoryFileError(
-                        f"{rel} has a <private> block that is never closed before line {line}; "
-                        "close it with </private> so new memories stay visible")
-                files.replace_bytes(target, new)
+                files.rewrite_bytes(path, self.workspace, rel, make)
+            text_after, line = written[0]
             return next((e for e in parse_long_term(text_after, rel) if e.line_start == line), None)
 
         return await asyncio.to_thread(write)
@@ -203,9 +215,8 @@ class MemoryStore:
 
         def write() -> Entry | None:
             files.ensure_dir(self.memory_dir)
-            target = self._target(path)
             with files.locked(self.memory_dir):
-                files.append_bytes(target, make)
+                files.append_bytes(path, self.workspace, rel, make)
             before, appended = written[0]
             old_lines = before.count(b"\n") + 1
             entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
@@ -217,21 +228,19 @@ class MemoryStore:
 
     async def _read(self, path: Path, parse: Callable[[str, str], list[Entry]]) -> list[Entry]:
         rel = self._relative(path)
-        if path.is_symlink() and not inside_workspace(path, self.workspace):
-            log.warning("%s is a symlink out of the workspace; not read", rel)
-            return []
-        if path.exists() and not path.is_file():  # a FIFO or device would block the read
-            log.warning("%s is not a regular file; not read", rel)
-            return []
-        import aiofiles  # only readers need it
 
-        try:
-            async with aiofiles.open(path, "rb") as handle:
-                raw = await handle.read()
-        except FileNotFoundError:
+        def read() -> bytes | None:
+            try:
+                return files.read_bytes(path, self.workspace, rel, capped=False)  # 50 MB: read
+            except files.OutsideWorkspaceError as exc:
+                log.warning("%s", exc)
+            except files.NotMemoryFileError as exc:  # a FIFO would block, /dev/zero never end
+                log.warning("%s; not read", exc)
+            return None
+
+        raw = await asyncio.to_thread(read)
+        if raw is None:
             return []
-        except OSError as exc:
-            raise files.MemoryFileError(f"cannot read {rel}: {exc.strerror or exc}") from exc
         text, warning = files.decode(raw, rel)
         if warning:
             log.warning("%s", warning)

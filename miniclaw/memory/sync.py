@@ -25,6 +25,7 @@ import errno
 import os
 import sqlite3
 import time
+from pathlib import Path
 from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,15 +35,13 @@ from typing import NamedTuple
 from miniclaw.memory.entry import Entry
 from miniclaw.errors import MemoryFileError
 from miniclaw.memory.database import IndexRowError
-from miniclaw.memory.files import decode, open_regular
-from miniclaw.memory.sources import MemorySource, SourceFile, inside_workspace
+from miniclaw.memory.files import (MAX_FILE_BYTES, NotMemoryFileError, OutsideWorkspaceError,
+                                   decode, open_in_workspace)
+from miniclaw.memory.sources import MemorySource, SourceFile
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
 FUTURE_RACY_NS = 600 * 1_000_000_000  # clock skew between synced machines, at most
-# Larger files are not indexed (a warning names them on every search): a 50 MB note would
-# take half a minute and a gigabyte of memory to index. MEMORY.md with 100,000 entries is 9 MB.
-MAX_FILE_BYTES = 16 * 1024 * 1024
 PARSE_AHEAD_MIN_FILES = 8  # fewer changed files are parsed in the writing thread
 PARSE_AHEAD_DEPTH = 32  # files parsed but not yet written, at most
 PARSE_AHEAD_BYTES = 32 * 1024 * 1024  # and at most this much of their Markdown
@@ -116,15 +115,12 @@ _NOT_A_NOTE = {errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EINVAL, errno.ENX
 def _open(source_file: SourceFile, workspace: str) -> int | None:
     """A descriptor of the note, or None when it is not a regular file in the workspace now.
     A symlink (the scan allows those that stay in the workspace) is resolved, checked and
-    its target opened, again without following links."""
+    its target opened, again without following links (`files.open_in_workspace`)."""
     try:
-        try:
-            return open_regular(source_file.absolute)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-        target = os.path.realpath(source_file.absolute)
-        return open_regular(target) if inside_workspace(target, workspace) else None
+        fd, _, _ = open_in_workspace(Path(source_file.absolute), workspace, name=source_file.path)
+        return fd
+    except (NotMemoryFileError, OutsideWorkspaceError):
+        return None
     except OSError as exc:
         if exc.errno in _NOT_A_NOTE:
             return None

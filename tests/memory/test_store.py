@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import logging
 import os
@@ -10,6 +12,8 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from miniclaw.errors import MemoryFileError, UsageError, WorkspaceNotFoundError
 from miniclaw.memory import MemoryStore
@@ -496,3 +500,156 @@ async def test_add_long_term_with_a_leading_backslash_is_read_back_unchanged(sto
 async def test_read_recent_with_a_day_count_before_year_one_is_a_usage_error(store):
     with pytest.raises(UsageError):
         await store.read_recent(800_000)
+
+
+# -- text that must not be written (control characters, lone surrogates) ---------------------
+
+UNWRITABLE = ["\x00", "\x01", "\x08", "\x0b", "\x0c", "\x1b", "\x1f", "\x7f", "\x80", "\x85",
+              "\x9b", "\x9f", "\ud800", "\udfff"]
+
+
+@pytest.mark.parametrize("char", UNWRITABLE, ids=[f"U+{ord(c):04X}" for c in UNWRITABLE])
+@pytest.mark.parametrize("field", ["text", "category", "tag"])
+async def test_control_characters_and_lone_surrogates_are_refused_before_anything_is_written(
+        store, workspace, char, field):
+    """One NUL used to make the whole note unreadable (and every later add fail)."""
+    await store.add_long_term("kept fact")
+    await store.add_daily_note("kept note")
+    before = snapshot(workspace)
+    text, category, tags = "some text", "decision", ["travel"]
+    if field == "text":
+        text = f"tea {char} with lemon"
+    elif field == "category":
+        category = f"{char}decision"
+    else:
+        tags = [f"travel{char}"]
+    for add in (store.add_long_term, store.add_daily_note):
+        with pytest.raises(UsageError, match=f"U\\+{ord(char):04X}"):
+            await add(text, category=category, tags=tags)
+    assert snapshot(workspace) == before
+    assert [e.text for e in await store.read_long_term()] == ["kept fact"]
+    assert [e.text for e in await store.read_day(TODAY)] == ["kept note"]
+
+
+async def test_tab_and_line_endings_are_written(store):
+    entry = await store.add_daily_note("a\tb\r\nc\rd")
+    assert entry.text == "a\tb\nc\nd"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.one_of(st.characters(), st.sampled_from(UNWRITABLE + ["\t", "\r", "\n"])),
+                   min_size=1, max_size=40))
+def test_any_text_is_either_refused_or_read_back_and_the_note_stays_readable(
+        store, workspace, miniclaw_log, text):
+    """Whatever the text, the note stays valid UTF-8 without NUL: every earlier entry is
+    still read, and the new one too when it was accepted."""
+    before = [e.text for e in asyncio.run(store.read_day(TODAY))]
+    try:
+        entry = asyncio.run(store.add_daily_note(text))
+    except UsageError:
+        assert [e.text for e in asyncio.run(store.read_day(TODAY))] == before
+        return
+    raw = (workspace / "memory/2026-02-14.md").read_bytes()
+    assert b"\x00" not in raw
+    raw.decode("utf-8")
+    after = [e.text for e in asyncio.run(store.read_day(TODAY))]
+    assert after[: len(before)] == before
+    assert entry is None or after[-1] == entry.text
+
+
+# -- failures after a note was created ------------------------------------------------------
+
+
+async def test_a_new_note_is_removed_whatever_error_stops_the_write(store, workspace, monkeypatch):
+    from miniclaw.memory import writing
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug in formatting")
+
+    monkeypatch.setattr(writing, "append_daily", broken)
+    with pytest.raises(ValueError):
+        await store.add_daily_note("new")
+    monkeypatch.undo()
+    assert not (workspace / "memory/2026-02-14.md").exists()
+    assert (await store.add_daily_note("next")).text == "next"
+
+
+async def test_a_new_memory_md_is_removed_whatever_error_stops_the_write(store, workspace, monkeypatch):
+    from miniclaw.memory import writing
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug in formatting")
+
+    monkeypatch.setattr(writing, "insert_long_term", broken)
+    with pytest.raises(ValueError):
+        await store.add_long_term("new")
+    monkeypatch.undo()
+    assert snapshot(workspace) == {}
+
+
+# -- FIFOs, folders and link swaps ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", ["fifo", "folder"])
+async def test_a_fifo_or_folder_named_like_a_memory_file_is_refused_and_skipped(
+        store, workspace, miniclaw_log, make):
+    (workspace / "memory").mkdir(exist_ok=True)
+    for name in ("MEMORY.md", "2026-02-14.md"):
+        path = workspace / "memory" / name
+        os.mkfifo(path) if make == "fifo" else path.mkdir()
+    with pytest.raises(MemoryFileError, match="MEMORY.md is not a regular file"):
+        await store.add_long_term("fact")
+    with pytest.raises(MemoryFileError, match="2026-02-14.md is not a regular file"):
+        await store.add_daily_note("note")
+    assert await store.read_long_term() == [] and await store.read_day(TODAY) == []
+    assert "not a regular file" in miniclaw_log.text
+
+
+async def test_a_note_that_is_a_symlink_inside_the_workspace_is_written_where_it_points(store, workspace):
+    real = write(workspace, "notes/today.md", "# Daily Note - 2026-02-14\n\n## 08:00:00 UTC\n\nold\n")
+    (workspace / "memory").mkdir(exist_ok=True)
+    (workspace / "memory/2026-02-14.md").symlink_to("../notes/today.md")
+    (workspace / "memory/MEMORY.md").symlink_to("../notes/memory.md")  # dangling: created there
+    await store.add_daily_note("through the link")
+    await store.add_long_term("a fact through the link")
+    assert "through the link" in real.read_text()
+    assert "a fact through the link" in (workspace / "notes/memory.md").read_text()
+    assert (workspace / "memory/2026-02-14.md").is_symlink()
+    assert (workspace / "memory/MEMORY.md").is_symlink()
+
+
+async def test_a_link_to_outside_is_refused_even_when_swapped_in_after_the_first_look(
+        store, workspace, tmp_path, monkeypatch):
+    """The old check looked at the path before taking the lock, then opened it following
+    links: a link swapped in between was written through. Now the open itself refuses it."""
+    from miniclaw.memory import files
+
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Memory\n\n- outside secret\n")
+    path = write(workspace, "memory/2026-02-14.md", "# Daily Note - 2026-02-14\n\n## 08:00:00 UTC\n\nold\n")
+    real_locked = files.locked
+
+    @contextlib.contextmanager
+    def swap_then_lock(folder):
+        path.unlink()
+        path.symlink_to(outside)  # another process swaps the note while we wait for the lock
+        with real_locked(folder) as held:
+            yield held
+
+    monkeypatch.setattr(files, "locked", swap_then_lock)
+    with pytest.raises(UsageError, match="symlink out of the workspace"):
+        await store.add_daily_note("new")
+    assert outside.read_text() == "# Memory\n\n- outside secret\n"
+
+
+async def test_an_oversized_note_is_read_but_not_added_to(store, workspace):
+    from miniclaw.memory.files import MAX_FILE_BYTES
+
+    path = write(workspace, "memory/2026-02-14.md", "# Daily Note - 2026-02-14\n\n## 08:00:00 UTC\n\n")
+    with path.open("ab") as handle:
+        handle.write(b"word " * (MAX_FILE_BYTES // 5 + 1) + b"\n")
+    before = path.stat().st_size
+    with pytest.raises(MemoryFileError, match="16 MB"):
+        await store.add_daily_note("one more")
+    assert path.stat().st_size == before
+    assert len(await store.read_day(TODAY)) == 1  # `memory read` still shows it

@@ -127,7 +127,7 @@ def _faults(code: int) -> dict[str, dict]:
         "open": {"open": open_files_only},
         "tmpfile-write": {"fdopen": fdopen_failing},
         "replace": {"replace": fail},
-        "chmod": {"chmod": fail},
+        "chmod": {"fchmod": fail},
         "fsync-dir": {"fsync": fsync_dir_only},
     }
 
