@@ -8,12 +8,8 @@ full or locked one is reported and never deleted; the file is 0600 in a 0700 fol
 `_run` runs a unit of work with all of that, and asks the subclass to `_refresh` when it
 had to reconnect to a different file; a row whose values cannot be decoded is damage too.
 
-Only a file miniclaw can prove is its own is ever emptied or deleted: one in miniclaw's
-cache folder, one whose header carries `APPLICATION_ID`, or an earlier miniclaw's index
-(its `meta` table); anything else at the index path (a note, another program's database,
-a FIFO, a device, a folder, a path inside the workspace) is refused and left untouched. An
-index records the workspace it serves and refuses any other (`_check_workspace`).
-`close()` waits for the threads still using a connection: closing one under a running
+Only a file miniclaw can prove is its own is ever opened for writing, emptied or deleted,
+and an index serves the one workspace it records (`index_file`). `close()` waits for the threads still using a connection: closing one under a running
 statement crashes the process.
 """
 
@@ -24,26 +20,21 @@ import functools
 import logging
 import os
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from miniclaw import config
-from miniclaw.errors import MemoryFileError, SearchIndexError, UsageError
+from miniclaw.errors import MemoryFileError, SearchIndexError
+from miniclaw.memory import index_file
 from miniclaw.memory.files import FILE_MODE, ensure_dir
-from miniclaw.memory.sources import inside_workspace
 from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
 SCHEMA_VERSION = 500  # bump it and old indexes are rebuilt (see `index_format`)
-APPLICATION_ID = 0x6D636C77  # "mclw", in the file's header: this file is a miniclaw index
 BUSY_TIMEOUT_S = 120.0
 WIPE_TIMEOUT_MS = 200  # how long emptying the WAL waits for readers before trying next time
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_OLD_INDEX_META_KEYS = ("entries", "terms", "updated_at", "fingerprint")
 
 
 @functools.lru_cache(maxsize=1)
@@ -141,9 +132,12 @@ def _is_damage(exc: Exception) -> bool:
     if isinstance(exc, IndexRowError):
         return True
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    # Text that is not UTF-8 has no error code of its own.
-    return code in _DAMAGED or (code == 1 and "no such table" in str(exc)) or (
-        isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc))
+    return code in _DAMAGED or (code == 1 and "no such table" in str(exc)) or _not_utf8(exc)
+
+
+def _not_utf8(exc: Exception) -> bool:
+    """A row's text is not UTF-8 (an error without a code of its own, quoting the text)."""
+    return isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc)
 
 
 def _unusable(path: Path, exc: Exception) -> SearchIndexError:
@@ -167,6 +161,7 @@ class IndexDatabase:
         self._opening = threading.Lock()
         self._pins: dict[tuple[int, int], int] = {}  # identity -> a descriptor holding it
         self._spare_fds: list[int] = []  # other descriptors of pinned files, kept as long
+        self._replaced: list[sqlite3.Connection] = []  # to files no longer there (`_discard`)
         self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
         self._users = 0  # units of work running now, in any thread (`_in_use`)
         self._idle = threading.Condition()
@@ -184,7 +179,7 @@ class IndexDatabase:
             conn, identity = current
             if identity == self._identity():
                 return conn
-            self._discard(conn)
+            self._discard(conn, replaced=True)
         conn = self._open()
         identity = self._identity()
         self._local.conn = (conn, identity)
@@ -219,12 +214,20 @@ class IndexDatabase:
             return None
         return (st.st_dev, st.st_ino)
 
-    def _discard(self, conn: sqlite3.Connection) -> None:
-        """Close this thread's connection (never another thread's: it may be in use)."""
+    def _discard(self, conn: sqlite3.Connection, *, replaced: bool = False) -> None:
+        """Drop this thread's connection (never another thread's: it may be in use).
+
+        One to a file that is no longer at the index path, or is about to be replaced
+        (`replaced`), is kept open until `close()`: the last connection to a file to close
+        deletes its `-wal` and `-shm` by name, and those names may already be the new
+        file's (a "disk I/O error" for it)."""
         self._local.conn = None
         with self._lock:
             if conn in self._all:
                 self._all.remove(conn)
+            if replaced:
+                self._replaced.append(conn)
+                return
         try:
             conn.close()
         except sqlite3.Error:
@@ -244,6 +247,22 @@ class IndexDatabase:
                 self._users -= 1
                 self._idle.notify_all()
 
+    @contextlib.contextmanager
+    def _quiet(self):
+        """Wait until no other thread runs a unit of work (this thread's own do not count
+        meanwhile): a damaged file is replaced only while no thread is reading it, since a
+        read of the old file while the new one is created breaks the new one (their -wal
+        and -shm go by the same names). Threads waiting here do not hold each other up."""
+        mine = getattr(self._local, "uses", 0)
+        with self._idle:
+            self._users -= mine
+            self._idle.notify_all()
+            self._idle.wait_for(lambda: self._users == 0)
+            try:
+                yield
+            finally:
+                self._users += mine
+
     def close(self) -> None:
         """Close every connection, once the work other threads are doing on them ends (a
         search cancelled by Ctrl-C, or whose other half failed, still runs in its thread:
@@ -253,12 +272,15 @@ class IndexDatabase:
         with self._idle:
             self._idle.wait_for(lambda: self._users == mine)
             with self._lock:
-                for conn in self._all:
+                # Those to replaced files last: by then the current file's -wal and -shm
+                # are normally gone, so their deleting those names by closing is harmless.
+                for conn in [*self._all, *self._replaced]:
                     try:
                         conn.close()
                     except sqlite3.Error:
                         pass
                 self._all.clear()
+                self._replaced.clear()
                 for fd in [*self._pins.values(), *self._spare_fds]:
                     os.close(fd)
                 self._pins.clear()
@@ -302,38 +324,30 @@ class IndexDatabase:
                 # the same pages into each one's private cache would cost more than the query.
                 conn.execute("PRAGMA mmap_size = 1073741824")
                 if unproven:
-                    self._claim(conn)
+                    index_file.claim(conn, self.path, _is_damage)
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if new or version != index_format():
                     self._make_private()
                 if version != index_format():
                     self._create_schema(conn, version)
-                self._check_workspace(conn)
+                if self._workspace is not None:
+                    index_file.check_workspace(conn, self.path, self._workspace)
             except BaseException:
                 conn.close()
                 raise
         return conn
 
-    def _not_an_index(self) -> UsageError:
-        return UsageError(f"{self.path} is not a miniclaw search index (another file, or "
-                          "another program's database): miniclaw leaves it alone; set "
-                          "MINICLAW_INDEX to another file (or remove it if it is a damaged index)")
-
     def _check_file(self) -> bool:
-        """Refuse an index path miniclaw must not write (raises UsageError, touching nothing).
-        True when the file there is an SQLite database not yet proven to be an index (then
-        `_claim` decides). Runs before each connection is opened, so it must not close a
-        descriptor of a file this process holds locks on: a checked file stays pinned."""
-        if self._workspace is not None and inside_workspace(self.path, self._workspace):
-            raise UsageError(f"the search index {self.path} is inside the workspace "
-                             f"{self._workspace}: set MINICLAW_INDEX to a file outside it")
+        """`index_file`'s checks of the file at the index path, before each connection is
+        opened; True when it is an SQLite file `index_file.claim` must then accept. A file
+        checked once stays open (pinned) until `close()`, and is not checked again: closing
+        a descriptor of it would drop this process's SQLite locks on it."""
         try:
-            st = os.stat(self.path)
-            if not stat.S_ISREG(st.st_mode):
-                raise UsageError(f"the search index path {self.path} is not a regular file: "
-                                 "set MINICLAW_INDEX to a file")
+            st = index_file.check_place(self.path, self._workspace)
+            if st is None:
+                return False
             with self._lock:
-                if (st.st_dev, st.st_ino) in self._pins:  # checked when it was first opened
+                if (st.st_dev, st.st_ino) in self._pins:
                     return False
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -341,54 +355,11 @@ class IndexDatabase:
         except OSError as exc:
             raise SearchIndexError(f"cannot open the search index {self.path}: "
                                    f"{exc.strerror or exc}") from exc
-        # Never closed before `close()`: closing it would drop this process's SQLite locks.
         st = os.fstat(fd)
         with self._lock:
             if self._pins.setdefault((st.st_dev, st.st_ino), fd) != fd:
                 self._spare_fds.append(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"the search index path {self.path} is not a regular file: "
-                             "set MINICLAW_INDEX to a file")
-        header = os.pread(fd, 100, 0) if st.st_size else b""
-        if not header or self.path.parent == config.cache_dir():
-            return False  # empty, or in miniclaw's own folder: miniclaw's to use
-        if not header.startswith(_SQLITE_MAGIC):
-            raise self._not_an_index()
-        owner = int.from_bytes(header[68:72], "big")
-        if owner == APPLICATION_ID:
-            return False
-        if owner:
-            raise self._not_an_index()
-        return True
-
-    def _claim(self, conn: sqlite3.Connection) -> None:
-        """Accept an SQLite file without miniclaw's id only when it is empty or an earlier
-        miniclaw's index (a `meta` table with miniclaw's keys); it then becomes one. One
-        that cannot even be read is not proven to be an index: never reset."""
-        try:
-            tables = {row[0] for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            ours = not tables or ("meta" in tables and conn.execute(
-                f"SELECT 1 FROM meta WHERE key IN ({', '.join('?' * len(_OLD_INDEX_META_KEYS))})"
-                " LIMIT 1", _OLD_INDEX_META_KEYS).fetchone() is not None)
-        except sqlite3.DatabaseError as exc:
-            if not _is_damage(exc):
-                raise
-            raise self._not_an_index() from exc
-        if not ours:
-            raise self._not_an_index()
-
-    def _check_workspace(self, conn: sqlite3.Connection) -> None:
-        """Refuse an index that serves another workspace (MINICLAW_INDEX shared or reused).
-        Refused rather than rebuilt: two processes of two workspaces would rebuild it in turn,
-        and one's search could read the other's rows between its refresh and its query."""
-        if self._workspace is None:
-            return
-        row = conn.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
-        if row is not None and row[0] != self._workspace:
-            raise UsageError(f"the search index {self.path} belongs to the workspace {row[0]}, "
-                             f"not {self._workspace}: set MINICLAW_INDEX to another file "
-                             "(or delete that one: it is only a cache)")
+        return index_file.check_header(self.path, fd)
 
     def _wipe_wal(self, conn: sqlite3.Connection) -> None:
         """Copy the WAL into the file and empty it, after rows were deleted: its older frames
@@ -470,7 +441,7 @@ class IndexDatabase:
                         conn.execute(statement)
                 if self._workspace is not None:
                     conn.execute("INSERT INTO meta VALUES ('workspace', ?)", (self._workspace,))
-                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA application_id = {index_file.APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {index_format()}")
             conn.execute("COMMIT")
         except BaseException:
@@ -490,7 +461,7 @@ class IndexDatabase:
             if seen is not None and now != seen:
                 return
             log.warning("search index %s is damaged (%s); rebuilding it from the memory files",
-                        self.path, exc)
+                        self.path, "a row's text is not UTF-8" if _not_utf8(exc) else exc)
             for suffix in ("", "-wal", "-shm"):
                 try:
                     os.unlink(f"{self.path}{suffix}")
@@ -530,9 +501,12 @@ class IndexDatabase:
             replaced = self._identity() != seen  # deleted or swapped under us: reconnect
             if not replaced and not _is_damage(exc):
                 raise _unusable(self.path, exc) from exc
-            self._discard(conn)
+            # Kept open even when damaged: this file is about to be replaced, and another
+            # thread may still have it open (then its close would not be the last).
+            self._discard(conn, replaced=True)
             if not replaced:  # the same file, and it is damaged
-                self._reset(exc, seen)
+                with self._quiet():
+                    self._reset(exc, seen)
             try:
                 conn = self.connection()
                 if not refreshes:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from miniclaw.memory.database import APPLICATION_ID
+from miniclaw.memory.index_file import APPLICATION_ID
 from tests.reliability.support import PYTHON, REPO, assert_one_error_line, cli, rank_json
 
 MEMORY = "# Memory\n\n## 2026-02-01\n- apple pie with cinnamon\n- bread and butter\n"
