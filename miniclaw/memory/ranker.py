@@ -43,8 +43,7 @@ class _Found(NamedTuple):
 
     scores: dict[int, float]
     entries: dict[int, Entry]
-    total: int  # entries that matched, or joined as context
-    context: set[int]  # entries found only through their neighbours
+    total: int  # entries that matched
 
 
 class SearchOptions(NamedTuple):
@@ -137,7 +136,6 @@ class MemoryRanker:
             for source in selected))
         own = {i: score for part in found for i, score in part.scores.items()}
         entries = {i: entry for part in found for i, entry in part.entries.items()}
-        context = {i for part in found for i in part.context}
         total = sum(part.total for part in found)
         # The sources were read in separate snapshots: keep only entries that have a score.
         ranked = sorted((i for i in entries if i in own),
@@ -147,7 +145,7 @@ class MemoryRanker:
             explained = await asyncio.to_thread(self.index.contributions, ranked, weights,
                                                 scorer.term_score_sql, plan.stats.avg_length)
         shown = frozenset(plan.terms)
-        results = [self._result(entries[i], own[i], shown, i not in context, explained.get(i))
+        results = [self._result(entries[i], own[i], shown, explained.get(i))
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)
         hints = search_hints(query, results, options.limit,
@@ -207,17 +205,15 @@ class MemoryRanker:
             rows = rows[:k]
             entries = {row[0]: entries[row[0]] for row in rows}
         scores = {entry_id: score for entry_id, score, _ in rows}
-        context: set[int] = set()
         if scorer.neighbor_weights and scores:
             before = set(scores)
-            scores, entries, context = add_neighbour_scores(
+            scores, entries = add_neighbour_scores(
                 self.index, scores, entries, filters, weights, scorer, avgdl)
-            if phrases:  # neighbours that hold query words must hold the phrases too
-                scores = {i: score for i, score in scores.items() if i in before
-                          or i in context or self._has_phrases(entries[i], phrases)}
+            if phrases:  # neighbours that join must hold the phrases too
+                scores = {i: score for i, score in scores.items()
+                          if i in before or self._has_phrases(entries[i], phrases)}
                 entries = {i: entries[i] for i in scores}
-            total += len(context)  # entries only their neighbours brought in
-        return _Found(scores, entries, total, context)
+        return _Found(scores, entries, total)
 
     @staticmethod
     def _has_phrases(entry: Entry, phrases: tuple[tuple[str, ...], ...]) -> bool:
@@ -225,7 +221,7 @@ class MemoryRanker:
         return all(phrase_matches(phrase, terms) for phrase in phrases)
 
     @staticmethod
-    def _result(entry: Entry, score: float, terms: frozenset[str], matched: bool,
+    def _result(entry: Entry, score: float, terms: frozenset[str],
                 parts: dict[str, float] | None) -> RankedMemory:
         excerpt, spans = make_excerpt(entry.text, terms)
         explanation: tuple[tuple[str, float], ...] = ()
@@ -236,7 +232,7 @@ class MemoryRanker:
                 explanation += (("neighbours", rest),)
         return RankedMemory(entry.text, excerpt, score, entry.source, entry.date, entry.path,
                             entry.line_start, entry.line_end, entry.category, entry.tags,
-                            entry.time, spans, matched, explanation)
+                            entry.time, spans, explanation=explanation)
 
 
 def _typed_words(query_text: str, terms: list[str]) -> list[str]:

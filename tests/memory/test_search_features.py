@@ -525,19 +525,10 @@ def conversation(workspace: Path) -> Path:
     return workspace
 
 
-async def test_neighbour_entry_is_returned_unmatched_in_bm25(store, conversation):
+async def test_neighbour_holding_no_query_word_is_not_returned_in_bm25(store, conversation):
     found = await store.search("zephyr", limit=5)
-    by_text = {hit.content: hit for hit in found.results}
-    assert by_text["Met Sam about the zephyr project"].matched is True
-    assert by_text["He agreed to the numbers"].matched is False
-
-
-async def test_neighbour_only_entry_is_explained_as_neighbours(store, conversation):
-    found = await store.search("zephyr", limit=5, explain=True)
-    hit = next(h for h in found.results if not h.matched)
-    assert [part for part, _ in hit.explanation] == ["neighbours"]
-    assert hit.explanation[0][1] == pytest.approx(hit.score)
-    assert hit.score > 0
+    assert texts(found.results) == ["Met Sam about the zephyr project"]
+    assert found.total == 1
 
 
 async def test_matched_entry_with_a_matching_neighbour_explains_its_share(store, workspace):
@@ -573,8 +564,7 @@ async def test_matched_neighbour_results_all_hold_the_phrase(store, workspace):
     write_note(workspace, "2026-02-13", "Sam approved the atlas budget",
                "Sam said budget atlas twice", times=["10:00:00", "10:05:00"])
     found = await store.search('"atlas budget"', limit=5)
-    assert [hit.content for hit in found.results if hit.matched] == [
-        "Sam approved the atlas budget"]
+    assert texts(found.results) == ["Sam approved the atlas budget"]
 
 
 async def test_tag_filter_keeps_untagged_neighbours_out(store, workspace):
