@@ -103,6 +103,7 @@ class SearchIndex(IndexDatabase):
         self.sources = tuple(sources)
         self._refreshing = threading.RLock()
         self._refreshes = 0
+        self._median = (-1, -1, 0.0)  # (entries, terms, median entry length) last read
         self._watch = None  # a FolderWatch once this process has refreshed twice
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
         self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
@@ -263,18 +264,27 @@ class SearchIndex(IndexDatabase):
         return [row[0] for row in rows]
 
     def corpus(self, terms: Iterable[str]) -> tuple[int, float, dict[str, int]]:
-        """(entries, mean entry length, document frequency of each term) over all sources."""
+        """(entries, typical entry length, document frequency of each term) over all sources.
+
+        The typical length is the median, not the mean: a few very long entries (an
+        assistant's essay among short turns) would otherwise make every entry look short,
+        and BM25 would stop telling long entries from short ones (benchmarks/README.md).
+        It is cached for as long as the number of entries and terms stays the same."""
         terms = list(dict.fromkeys(terms))
 
         def work(conn):
             totals = dict(conn.execute(
                 "SELECT key, value FROM meta WHERE key IN ('entries', 'terms')").fetchall())
             count, length = int(totals.get("entries", 0)), int(totals.get("terms", 0))
+            if self._median[:2] != (count, length):
+                middle = conn.execute("SELECT length FROM entries ORDER BY length LIMIT 1 OFFSET ?",
+                                      (count // 2,)).fetchone()
+                self._median = (count, length, float(max(middle[0], 1)) if middle else 0.0)
             df = {}
             for term in terms:
                 df[term] = conn.execute(
                     "SELECT COUNT(*) FROM term_postings WHERE term = ?", (term,)).fetchone()[0]
-            return count, (length / count if count else 0.0), df
+            return count, self._median[2], df
 
         return self._run(work)
 

@@ -554,8 +554,8 @@ def test_an_entry_next_to_a_match_is_neither_shown_nor_counted(runner, conversat
 
 
 def test_a_matching_neighbour_share_is_explained_in_text(runner, workspace):
-    write_note(workspace, 0, "zephyr kickoff", "zephyr followup", times=["10:00:00", "10:05:00"])
-    lines = rank(runner, workspace, "-q", "zephyr", "--explain").stdout.split("\n")
+    write_note(workspace, 0, "zephyr kickoff", "budget followup", times=["10:00:00", "10:05:00"])
+    lines = rank(runner, workspace, "-q", "zephyr budget", "--explain").stdout.split("\n")
     assert any(re.fullmatch(r"   why: zephyr \d+\.\d{2} \+ neighbours \d+\.\d{2}", line)
                for line in lines)
 
