@@ -93,6 +93,19 @@ def row_to_entry(row: Sequence) -> Entry:
                  tuple(tags.split()))
 
 
+EXACT_MEDIAN_UP_TO = 5_000
+
+
+def _median_stale(cached: tuple[int, int, float], count: int, length: int) -> bool:
+    """Whether the cached (entries, terms, median length) must be read again."""
+    old_count, old_length, _ = cached
+    if (old_count, old_length) == (count, length):
+        return False
+    if count <= EXACT_MEDIAN_UP_TO or old_count <= 0:
+        return True
+    return abs(count - old_count) > count // 100 or abs(length - old_length) > length // 100
+
+
 class SearchIndex(IndexDatabase):
     """The index of one workspace. Methods are blocking: call them off the event loop."""
 
@@ -269,14 +282,16 @@ class SearchIndex(IndexDatabase):
         The typical length is the median, not the mean: a few very long entries (an
         assistant's essay among short turns) would otherwise make every entry look short,
         and BM25 would stop telling long entries from short ones (benchmarks/README.md).
-        It is cached for as long as the number of entries and terms stays the same."""
+        Reading it sorts every entry's length: it is re-read when the entries or terms
+        change, and in an index of over `EXACT_MEDIAN_UP_TO` entries only once they have
+        changed by 1% (the median of a large index moves slowly; an append stays cheap)."""
         terms = list(dict.fromkeys(terms))
 
         def work(conn):
             totals = dict(conn.execute(
                 "SELECT key, value FROM meta WHERE key IN ('entries', 'terms')").fetchall())
             count, length = int(totals.get("entries", 0)), int(totals.get("terms", 0))
-            if self._median[:2] != (count, length):
+            if _median_stale(self._median, count, length):
                 middle = conn.execute("SELECT length FROM entries ORDER BY length LIMIT 1 OFFSET ?",
                                       (count // 2,)).fetchone()
                 self._median = (count, length, float(max(middle[0], 1)) if middle else 0.0)
