@@ -116,6 +116,19 @@ def row_to_entry(row: Sequence) -> Entry:
                  tuple(tags.split()))
 
 
+EXACT_MEDIAN_UP_TO = 5_000
+
+
+def _median_stale(cached: tuple[int, int, float], count: int, length: int) -> bool:
+    """Whether the cached (entries, terms, median length) must be read again."""
+    old_count, old_length, _ = cached
+    if (old_count, old_length) == (count, length):
+        return False
+    if count <= EXACT_MEDIAN_UP_TO or old_count <= 0:
+        return True
+    return abs(count - old_count) > count // 100 or abs(length - old_length) > length // 100
+
+
 class SearchIndex(IndexDatabase):
     """The index of one workspace. Methods are blocking: call them off the event loop."""
 
@@ -126,6 +139,7 @@ class SearchIndex(IndexDatabase):
         self.sources = tuple(sources)
         self._refreshing = threading.RLock()
         self._refreshes = 0
+        self._median = (-1, -1, 0.0)  # (entries, terms, median entry length) last read
         self._watch = None  # a FolderWatch once this process has refreshed twice
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
         self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
@@ -289,7 +303,14 @@ class SearchIndex(IndexDatabase):
         return [row[0] for row in rows]
 
     def corpus(self, terms: Iterable[str]) -> tuple[int, float, dict[str, int]]:
-        """(entries, mean entry length, document frequency of each term) over all sources."""
+        """(entries, typical entry length, document frequency of each term) over all sources.
+
+        The typical length is the median, not the mean: a few very long entries (an
+        assistant's essay among short turns) would otherwise make every entry look short,
+        and BM25 would stop telling long entries from short ones (benchmarks/README.md).
+        Reading it sorts every entry's length: it is re-read when the entries or terms
+        change, and in an index of over `EXACT_MEDIAN_UP_TO` entries only once they have
+        changed by 1% (the median of a large index moves slowly; an append stays cheap)."""
         terms = list(dict.fromkeys(terms))
 
         def work(conn):
@@ -301,11 +322,17 @@ class SearchIndex(IndexDatabase):
                 raise IndexRowError(f"the index's totals are {totals}") from exc
             if count < 0 or length < 0:
                 raise IndexRowError(f"the index's totals are negative ({count}, {length})")
+            if _median_stale(self._median, count, length):
+                middle = conn.execute("SELECT length FROM entries ORDER BY length LIMIT 1 OFFSET ?",
+                                      (count // 2,)).fetchone()
+                if middle is not None and type(middle[0]) is not int:
+                    raise IndexRowError("an entry's length in the index is damaged")
+                self._median = (count, length, float(max(middle[0], 1)) if middle else 0.0)
             df = {}
             for term in terms:
                 df[term] = conn.execute(
                     "SELECT COUNT(*) FROM term_postings WHERE term = ?", (term,)).fetchone()[0]
-            return count, (length / count if count else 0.0), df
+            return count, self._median[2], df
 
         return self._run(work)
 

@@ -2,10 +2,11 @@
 around it, when they were written close together in time.
 
 Why: in a conversation or a stream of notes, a question often matches the entry before or
-after the one that answers it (measured on LoCoMo: turn recall@5 0.56 without, 0.66 with).
-The shares come from the scorer (`neighbor_weights`, by offset); entries written more than
-`MAX_GAP_S` apart are not each other's context, so a day of unrelated notes stays unrelated.
-An entry can be returned for its neighbours alone: it is then reported as not `matched`.
+after the one that answers it. An entry gains a share of its neighbours' scores for the
+query terms it does not hold itself. The shares come from the scorer (`neighbor_weights`, by
+offset); entries written more than `MAX_GAP_S` apart are not each other's context.
+Only an entry that holds a query word itself is lifted: people add unrelated notes in bursts,
+and an entry written next to a match is not a result for that alone (issue 13).
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ def _close_in_time(a: str | None, b: str | None) -> bool:
 
 def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry], filters,
                          weights: dict[str, float], scorer,
-                         avgdl: float) -> tuple[dict[int, float], dict[int, Entry], set[int]]:
-    """(scores with neighbour shares added, entries, ids of entries found only as context).
+                         avgdl: float) -> tuple[dict[int, float], dict[int, Entry]]:
+    """(scores with neighbour shares added, entries).
 
-    `own` holds the candidates' own scores; their neighbours that pass the filters join the
-    candidates. Runs in a worker thread (it queries the index).
+    `own` holds the candidates' own scores; their neighbours that pass the filters and hold
+    a query word join the candidates. Runs in a worker thread (it queries the index).
     """
     shares = dict(scorer.neighbor_weights)  # offset -> share of that neighbour's score
     reach = max(abs(offset) for offset in shares)
@@ -47,13 +48,22 @@ def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry]
                        if _close_in_time(mine, theirs)]
                    for i, found in index.neighbours(newcomers, reach).items()})
     needed = {n for found in around.values() for n, _ in found} | set(newcomers)
+    parts = index.contributions(sorted(needed | own.keys()), weights, scorer.term_score_sql, avgdl)
     base = dict(own)
-    base.update(index.scores(sorted(needed - base.keys()), weights, scorer.term_score_sql, avgdl))
+    base.update({i: sum(parts[i].values()) for i in needed - own.keys()})
     boosted = dict(own)
     for entry_id in daily + newcomers:
-        share = sum(shares.get(offset, 0.0) * base.get(n, 0.0) for n, offset in around[entry_id])
+        mine = parts.get(entry_id, {})
+        share = sum(shares.get(offset, 0.0) * _missing_part(parts[n], mine)
+                    for n, offset in around[entry_id])
         boosted[entry_id] = base.get(entry_id, 0.0) + share
-    joined = [i for i in newcomers if boosted[i] > 0]
-    context = {i for i in joined if base.get(i, 0.0) == 0.0}
-    boosted = {i: score for i, score in boosted.items() if score > 0}
-    return boosted, {**entries, **index.entries(joined)}, context
+    boosted = {i: score for i, score in boosted.items() if base.get(i, 0.0) > 0}
+    joined = [i for i in newcomers if i in boosted]
+    return boosted, {**entries, **index.entries(joined)}
+
+
+def _missing_part(theirs: dict[str, float], mine: dict[str, float]) -> float:
+    """A neighbour's score from the query terms the entry lacks: context fills in what the
+    entry does not say, and a long reply that repeats the question's words gains nothing
+    from it (on LongMemEval, lifting by the whole score put assistant essays first)."""
+    return sum(value for term, value in theirs.items() if term not in mine)

@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
+from miniclaw.memory.date_cue import DateSpan, named_dates
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.index import Filters, SearchIndex
@@ -43,8 +44,7 @@ class _Found(NamedTuple):
 
     scores: dict[int, float]
     entries: dict[int, Entry]
-    total: int  # entries that matched, or joined as context
-    context: set[int]  # entries found only through their neighbours
+    total: int  # entries that matched
 
 
 class SearchOptions(NamedTuple):
@@ -130,7 +130,9 @@ class MemoryRanker:
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
         phrases = tuple(fix(phrase) for phrase in query.phrases)
-        k = max(options.limit, _CANDIDATES) if scorer.neighbor_weights else options.limit
+        spans = named_dates(query.text, self.today()) if scorer.date_weight else []
+        wide = scorer.neighbor_weights or spans
+        k = max(options.limit, _CANDIDATES) if wide else options.limit
         selected = [s for s in self.index.sources if s.name in filters.sources]
         found = await asyncio.gather(*(
             asyncio.to_thread(self._search_source, source, filters, weights, scorer,
@@ -138,8 +140,9 @@ class MemoryRanker:
             for source in selected))
         own = {i: score for part in found for i, score in part.scores.items()}
         entries = {i: entry for part in found for i, entry in part.entries.items()}
-        context = {i for part in found for i in part.context}
         total = sum(part.total for part in found)
+        dated = _date_bonus(own, entries, spans, scorer.date_weight)
+        own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
         # The sources were read in separate snapshots: keep only entries that have a score.
         ranked = sorted((i for i in entries if i in own),
                         key=lambda i: _order_key(own[i], entries[i]))[: options.limit]
@@ -148,7 +151,7 @@ class MemoryRanker:
             explained = await asyncio.to_thread(self.index.contributions, ranked, weights,
                                                 scorer.term_score_sql, plan.stats.avg_length)
         shown = frozenset(plan.terms) if options.excerpts else frozenset()
-        results = [self._result(entries[i], own[i], shown, i not in context, explained.get(i))
+        results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)
         hints = search_hints(query, results, options.limit,
@@ -211,17 +214,15 @@ class MemoryRanker:
             rows = rows[:k]
             entries = {row[0]: entries[row[0]] for row in rows}
         scores = {entry_id: score for entry_id, score, _ in rows}
-        context: set[int] = set()
         if scorer.neighbor_weights and scores:
             before = set(scores)
-            scores, entries, context = add_neighbour_scores(
+            scores, entries = add_neighbour_scores(
                 self.index, scores, entries, filters, weights, scorer, avgdl)
-            if phrases:  # neighbours that hold query words must hold the phrases too
-                scores = {i: score for i, score in scores.items() if i in before
-                          or i in context or self._has_phrases(entries[i], phrases)}
+            if phrases:  # neighbours that join must hold the phrases too
+                scores = {i: score for i, score in scores.items()
+                          if i in before or self._has_phrases(entries[i], phrases)}
                 entries = {i: entries[i] for i in scores}
-            total += len(context)  # entries only their neighbours brought in
-        return _Found(scores, entries, total, context)
+        return _Found(scores, entries, total)
 
     @staticmethod
     def _has_phrases(entry: Entry, phrases: tuple[tuple[str, ...], ...]) -> bool:
@@ -229,18 +230,34 @@ class MemoryRanker:
         return all(phrase_matches(phrase, terms) for phrase in phrases)
 
     @staticmethod
-    def _result(entry: Entry, score: float, terms: frozenset[str], matched: bool,
-                parts: dict[str, float] | None) -> RankedMemory:
+    def _result(entry: Entry, score: float, terms: frozenset[str],
+                parts: dict[str, float] | None, dated: float = 0.0) -> RankedMemory:
         excerpt, spans = make_excerpt(entry.text, terms)
         explanation: tuple[tuple[str, float], ...] = ()
         if parts is not None:
-            rest = score - sum(parts.values())
+            rest = score - sum(parts.values()) - dated
             explanation = tuple(sorted(parts.items(), key=lambda kv: -kv[1]))
             if abs(rest) > 1e-9:
                 explanation += (("neighbours", rest),)
+            if dated:
+                explanation += (("date", dated),)
         return RankedMemory(entry.text, excerpt, score, entry.source, entry.date, entry.path,
                             entry.line_start, entry.line_end, entry.category, entry.tags,
-                            entry.time, spans, matched, explanation)
+                            entry.time, spans, explanation=explanation)
+
+
+DATE_SLACK_DAYS = 1  # a note written the day after still tells of the day named
+
+
+def _date_bonus(scores: dict[int, float], entries: dict[int, Entry], spans: list[DateSpan],
+                weight: float) -> dict[int, float]:
+    """What each matching entry dated in (or next to) a span the query names gains: a share
+    `weight` of its score. Only entries that already match are candidates."""
+    if not spans or not weight:
+        return {}
+    return {i: weight * score for i, score in scores.items()
+            if (day := entries[i].date) is not None
+            and min(span.distance(day) for span in spans) <= DATE_SLACK_DAYS}
 
 
 def _typed_words(query_text: str, terms: list[str]) -> list[str]:

@@ -571,19 +571,19 @@ def conversation(workspace: Path) -> Path:
     return workspace
 
 
-def test_neighbour_context_is_explained_as_neighbours_in_json(runner, conversation):
+def test_an_entry_next_to_a_match_is_neither_shown_nor_counted(runner, conversation):
     data = rank_json(runner, conversation, "-q", "zephyr", "--explain")
-    context = [hit for hit in data["results"] if not hit["matched"]]
-    assert [hit["content"] for hit in context] == ["He agreed to the numbers"]
-    assert list(context[0]["explain"]) == ["neighbours"]
-    assert context[0]["explain"]["neighbours"] == pytest.approx(context[0]["score"], abs=1e-4)
+    assert [hit["content"] for hit in data["results"]] == ["Met Sam about the zephyr project"]
+    assert data["total"] == 1
+    out = rank(runner, conversation, "-q", "zephyr").stdout
+    assert "He agreed" not in out and "context: next to a match" not in out
 
 
-def test_neighbour_context_is_marked_and_explained_in_text(runner, conversation):
-    lines = rank(runner, conversation, "-q", "zephyr", "--explain").stdout.split("\n")
-    head = next(i for i, line in enumerate(lines) if "[context: next to a match]" in line)
-    assert lines[head + 1].strip() == "He agreed to the numbers"
-    assert re.fullmatch(r"   why: neighbours \d+\.\d{2}", lines[head + 3])
+def test_a_matching_neighbour_share_is_explained_in_text(runner, workspace):
+    write_note(workspace, 0, "zephyr kickoff", "budget followup", times=["10:00:00", "10:05:00"])
+    lines = rank(runner, workspace, "-q", "zephyr budget", "--explain").stdout.split("\n")
+    assert any(re.fullmatch(r"   why: zephyr \d+\.\d{2} \+ neighbours \d+\.\d{2}", line)
+               for line in lines)
 
 
 def test_phrase_holds_in_every_matched_result_even_next_to_a_match(runner, workspace):

@@ -7,6 +7,8 @@ entry's length in terms) and `:avgdl` (the mean length). An entry's score is the
 query terms it contains of weight × term score, computed inside SQLite. `neighbor_weights`
 are (offset, share) pairs: the share of the score of the entry `offset` places away in the
 same daily note that is added to an entry's score (offset -1 is the entry right before).
+`date_weight` is the share of its score a matching entry gains when it is dated on a day the
+query names ("last week", "in May": `date_cue.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Scorer(Protocol):
     name: ClassVar[str]
     summary: ClassVar[str]
     neighbor_weights: tuple[tuple[int, float], ...]
+    date_weight: float  # share of its score a match dated when the query names gains
     term_score_sql: str
 
     def scored_terms(self, terms: list[str]) -> list[str]:

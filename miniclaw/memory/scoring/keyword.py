@@ -9,6 +9,7 @@ class KeywordScorer:
     name = "keyword"
     summary = "count of query words found in the entry (the original simple ranker)"
     neighbor_weights = ()
+    date_weight = 0.0
     term_score_sql = "1.0"
 
     def scored_terms(self, terms: list[str]) -> list[str]:
