@@ -68,30 +68,39 @@ class MemoryServer:
             on_read_resource=self.read_resource)
 
     async def run(self) -> None:
-        warm = asyncio.ensure_future(self._warm())
+        self._start(self._warm())
         try:
             async with stdio_server() as (read_stream, write_stream):
                 await self.server.run(read_stream, write_stream,
                                       self.server.create_initialization_options())
         finally:
-            await asyncio.gather(warm, *self._calls, return_exceptions=True)
-            self.store.close()
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the store once every call is over, cancelled ones included."""
+        while self._calls:
+            await asyncio.gather(*self._calls, return_exceptions=True)
+        self.store.close()
 
     async def _warm(self) -> None:
         """Bring the index up to date while the client starts, so the first search is fast."""
         try:
-            await self._finish(self.store.refresh_index())
+            await self.store.refresh_index()
         except MiniclawError:
             pass  # the first search reports it
 
-    async def _finish(self, work):
-        """Await `work` in its own task: a cancelled request stops waiting for it, and the
-        store stays open until it is over (a worker thread cannot be stopped)."""
+    def _start(self, work) -> asyncio.Task:
+        """Run `work` as a task of its own, which `aclose` waits for."""
         task = asyncio.ensure_future(work)
         self._calls.add(task)
         task.add_done_callback(_settled)
         task.add_done_callback(self._calls.discard)
-        return await asyncio.shield(task)
+        return task
+
+    async def _finish(self, work):
+        """Await `work` in its own task: a cancelled request stops waiting for it, and the
+        store stays open until it is over (a worker thread cannot be stopped)."""
+        return await asyncio.shield(self._start(work))
 
     # -- tools ---------------------------------------------------------------------------
 
