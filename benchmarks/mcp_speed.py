@@ -7,6 +7,8 @@ It prints, after building the index once:
                 `miniclaw --workspace WS mcp` to the answer of its first search (initialize,
                 initialized and a tools/call written at once on stdin); and to the answer of
                 `initialize` alone
+  sdk import    median wall time of `python -c "import mcp.server.lowlevel, mcp.server.stdio"`,
+                the floor of any server on the official SDK (alternated with the starts)
   mcp warm p50  p50/p95 of a search_memory call through the server, same queries, after one
                 warm-up call: a line written on stdin to its answer read on stdout (no client
                 library in the way), and its ratio to the library p50
@@ -74,10 +76,15 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.stdout.close()
 
 
-def first_answers(ws: Path, env: dict, query: str) -> tuple[float, float]:
-    """(seconds to the initialize answer, seconds to the first search's answer), medians."""
-    to_init, to_search = [], []
+def first_answers(ws: Path, env: dict, query: str) -> tuple[float, float, float]:
+    """(seconds to the initialize answer, to the first search's answer, to import the SDK
+    in a bare process), medians."""
+    to_init, to_search, sdk = [], [], []
     for _ in range(RUNS):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import mcp.server.lowlevel, mcp.server.stdio"],
+                       check=True, env=env)
+        sdk.append(time.perf_counter() - start)
         start = time.perf_counter()
         proc = _start(ws, env)
         proc.stdin.write(_opening() + _search(2, query))
@@ -87,7 +94,7 @@ def first_answers(ws: Path, env: dict, query: str) -> tuple[float, float]:
         _answer(proc, 2)
         to_search.append(time.perf_counter() - start)
         _stop(proc)
-    return statistics.median(to_init), statistics.median(to_search)
+    return statistics.median(to_init), statistics.median(to_search), statistics.median(sdk)
 
 
 def warm_calls(ws: Path, env: dict, queries: list[str]) -> list[float]:
@@ -124,11 +131,12 @@ async def main() -> None:
             await store.rebuild_index()
             library = pct(await warm_latencies(store, queries), 0.5)
         time.sleep(2.1)  # files written under 2 s ago are re-checked by every search
-        to_init, to_search = first_answers(ws, env, queries[0])
+        to_init, to_search, sdk = first_answers(ws, env, queries[0])
         served = warm_calls(ws, env, queries)
     p50, p95 = pct(served, 0.5), pct(served, 0.95)
     print(f"| {args.size} | library warm p50 {library * 1e3:.2f} ms | first answer "
-          f"{to_search * 1e3:.0f} ms (initialize {to_init * 1e3:.0f} ms) | mcp warm p50 "
+          f"{to_search * 1e3:.0f} ms (initialize {to_init * 1e3:.0f} ms; SDK import alone "
+          f"{sdk * 1e3:.0f} ms) | mcp warm p50 "
           f"{p50 * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms | mcp/library {p50 / library:.2f} |")
 
 

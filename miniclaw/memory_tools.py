@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
-from miniclaw.errors import UsageError
+from miniclaw.errors import MiniclawError, UsageError
 
 SEARCH_LIMIT = 5
 MAX_WRITES_PER_TURN = 10  # a turn rarely has more than two or three things worth keeping
@@ -53,6 +53,11 @@ class WriteBudget:
                              "one turn may; save only what matters most")
         self.in_turn += 1
         self.in_session += 1
+
+    def refund(self) -> None:
+        """Give back a write that was refused (bad text, a damaged file): nothing written."""
+        self.in_turn -= 1
+        self.in_session -= 1
 
 
 # -- schemas -------------------------------------------------------------------------------
@@ -321,7 +326,11 @@ class MemoryTools:
     async def _add(self, args: dict) -> dict:
         self.writes.spend()
         add = self.store.add_long_term if args["kind"] == "long_term" else self.store.add_daily_note
-        entry = await add(args["content"], category=args["category"], tags=args["tags"] or ())
+        try:
+            entry = await add(args["content"], category=args["category"], tags=args["tags"] or ())
+        except MiniclawError:
+            self.writes.refund()
+            raise
         return {"saved": True, "private": entry is None,
                 "entry": entry_dict(entry) if entry else None, "writes_left": self.writes.left}
 
