@@ -5,7 +5,7 @@
     providers.py   what a provider is, and choosing one from the settings
     echo.py        the offline provider (the default): answers with the memories found
     openai.py      any OpenAI-compatible chat-completions server, streamed (httpx)
-    tools.py       write_memory and search_memory, the tools a model may call
+    tools.py       add_memory and search_memory, the tools a model may call
     transcript.py  sessions/<session-id>.jsonl, appended as the conversation happens
 
 Nothing here is imported by `miniclaw memory ...`; httpx only when `openai` is chosen.
