@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import stat
+import sys
 from pathlib import Path
 
 import anyio
@@ -52,7 +53,13 @@ def serve(workspace: Path, *, read_only: bool = False) -> None:
     """Serve until the client closes stdin."""
     store = MemoryStore(workspace)
     store.require_workspace()  # before serving: a wrong workspace is one Error line
-    anyio.run(MemoryServer(store, read_only=read_only).run)
+    if os.isatty(0):
+        sys.stderr.write("miniclaw mcp speaks the Model Context Protocol on stdin and stdout: "
+                         "register it with an agent (see the README). Ctrl-C ends it.\n")
+    try:
+        anyio.run(MemoryServer(store, read_only=read_only).run)
+    except KeyboardInterrupt:  # Ctrl-C in a terminal: not an error worth a traceback
+        pass
 
 
 class MemoryServer:
