@@ -1,8 +1,8 @@
 """Speed of `miniclaw mcp` on the L workspace of `search_speed.py` (built the same way).
 
 It prints, after building the index once:
-  library p50   warm p50 of `search_memories(q, limit=5, days=None)` in one process (the
-                figure of search_speed.py's "warm p50 ms")
+  library p50   warm p50 of `search_memories(q, limit=5, days=None)` in this process (the
+                figure of search_speed.py's "warm p50 ms"), alternated with the server's calls
   first answer  median over RUNS server starts of the wall time from spawning
                 `miniclaw --workspace WS mcp` to the answer of its first search (initialize,
                 initialized and a tools/call written at once on stdin); and to the answer of
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_speed import SEED, SIZES, Writer, generate, pct, warm_latencies  # noqa: E402
+from search_speed import SEED, SIZES, Writer, generate, pct  # noqa: E402
 
 from miniclaw.memory import MemoryStore  # noqa: E402
 
@@ -97,20 +97,27 @@ def first_answers(ws: Path, env: dict, query: str) -> tuple[float, float, float]
     return statistics.median(to_init), statistics.median(to_search), statistics.median(sdk)
 
 
-def warm_calls(ws: Path, env: dict, queries: list[str]) -> list[float]:
+async def warm_pairs(store: MemoryStore, ws: Path, env: dict,
+                     queries: list[str]) -> tuple[list[float], list[float]]:
+    """Seconds of each query in this process's store and through the server, alternated
+    (library, then server, same query), so that both see the same load on a noisy machine."""
     proc = _start(ws, env)
     proc.stdin.write(_opening() + _search(2, "warm up query"))
     proc.stdin.flush()
     _answer(proc, 2)
-    latencies = []
+    await store.search_memories("warm up query", limit=5, days=None)
+    library, served = [], []
     for n, query in enumerate(queries, 3):
+        start = time.perf_counter()
+        await store.search_memories(query, limit=5, days=None)
+        library.append(time.perf_counter() - start)
         start = time.perf_counter()
         proc.stdin.write(_search(n, query))
         proc.stdin.flush()
         _answer(proc, n)
-        latencies.append(time.perf_counter() - start)
+        served.append(time.perf_counter() - start)
     _stop(proc)
-    return latencies
+    return library, served
 
 
 async def main() -> None:
@@ -129,10 +136,10 @@ async def main() -> None:
         queries = [writer.query() for _ in range(args.queries)]
         async with MemoryStore(ws) as store:
             await store.rebuild_index()
-            library = pct(await warm_latencies(store, queries), 0.5)
-        time.sleep(2.1)  # files written under 2 s ago are re-checked by every search
-        to_init, to_search, sdk = first_answers(ws, env, queries[0])
-        served = warm_calls(ws, env, queries)
+            time.sleep(2.1)  # files written under 2 s ago are re-checked by every search
+            to_init, to_search, sdk = first_answers(ws, env, queries[0])
+            alone, served = await warm_pairs(store, ws, env, queries)
+    library = pct(alone, 0.5)
     p50, p95 = pct(served, 0.5), pct(served, 0.95)
     print(f"| {args.size} | library warm p50 {library * 1e3:.2f} ms | first answer "
           f"{to_search * 1e3:.0f} ms (initialize {to_init * 1e3:.0f} ms; SDK import alone "
