@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from contextlib import AsyncExitStack
 
 from tests.mcp.conftest import call, connect, server_env
 
@@ -18,8 +17,22 @@ def marker(who: str, n: int) -> str:
 
 
 async def test_four_clients_and_a_cli_lose_nothing_and_never_serve_stale(memories, today):
-    async with AsyncExitStack() as stack:
-        sessions = [await stack.enter_async_context(connect(memories)) for _ in range(CLIENTS)]
+    sessions: list = []
+    connected, finished = asyncio.Event(), asyncio.Event()
+
+    async def agent() -> None:  # a session is entered and left in one task (anyio's rule)
+        async with connect(memories) as session:
+            sessions.append(session)
+            if len(sessions) == CLIENTS:
+                connected.set()
+            await finished.wait()
+
+    agents = [asyncio.ensure_future(agent()) for _ in range(CLIENTS)]  # started at once
+    waiting = asyncio.ensure_future(connected.wait())
+    await asyncio.wait([waiting, *agents], return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    try:
+        assert connected.is_set(), [agent.exception() for agent in agents if agent.done()]
 
         async def everyone_finds(word: str) -> None:
             found = await asyncio.gather(*(call(s, "search_memory", query=word)
@@ -46,6 +59,9 @@ async def test_four_clients_and_a_cli_lose_nothing_and_never_serve_stale(memorie
 
         await asyncio.gather(cli(), *(client(n) for n in range(CLIENTS)))
         totals = await asyncio.gather(*(call(s, "memory_status") for s in sessions))
+    finally:
+        finished.set()
+        await asyncio.gather(*agents)
 
     words = [marker("cli", n) for n in range(ROUNDS)] + [
         marker(f"client{chr(ord('a') + c)}", n) for c in range(CLIENTS) for n in range(ROUNDS)]
