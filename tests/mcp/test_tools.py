@@ -151,3 +151,21 @@ async def test_private_text_is_never_returned(memories, today):
     assert "zanzibar" not in everything, everything
     assert added["private"] and added["entry"] is None
     assert "Bank login hint  kept offline" in everything  # the visible part is served
+
+
+async def test_a_resource_is_a_memory_file_or_refused(memories, tmp_path):
+    from mcp.shared.exceptions import MCPError
+
+    (tmp_path / "outside.md").write_text("# Daily Note\n\n## 10:00:00 UTC\n\nNot a memory\n")
+    refusals = []
+    async with connect(memories) as session:
+        for uri in ("miniclaw://memory/../../outside.md", "file:///etc/passwd",
+                    "miniclaw://memory/notes.md", "miniclaw://memory/2026-13-45.md",
+                    f"miniclaw://memory/{tmp_path}/outside.md"):
+            try:
+                await session.read_resource(uri)
+            except MCPError as exc:
+                refusals.append(exc.message)
+        still = await call(session, "memory_status")
+    assert len(refusals) == 5 and all(m.startswith("no memory file at") for m in refusals)
+    assert still["entries"] == 4  # and the server goes on
