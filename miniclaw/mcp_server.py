@@ -208,7 +208,7 @@ async def _pipes():
     return _LineReader(reader), _LineWriter(writer)
 
 
-_MAX_LINE = 16 * 1024 * 1024
+_MAX_LINE = 256 * 1024 * 1024  # as good as no limit (the SDK has none); past it, dropped
 
 
 class _LineReader:

@@ -91,6 +91,7 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(memories):
             await refused(session, "search_memory", query="coffee", tags=["a b"]),
             await refused(session, "add_memory", content="   "),
             await refused(session, "add_memory", content="x" * 4001),
+            await refused(session, "add_memory", content="y" * 300_000),  # a line past 64 KiB
             await refused(session, "add_memory", content="a <private> never closed"),
             await refused(session, "add_memory", content="fine", kind="forever"),
             await refused(session, "read_memory", which="2999-01-01"),
