@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
 from miniclaw.errors import MiniclawError, UsageError
+from miniclaw.memory.ranker import DEFAULT_LIMIT as SEARCH_LIMIT
+from miniclaw.memory.ranker import MAX_DAYS, MAX_LIMIT
 
-SEARCH_LIMIT = 5
 MAX_WRITES_PER_TURN = 10  # a turn rarely has more than two or three things worth keeping
 MAX_WRITES_PER_SESSION = 100
 MAX_WRITE_CHARS = 4000  # one memory is a sentence or a paragraph, not a document
@@ -113,12 +114,13 @@ SEARCH = ToolSpec(
     _object({
         "query": {"type": "string", "minLength": 1, "maxLength": 1000,
                   "description": "What to look for, e.g. 'atlas budget' or '\"dark roast\" -tea'."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": SEARCH_LIMIT,
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": SEARCH_LIMIT,
                   "description": "How many results."},
-        "days": {"type": "integer", "minimum": 1,
+        "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS,
                  "description": "Only daily notes of the last N days (MEMORY.md is always "
                                 "searched). Omit for all history."},
-        "since": {"type": "string", "description": f"Only entries dated on or after {_DAY}."},
+        "since": {"type": "string", "description": f"Only entries dated on or after {_DAY}; "
+                                                   "since and until replace days."},
         "until": {"type": "string", "description": f"Only entries dated on or before {_DAY}."},
         "category": {"type": "string", "description": "Only entries of this category."},
         "tags": {**_STRINGS, "description": "Only entries with all of these tags."},
