@@ -268,11 +268,12 @@ def _check_value(name: str, value: object, rule: dict) -> None:
     if kind == "string" and len(value) < rule.get("minLength", 0):
         raise UsageError(f"{name} is empty")
     if kind == "string" and len(value) > rule.get("maxLength", len(value)):
+        gist = ": save the gist" if name == "content" else ""
         raise UsageError(f"{name} is {len(value)} characters long; it may have "
-                         f"{rule['maxLength']} at most" + (": save the gist" if name == "content" else ""))
+                         f"{rule['maxLength']} at most{gist}")
     if kind == "integer" and not rule.get("minimum", value) <= value <= rule.get("maximum", value):
-        bounds = f"between {rule['minimum']} and {rule['maximum']}" if "maximum" in rule else \
-            f"at least {rule['minimum']}"
+        bounds = (f"between {rule['minimum']} and {rule['maximum']}" if "maximum" in rule
+                  else f"at least {rule['minimum']}")
         raise UsageError(f"{name} must be {bounds}, not {value}")
 
 
