@@ -11,6 +11,7 @@ from miniclaw.cli.memory import memory_app
 from miniclaw.cli import workspace as _workspace  # noqa: F401  (registers `init`)
 from miniclaw.cli import chat as _chat  # noqa: F401  (registers `chat`)
 from miniclaw.cli import context as _context  # noqa: F401  (registers `context`)
+from miniclaw.cli import mcp as _mcp  # noqa: F401  (registers `mcp`)
 
 app.add_typer(memory_app)
 

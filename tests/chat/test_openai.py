@@ -41,7 +41,7 @@ async def test_streams_the_answer_piece_by_piece_as_it_comes():
     sent = server.requests[0]
     assert sent["model"] == "tiny" and sent["stream"] is True
     assert sent["messages"] == MESSAGES
-    assert [tool["function"]["name"] for tool in sent["tools"]] == ["write_memory", "search_memory"]
+    assert [tool["function"]["name"] for tool in sent["tools"]] == ["add_memory", "search_memory"]
 
 
 async def test_tool_call_fragments_are_joined():

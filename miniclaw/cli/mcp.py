@@ -1,0 +1,33 @@
+"""`miniclaw mcp`: serve the memory to coding agents over MCP (stdio)."""
+
+
+from typing import Annotated
+
+import typer
+
+from miniclaw.cli.app import app, workspace_of
+
+
+@app.command("mcp")
+def mcp_command(
+    ctx: typer.Context,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Refuse every write: add_memory is not offered.")] = False,
+) -> None:
+    """Serve memory to coding agents (Claude Code, Cursor, Codex...) over the Model Context
+    Protocol on stdin/stdout, until the client closes it.
+
+    Tools: search_memory, add_memory, read_memory, get_context, memory_status; the memory
+    files as resources. Needs the extra: pip install 'miniclaw[mcp]'.
+    Example (Claude Code): claude mcp add miniclaw -- miniclaw -w ~/notes mcp
+    """
+    from miniclaw.errors import MiniclawError
+
+    workspace = workspace_of(ctx)
+    try:
+        from miniclaw.mcp_server import serve  # the SDK is imported here and nowhere else
+    except ImportError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types"):
+            raise
+        raise MiniclawError("the MCP server needs the mcp package: pip install "
+                            "'miniclaw[mcp]'") from None
+    serve(workspace, read_only=read_only)

@@ -1,0 +1,252 @@
+"""`miniclaw mcp`: the memory tools and the memory files served to coding agents over the
+Model Context Protocol (stdio), with the official `mcp` SDK (the optional extra `mcp`).
+
+The tools are `miniclaw.memory_tools`, the chat's own: one `MemoryTools` per server process
+(one client over stdio), so the write caps hold per session as in the chat (no turns here:
+the session cap is the cap). Every answer is structured content that matches the tool's
+output schema, plus the same JSON as text for clients that read only text. A bad call is a
+tool error (`isError`) whose text says what to change; the server goes on.
+
+The memory files are resources (`miniclaw://memory/MEMORY.md`, `miniclaw://memory/DAY.md`),
+read through the parser as entries with citations: no private text, and no path from the
+client is ever opened (a URI names a memory file or is refused).
+
+Cancellation: the SDK cancels the handler of a cancelled request, but a worker thread
+already running a search cannot be stopped. The call runs as its own task, which the handler
+stops waiting for; the store is closed only once every such task is over, so no thread ever
+uses a closed index connection. Everything but the protocol goes to stderr (the SDK points
+fd 1 at stderr while it serves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import stat
+import sys
+from pathlib import Path
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from miniclaw import __version__
+from miniclaw.errors import MiniclawError
+from miniclaw.memory.store import MemoryStore
+from miniclaw.memory_tools import MAX_WRITES_PER_SESSION, MemoryTools, WriteBudget
+
+log = logging.getLogger("miniclaw")
+
+URI_PREFIX = "miniclaw://memory/"
+INSTRUCTIONS = (
+    "The user's own memory: plain Markdown files (MEMORY.md for lasting facts, one daily "
+    "note per day). Search it before answering questions about the user, their projects and "
+    "past decisions; quote the citations (path:line). Save only what the user would want "
+    "remembered, one self-contained sentence per memory.")
+
+
+def serve(workspace: Path, *, read_only: bool = False) -> None:
+    """Serve until the client closes stdin."""
+    store = MemoryStore(workspace)
+    store.require_workspace()  # before serving: a wrong workspace is one Error line
+    if os.isatty(0):
+        sys.stderr.write("miniclaw mcp speaks the Model Context Protocol on stdin and stdout: "
+                         "register it with an agent (see the README). Ctrl-C ends it.\n")
+    try:
+        anyio.run(MemoryServer(store, read_only=read_only).run)
+    except KeyboardInterrupt:  # Ctrl-C in a terminal: not an error worth a traceback
+        pass
+
+
+class MemoryServer:
+    """One MCP session over one workspace's `MemoryStore`."""
+
+    def __init__(self, store: MemoryStore, *, read_only: bool = False) -> None:
+        self.store = store
+        writes = WriteBudget(per_turn=MAX_WRITES_PER_SESSION, per_session=MAX_WRITES_PER_SESSION)
+        self.tools = MemoryTools(store, writes=writes, read_only=read_only)
+        self._calls: set[asyncio.Task] = set()
+        self.server = Server(
+            "miniclaw", version=__version__, title="miniclaw memory",
+            instructions=INSTRUCTIONS, on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool, on_list_resources=self.list_resources,
+            on_read_resource=self.read_resource)
+
+    async def run(self) -> None:
+        self._start(self._warm())
+        try:
+            async with stdio_server(*await _pipes()) as (read_stream, write_stream):
+                await self.server.run(read_stream, write_stream,
+                                      self.server.create_initialization_options())
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the store once every call is over, cancelled ones included."""
+        while self._calls:
+            await asyncio.gather(*self._calls, return_exceptions=True)
+        self.store.close()
+
+    async def _warm(self) -> None:
+        """Bring the index up to date while the client starts, so the first search is fast."""
+        try:
+            await self.store.refresh_index()
+        except MiniclawError:
+            pass  # the first search reports it
+
+    def _start(self, work) -> asyncio.Task:
+        """Run `work` as a task of its own, which `aclose` waits for."""
+        task = asyncio.ensure_future(work)
+        self._calls.add(task)
+        task.add_done_callback(_settled)
+        task.add_done_callback(self._calls.discard)
+        return task
+
+    async def _finish(self, work):
+        """Await `work` in its own task: a cancelled request stops waiting for it, and the
+        store stays open until it is over (a worker thread cannot be stopped)."""
+        return await asyncio.shield(self._start(work))
+
+    # -- tools ---------------------------------------------------------------------------
+
+    async def list_tools(self, ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=spec.name, description=spec.description,
+                       input_schema=spec.input_schema, output_schema=spec.output_schema,
+                       annotations=types.ToolAnnotations(
+                           read_only_hint=not spec.writes, destructive_hint=False,
+                           idempotent_hint=not spec.writes, open_world_hint=False))
+            for spec in self.tools.specs()])
+
+    async def call_tool(self, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            result = await self._finish(self.tools.call(params.name, params.arguments))
+        except MiniclawError as exc:  # a bad argument, a cap, a damaged file, a failing index
+            return _tool_error(str(exc))
+        except OSError as exc:
+            return _tool_error(f"{exc.strerror or exc}")
+        text = json.dumps(result, ensure_ascii=False)
+        return types.CallToolResult(content=[types.TextContent(text=text)],
+                                    structured_content=result)
+
+    # -- resources -----------------------------------------------------------------------
+
+    async def list_resources(self, ctx, params) -> types.ListResourcesResult:
+        from miniclaw.memory.sources import DailyNoteSource
+
+        notes = await asyncio.to_thread(DailyNoteSource().files, self.store.workspace)
+        found = [types.Resource(
+            uri=URI_PREFIX + "MEMORY.md", name="MEMORY.md", mime_type="text/markdown",
+            description="Long-term memory: lasting facts, preferences and decisions.")]
+        found += [types.Resource(uri=f"{URI_PREFIX}{note.day.isoformat()}.md",
+                                 name=f"{note.day.isoformat()}.md", mime_type="text/markdown",
+                                 description=f"The daily note of {note.day.isoformat()}.")
+                  for note in sorted(notes, key=lambda n: n.day, reverse=True)]
+        return types.ListResourcesResult(resources=found)
+
+    async def read_resource(self, ctx, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        from miniclaw.memory.sources import daily_note_date
+
+        uri = str(params.uri)
+        name = uri.removeprefix(URI_PREFIX) if uri.startswith(URI_PREFIX) else None
+        day = daily_note_date(name) if name else None
+        if name != "MEMORY.md" and day is None:
+            raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
+                           f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
+        try:
+            if day is None:
+                entries = await self._finish(self.store.read_long_term())
+                title = "Memory (MEMORY.md)"
+            else:
+                entries = await self._finish(self.store.read_day(day))
+                title = f"Daily Note - {day.isoformat()}"
+        except MiniclawError as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=uri, mime_type="text/markdown", text=entries_markdown(title, entries))])
+
+
+def entries_markdown(title: str, entries) -> str:
+    """A memory file as the parser reads it: one bullet per entry with its citation."""
+    lines = [f"# {title}", ""]
+    for entry in entries:
+        when = " ".join(x for x in (entry.date and entry.date.isoformat(), entry.time) if x)
+        about = ", ".join(x for x in (when, entry.category, *entry.tags) if x)
+        body = entry.text.replace("\n", "\n  ")
+        lines.append(f"- {body}  ({entry.citation}{'; ' + about if about else ''})")
+    if not entries:
+        lines.append("(no entries)")
+    return "\n".join(lines) + "\n"
+
+
+async def _pipes():
+    """stdin and stdout as asyncio pipes, or (None, None) where they are not pipes (the SDK
+    then reads and writes them through worker threads: one thread hop per line, a few ms
+    per call on a busy machine). Like the SDK, it keeps the wire on descriptors of its own
+    and points fd 0 at /dev/null and fd 1 at stderr, so stray output never reaches the
+    client."""
+    if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode)
+               for fd in (0, 1)):
+        return None, None
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_MAX_LINE)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                 os.fdopen(wire_in, "rb", buffering=0))
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0))
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return _LineReader(reader), _LineWriter(writer)
+
+
+_MAX_LINE = 256 * 1024 * 1024  # as good as no limit (the SDK has none); past it, dropped
+
+
+class _LineReader:
+    """The lines of the client's messages, as the SDK's stdio transport reads them."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            line = await self.reader.readline()
+        except ValueError:  # a line past _MAX_LINE: dropped (the SDK logs a parse error)
+            return "{}\n"
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _LineWriter:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8", errors="replace"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+def _tool_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=f"Error: {message}")],
+                                is_error=True)
+
+
+def _settled(task: asyncio.Task) -> None:
+    """Collect the outcome of a call nobody waits for any more (its request was cancelled)."""
+    if not task.cancelled():
+        task.exception()
