@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import os
 import sys
 
@@ -35,41 +35,22 @@ def _command_path(args: list[str]) -> list[str]:
     return path
 
 
-def _only(args: list[str]):
-    """A copy of the app holding just the command being run, or None to use the full app.
-
-    Typer builds the parser of every command at each start; agents run `memory rank` in
-    loops, so building one command instead of eight is start-up time saved on every call.
-    """
-    path = _command_path(args)
-    if not path or "--help" in args or "-h" in args:
-        return None
-    pruned = copy.copy(app)
-    if path[0] == "memory":
-        if len(path) < 2 or path[1] not in {c.name for c in memory_app.registered_commands}:
-            return None
-        group = copy.copy(memory_app)
-        group.registered_commands = [c for c in memory_app.registered_commands if c.name == path[1]]
-        info = copy.copy(app.registered_groups[0])
-        info.typer_instance = group
-        pruned.registered_groups, pruned.registered_commands = [info], []
-    else:
-        commands = [c for c in app.registered_commands if c.name == path[0]]
-        if not commands:
-            return None
-        pruned.registered_groups, pruned.registered_commands = [], commands
-    return pruned
+# One-shot commands that only read and print. When one has returned, its files, index
+# connections and threads are closed, so tearing down the interpreter (freeing every module
+# and object, ~15 ms, more than a search) buys nothing, and `main` ends with `os._exit`.
+# Every other command (writers, `index`, `chat`, `mcp`) exits normally, finalizers and all.
+FAST_EXIT = frozenset({("memory", "rank"), ("memory", "read"), ("memory", "recent"),
+                       ("memory", "status"), ("context",)})
 
 
 def main() -> None:
-    """The console script. It ends with `os._exit` once the command has returned and its
-    output is flushed: tearing down the interpreter (freeing every module and object) costs
-    ~15 ms, more than a search, and buys nothing here, since each command closes its own
-    files, index connections and threads before it returns. Under a profiler or a coverage
-    tracer it exits normally, so that they can write their reports."""
+    """The console script: the whole app, its exit code, and nothing lost on the way out.
+    Under a profiler or a coverage tracer it always exits normally, so that they can write
+    their reports."""
     watched = sys.gettrace() is not None or sys.getprofile() is not None
+    fast = not watched and tuple(_command_path(sys.argv[1:])) in FAST_EXIT
     try:
-        (_only(sys.argv[1:]) or app)()
+        app()
         code = 0
     except SystemExit as exc:
         if watched:
@@ -80,22 +61,31 @@ def main() -> None:
             raise
         sys.stderr.write("Aborted.\n")
         code = 1
-    if watched:
-        return
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("message"), as Python would report it
         if sys.stderr is not None:
             sys.stderr.write(f"{code}\n")
         code = 1
+    code = _flush(code)
+    if fast:
+        os._exit(code)
+    sys.exit(code)
+
+
+def _flush(code: int) -> int:
+    """Flush stdout and stderr; when the reader went away (`| head`), exit 1 quietly: the
+    output was not all delivered, and the interpreter must not report it again on exit."""
     for stream in (sys.stdout, sys.stderr):
         if stream is None:  # started with that stream closed (`>&-`)
             continue
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: the output was not all delivered
+        except (OSError, ValueError):
             code = code or 1
-    os._exit(code)
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    return code
 
 
 __all__ = ["app", "main"]

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-# typer 0.26-0.28 vendor click as typer._click (pyproject pins that range)
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 T = TypeVar("T")
@@ -34,7 +32,15 @@ class _WarningLine(logging.Handler):
 
 
 class MiniclawGroup(TyperGroup):
-    """Typer's group, with miniclaw's error contract instead of click's usage box."""
+    """Typer's group, with miniclaw's error contract instead of click's usage box, and its
+    help (exit 0) when called bare (`miniclaw`, `miniclaw memory`). Only Typer's public
+    names are used: `TyperException` is the base of its usage errors."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(0)
+        return super().parse_args(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra: Any) -> Any:
@@ -45,10 +51,7 @@ class MiniclawGroup(TyperGroup):
             result = super().main(args, prog_name or "miniclaw", complete_var,
                                   standalone_mode=False, **extra)
             code = result if isinstance(result, int) else 0
-        except NoArgsIsHelpError as exc:  # `miniclaw` or `miniclaw memory` alone: help
-            typer.echo(exc.ctx.get_help())
-            code = 0
-        except ClickException as exc:
+        except typer.TyperException as exc:  # a usage error found by the parser
             code = _fail(exc.format_message(), exc.exit_code, exc)
         except BrokenPipeError:
             # The reader went away (`miniclaw ... | head`): not an error worth a traceback.

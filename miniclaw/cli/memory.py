@@ -10,9 +10,10 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import run, use_color, workspace_of
+from miniclaw.cli.app import MiniclawGroup, run, use_color, workspace_of
 
 memory_app = typer.Typer(
+    cls=MiniclawGroup,
     name="memory",
     help="Add, read and search memories (MEMORY.md and the daily notes).",
     no_args_is_help=True,

@@ -690,3 +690,58 @@ def test_process_under_a_profiler_exits_normally_so_the_profile_is_written(works
                           capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 0
+
+
+_WITH_A_GROUP_FIRST = """
+import sys, typer
+from miniclaw.cli import app
+extra = typer.Typer(name="extra", help="A group registered before memory's.")
+
+@extra.command()
+def hello() -> None:
+    print("hello from extra")
+
+import miniclaw.cli
+app.add_typer(extra, name="extra")
+app.registered_groups.insert(0, app.registered_groups.pop())  # as if added before memory's
+sys.argv = ["miniclaw", *sys.argv[1:]]
+miniclaw.cli.main()
+"""
+
+
+def test_a_group_registered_before_memory_breaks_no_command_of_the_console_script(workspace):
+    """The entry point once pruned Typer's registry and took the first group for memory's:
+    any named group added first made every `memory` command `No such command 'memory'`."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n- kayak rental booked\n")
+    run = [sys.executable, "-c", _WITH_A_GROUP_FIRST, "--workspace", str(workspace)]
+    found = subprocess.run([*run, "memory", "rank", "-q", "kayak"], capture_output=True,
+                           text=True, timeout=60, env=dict(os.environ))
+    assert found.returncode == 0, found.stderr
+    assert "kayak rental booked" in found.stdout
+    extra = subprocess.run([*run, "extra", "hello"], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ))
+    assert (extra.returncode, extra.stdout) == (0, "hello from extra\n"), extra.stderr
+
+
+_MARK_AT_EXIT = """
+import atexit, sys
+mark = sys.argv.pop(1)
+atexit.register(lambda: open(mark, "w").close())  # runs only on a normal exit
+sys.argv[0] = "miniclaw"
+from miniclaw.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("args, finalized", [
+    (["memory", "rank", "-q", "kayak"], False),  # a one-shot read: os._exit after flushing
+    (["memory", "add", "kayak paddles ordered"], True),  # a writer: the interpreter's own exit
+    (["memory", "index"], True),
+])
+def test_only_one_shot_reads_skip_the_interpreters_exit(workspace, tmp_path, args, finalized):
+    mark = tmp_path / "finalized"
+    proc = subprocess.run([sys.executable, "-c", _MARK_AT_EXIT, str(mark), "--workspace",
+                           str(workspace), *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    assert mark.exists() is finalized
