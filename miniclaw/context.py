@@ -212,7 +212,7 @@ class ContextBuilder:
                     continue
                 if raw is None:
                     continue
-                text, warning = decode(raw, name)
+                text, warning = decode(raw, name, memory_file=False)
                 if warning:
                     log.warning("%s", warning)
                 visible = "\n".join(redact_lines(split_lines(text))).strip()

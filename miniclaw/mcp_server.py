@@ -129,6 +129,10 @@ class MemoryServer:
             return _tool_error(str(exc))
         except OSError as exc:
             return _tool_error(f"{exc.strerror or exc}")
+        except Exception as exc:  # a bug of ours: the agent gets an error, the server goes on
+            log.error("%s failed inside miniclaw (%s)", params.name, type(exc).__name__)
+            return _tool_error(f"{params.name} failed inside miniclaw ({type(exc).__name__}); "
+                               "please report it")
         text = json.dumps(result, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(text=text)],
                                     structured_content=result)

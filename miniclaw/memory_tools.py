@@ -83,7 +83,8 @@ _RESULT_SCHEMA = {"type": "object", "properties": {
     "date": _OPT_STR, "category": _OPT_STR, "tags": _STRINGS, "content": _STR,
     "excerpt": {"type": "string", "description": "the part of content that matched"},
     "matched": {"type": "boolean",
-                "description": "false: holds no query word, shown as context of a neighbour"},
+                "description": "always true: every result holds a query word (kept for "
+                               "older clients)"},
 }, "required": ["rank", "score", "source", "path", "line_start", "citation", "content"]}
 
 _DAY = ("a day: YYYY-MM-DD, 'today', 'yesterday', '7d' (7 days ago) or '2w'")

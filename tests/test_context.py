@@ -238,6 +238,16 @@ async def test_identity_files_are_capped_and_cut_visibly(store, workspace):
     assert soul.tokens <= 4000 * 0.08
 
 
+async def test_identity_front_matter_goes_into_the_prompt_without_a_memory_warning(
+        store, workspace, caplog):
+    """The warning that front matter is "not searched" is about memory files; an identity
+    file is put into the prompt whole (its private parts removed)."""
+    write(workspace, "SOUL.md", "---\nTone: warm and brief always\n---\n# Soul\n\nBe kind.\n")
+    context = await ContextBuilder(store).build("hello", budget_tokens=4000)
+    assert "Tone: warm and brief always" in context.items("identity")[0].content
+    assert not [r for r in caplog.records if "front matter" in r.getMessage()]
+
+
 TEMPLATE = Path(__file__).resolve().parents[1] / "workspace_template"
 
 

@@ -110,8 +110,7 @@ def search_text(found, style: Style) -> str:
         day = hit.date.isoformat() if hit.date else "undated"
         label = SOURCE_LABELS.get(hit.source, hit.source)
         lines.append(f"{rank}. " + style(f"[Score: {format_score(hit.score)}]", "green")
-                     + printable(f" {day} ({label})")
-                     + ("" if hit.matched else style(" [context: next to a match]", "dim")))
+                     + printable(f" {day} ({label})"))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
         lines.append("   " + style(hit.citation, "dim"))
         if hit.explanation:
@@ -136,8 +135,7 @@ def search_markdown(found) -> str:
             if hit.category:
                 lines.append(f"<!-- @category: {hit.category} -->")
             text = " ".join(hit.content.split())
-            context = "" if hit.matched else " _(context: next to a match)_"
-            lines.append(f"**Line {hit.line_start}:** {text}{context}")  # the entry's first line
+            lines.append(f"**Line {hit.line_start}:** {text}")  # the entry's first line
             if hit.explanation:
                 lines.append(f"_why: {_explanation(hit)}_")
             lines.append("")

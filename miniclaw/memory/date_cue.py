@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from datetime import date as Date
 from datetime import timedelta
+from collections.abc import Callable
 from typing import NamedTuple
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
@@ -74,44 +75,49 @@ def named_dates(text: str, today: Date) -> list[DateSpan]:
     found: list[tuple[int, DateSpan]] = []
     taken: list[tuple[int, int]] = []
 
-    def add(match: re.Match, span: DateSpan | None) -> None:
+    def add(match: re.Match, make: Callable[[], DateSpan | None]) -> None:
+        try:
+            span = make()
+        except (ValueError, OverflowError):  # "in May 0000", "9999 years ago": no such day
+            return
         if span is None or any(s < match.end() and match.start() < e for s, e in taken):
             return
         taken.append((match.start(), match.end()))
         found.append((match.start(), span))
 
     for m in _ISO.finditer(text):
-        add(m, _day(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+        add(m, lambda: _day(int(m.group(1)), int(m.group(2)), int(m.group(3))))
     for pattern in (_DAY_MONTH, _MONTH_DAY):
         for m in pattern.finditer(text):
             month, day = _month_number(m.group("month")), int(m.group("day"))
             year = int(m.group("year")) if m.group("year") else _latest_year(month, day, today)
-            add(m, _day(year, month, day))
+            add(m, lambda: _day(year, month, day))
     for m in _IN_MONTH.finditer(text):
         month = _month_number(m.group("month"))
         year = int(m.group("year")) if m.group("year") else _latest_year(month, 1, today)
-        add(m, _month_span(year, month))
+        add(m, lambda: _month_span(year, month))
     for m in _AGO.finditer(text):
         raw = m.group("amount").lower()
         amount = int(raw) if raw.isdigit() else _NUMBERS[raw.removeprefix("a ")]
         days = amount * _UNIT_DAYS[m.group("unit").lower()]
         slack = max(days // 7, 1)  # "10 days ago" means about then
-        add(m, DateSpan(today - timedelta(days=days + slack), today - timedelta(days=days - slack)))
+        add(m, lambda: DateSpan(today - timedelta(days=days + slack),
+                                today - timedelta(days=days - slack)))
     for m in _LAST.finditer(text):
         unit = m.group("unit").lower()
         if unit in _WEEKDAYS:
             back = (today.weekday() - _WEEKDAYS.index(unit) - 1) % 7 + 1
-            add(m, _day(*(today - timedelta(days=back)).timetuple()[:3]))
+            add(m, lambda: _day(*(today - timedelta(days=back)).timetuple()[:3]))
         elif unit in ("week", "weekend"):
-            add(m, DateSpan(today - timedelta(days=today.weekday() + 7),
-                            today - timedelta(days=today.weekday() + 1)))
+            add(m, lambda: DateSpan(today - timedelta(days=today.weekday() + 7),
+                                    today - timedelta(days=today.weekday() + 1)))
         elif unit == "month":
             first = today.replace(day=1) - timedelta(days=1)
-            add(m, _month_span(first.year, first.month))
+            add(m, lambda: _month_span(first.year, first.month))
         else:
-            add(m, DateSpan(Date(today.year - 1, 1, 1), Date(today.year - 1, 12, 31)))
+            add(m, lambda: DateSpan(Date(today.year - 1, 1, 1), Date(today.year - 1, 12, 31)))
     for m in _SINGLE.finditer(text):
         back = 1 if m.group("word").lower() == "yesterday" else 0
         one = today - timedelta(days=back)
-        add(m, DateSpan(one, one))
+        add(m, lambda: DateSpan(one, one))
     return [span for _, span in sorted(found)]

@@ -52,13 +52,14 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
-def decode(raw: bytes, name: str) -> tuple[str, str | None]:
+def decode(raw: bytes, name: str, *, memory_file: bool = True) -> tuple[str, str | None]:
     """Text of a memory file and a warning when its bytes were not valid UTF-8.
 
     A UTF-16 or UTF-32 file (Windows editors write them) is read by its byte-order mark.
     Text that still holds NUL bytes is some other encoding whose `<private>` tags cannot be
     recognised: it is withheld whole (fail closed), with a warning. A front matter block that
-    hides text a person may have meant as memories is named in the warning too.
+    hides text a person may have meant as memories is named in the warning too (for memory
+    files: an identity file's front matter goes into the prompt like the rest of it).
     """
     encoding = next((codec for bom, codec in _BOMS if raw.startswith(bom)), "utf-8-sig")
     warning = None
@@ -71,7 +72,7 @@ def decode(raw: bytes, name: str) -> tuple[str, str | None]:
     if "\x00" in text:
         return "", (f"{name} holds NUL bytes (UTF-16 without a byte-order mark?): it is not "
                     "read or searched until it is saved as UTF-8")
-    if text[:1] in ("-", "\ufeff") or not text[:1].isascii():  # maybe front matter
+    if memory_file and (text[:1] in ("-", "\ufeff") or not text[:1].isascii()):
         from miniclaw.memory.privacy import front_matter_warning
 
         warning = warning or front_matter_warning(text, name)

@@ -390,17 +390,6 @@ class SearchIndex(IndexDatabase):
         args = params + where_params + [k]
         return self._run(lambda c: c.execute(sql, args).fetchall())
 
-    def scores(self, entry_ids: Sequence[int], weights: dict[str, float],
-               term_score_sql: str, avgdl: float) -> dict[int, float]:
-        """The score of each given entry (0 when it holds no query term)."""
-        if not entry_ids or not weights:
-            return dict.fromkeys(entry_ids, 0.0)
-        cte, score, params = self._score_sql(weights, term_score_sql, avgdl)
-        ids = _id_list(entry_ids)
-        sql = f"{cte}SELECT p.entry_id, {score} {self._FROM}WHERE p.entry_id IN ({ids}) GROUP BY p.entry_id"
-        found = dict(self._run(lambda c: c.execute(sql, params).fetchall()))
-        return {i: found.get(i, 0.0) for i in entry_ids}
-
     def contributions(self, entry_ids: Sequence[int], weights: dict[str, float],
                       term_score_sql: str, avgdl: float) -> dict[int, dict[str, float]]:
         """For `--explain`: each query term's part of each given entry's score."""

@@ -106,9 +106,11 @@ def _read_block(block: str, end: int) -> FrontMatter:
     if kind == "mapping":
         warning = None
         if other_keys and not private:
-            warning = (f"lines 1-{end} are YAML front matter (keys {', '.join(other_keys)}), "
-                       "not memories, and are not searched; if they are notes, delete the "
-                       "first line (---)")
+            # The keys are not quoted: a key may hold a `<private>` tag (YAML reads it).
+            keys = ("1 key that reads" if len(other_keys) == 1
+                    else f"{len(other_keys)} keys that read") + " like notes"
+            warning = (f"lines 1-{end} are YAML front matter ({keys}), not memories, and are "
+                       "not searched; if they are notes, delete the first line (---)")
         return FrontMatter(end, private, warning)
     if _names_private(block):
         return FrontMatter(end, True, f"its front matter (lines 1-{end}) cannot be read as YAML "

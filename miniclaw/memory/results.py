@@ -35,7 +35,9 @@ class RankedMemory(NamedTuple):
     tags: tuple[str, ...]
     time: str | None = None
     highlights: tuple[tuple[int, int], ...] = ()  # spans of matched words in `excerpt`
-    matched: bool = True  # False: holds no query word, found as context of a neighbour
+    # Always true since issue 13 (a result holds a query word; neighbours only lift scores);
+    # kept in the JSON, whose fields are only ever added.
+    matched: bool = True
     explanation: tuple[tuple[str, float], ...] = ()  # (term or "neighbours", part of score)
 
     @property

@@ -46,6 +46,25 @@ def test_any_text_gives_valid_spans_or_none(text):
         assert span.first <= span.last
 
 
+@pytest.mark.parametrize("text", [
+    "in may 0000", "in december 9999", "on 1 january 0000", "the 3rd of may 0000",
+    "the cat in May 0000, and the dog last month",
+])
+def test_a_date_out_of_the_calendar_names_no_span(text):
+    """A year Python's dates cannot hold raised ValueError through every search surface."""
+    spans = named_dates(text, TODAY)
+    assert all(Date.min <= span.first <= span.last <= Date.max for span in spans)
+    assert ("last month" in text) == bool(spans)
+
+
+@given(st.sampled_from(["in may", "on 3 march", "march 3,", "in december"]),
+       st.integers(min_value=0, max_value=9999), st.integers(min_value=0, max_value=999))
+def test_any_year_or_amount_gives_valid_spans_or_none(phrase, year, amount):
+    for text in (f"{phrase} {year:04d}", f"{amount} years ago", f"{amount} months ago"):
+        for span in named_dates(text, TODAY):
+            assert span.first <= span.last
+
+
 async def test_a_match_dated_when_the_question_says_ranks_first(store, workspace):
     # NOW in conftest is 2026-02-14: "last week" is 2026-02-02 .. 2026-02-08.
     write(workspace, "memory/2026-02-12.md",

@@ -207,12 +207,21 @@ def test_front_matter_holding_what_may_be_notes_is_named_in_a_warning():
     text = "---\nAtlas: 40k approved\n---\n- after\n"
     assert [e.text for e in parse_long_term(text, "memory/MEMORY.md")] == ["after"]
     warning = decode(text.encode(), "memory/MEMORY.md")[1]
-    assert warning.startswith("memory/MEMORY.md: lines 1-3 are YAML front matter (keys Atlas)")
+    assert warning.startswith("memory/MEMORY.md: lines 1-3 are YAML front matter (1 key that "
+                              "reads like notes)")
+
+
+def test_the_front_matter_warning_never_quotes_a_key_that_may_be_private():
+    """YAML reads `<private>...</private>: ...` as a key: quoted in the warning, it reached
+    the terminal, the index's files table and an MCP server's log."""
+    text = "---\n<private>Bank PIN is 4411</private>: see the safe deposit box\n---\n- after\n"
+    warning = decode(text.encode(), "memory/2026-11-20.md")[1]
+    assert warning is not None and "4411" not in warning and "Bank" not in warning
 
 
 def test_a_front_matter_note_of_several_words_is_named_in_a_warning():
     text = "---\nnote: call Sam about the budget\n---\n- after\n"
-    assert "(keys note)" in decode(text.encode(), "memory/MEMORY.md")[1]
+    assert "(1 key that reads like notes)" in decode(text.encode(), "memory/MEMORY.md")[1]
 
 
 def test_usual_front_matter_is_skipped_without_a_warning():

@@ -3,7 +3,7 @@
 A mode is one small class: `scored_terms()` picks the query terms it uses, `weights()` gives each query term a weight from the corpus
 statistics (pure Python, no I/O), and `term_score_sql` is the SQL expression of one term's
 contribution to an entry, over `p.tf` (the term's count in the entry), `e.length` (the
-entry's length in terms) and `:avgdl` (the mean length). An entry's score is the sum over the
+entry's length in terms) and `:avgdl` (the typical length: the median, see `index.corpus`). An entry's score is the sum over the
 query terms it contains of weight × term score, computed inside SQLite. `neighbor_weights`
 are (offset, share) pairs: the share of the score of the entry `offset` places away in the
 same daily note that is added to an entry's score (offset -1 is the entry right before).
