@@ -281,13 +281,6 @@ def _check_value(name: str, value: object, rule: dict) -> None:
 # -- carrying calls out ----------------------------------------------------------------------
 
 
-def entry_dict(entry) -> dict:
-    return {"source": entry.source, "path": entry.path, "line_start": entry.line_start,
-            "line_end": entry.line_end, "citation": entry.citation,
-            "date": entry.date.isoformat() if entry.date else None, "time": entry.time,
-            "category": entry.category, "tags": list(entry.tags), "content": entry.text}
-
-
 class MemoryTools:
     """The tools of one session (a chat, an MCP connection) over one `MemoryStore`."""
 
@@ -336,7 +329,7 @@ class MemoryTools:
             self.writes.refund()
             raise
         return {"saved": True, "private": entry is None,
-                "entry": entry_dict(entry) if entry else None, "writes_left": self.writes.left}
+                "entry": entry.to_dict() if entry else None, "writes_left": self.writes.left}
 
     async def _read(self, args: dict) -> dict:
         which = args["which"].strip().lower()
@@ -351,7 +344,7 @@ class MemoryTools:
             today = self.store.today()
             entries = await self.store.read_day(
                 check_not_future(_day(which, today, "which"), today, flag="which"))
-        return {"which": which, "entries": [entry_dict(e) for e in entries]}
+        return {"which": which, "entries": [e.to_dict() for e in entries]}
 
     async def _context(self, args: dict) -> dict:
         from miniclaw.context import ContextBuilder

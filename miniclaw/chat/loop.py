@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import TextIO
 
 from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
-from miniclaw.chat.tools import TOOLS, WriteBudget, run_tool
+from miniclaw.chat.tools import SEARCH_LIMIT, TOOLS, WriteBudget, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
 from miniclaw.text import is_utf8
 
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
-SEARCH_LIMIT = 5
 
 HELP = """\
 Commands:

@@ -62,10 +62,10 @@ def add(
             return await store.add_daily_note(text, category=category, tags=tag or ())
 
     entry = run(work())
-    from miniclaw.cli.render import entry_dict, to_json
+    from miniclaw.cli.render import to_json
 
     if json_out:
-        typer.echo(to_json({"added": entry_dict(entry) if entry else None}))
+        typer.echo(to_json({"added": entry.to_dict() if entry else None}))
     elif entry is None:
         typer.echo("Added (all of its text is private, so it will not show in searches).")
     else:
@@ -122,7 +122,7 @@ def recent(
     found = run(_store(ctx).read_recent(days))
     if json_out:
         typer.echo(render.to_json({"days": days, "entries": [
-            render.entry_dict(e) for _, entries in found for e in entries]}))
+            e.to_dict() for _, entries in found for e in entries]}))
     else:
         typer.echo(render.days_text(found, _style(), days))
 

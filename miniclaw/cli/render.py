@@ -68,15 +68,6 @@ def format_score(score: float) -> str:
     return str(int(score)) if float(score).is_integer() else f"{score:.2f}"
 
 
-def entry_dict(entry: Entry) -> dict:
-    return {
-        "source": entry.source, "path": entry.path, "line_start": entry.line_start,
-        "line_end": entry.line_end, "date": entry.date.isoformat() if entry.date else None,
-        "time": entry.time, "category": entry.category, "tags": list(entry.tags),
-        "content": entry.text,
-    }
-
-
 def to_json(payload: dict) -> str:
     import json  # only --json output needs it
 
@@ -177,7 +168,7 @@ def days_text(days: list[tuple[Date, list[Entry]]], style: Style, span: int) -> 
 
 
 def entries_json(entries: list[Entry], **extra) -> str:
-    return to_json({**extra, "entries": [entry_dict(e) for e in entries]})
+    return to_json({**extra, "entries": [e.to_dict() for e in entries]})
 
 
 def _size(n: float) -> str:

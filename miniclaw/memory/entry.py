@@ -66,3 +66,10 @@ class Entry(NamedTuple):
     @property
     def citation(self) -> str:
         return citation(self.path, self.line_start, self.line_end)
+
+    def to_dict(self) -> dict:
+        """The entry as JSON for every output (CLI `--json`, the memory tools, MCP)."""
+        return {"source": self.source, "path": self.path, "line_start": self.line_start,
+                "line_end": self.line_end, "citation": self.citation,
+                "date": self.date.isoformat() if self.date else None, "time": self.time,
+                "category": self.category, "tags": list(self.tags), "content": self.text}

@@ -560,31 +560,23 @@ def test_any_text_is_either_refused_or_read_back_and_the_note_stays_readable(
 # -- failures after a note was created ------------------------------------------------------
 
 
-async def test_a_new_note_is_removed_whatever_error_stops_the_write(store, workspace, monkeypatch):
+@pytest.mark.parametrize("formatter, add", [
+    ("append_daily", lambda store: store.add_daily_note("new")),
+    ("insert_long_term", lambda store: store.add_long_term("new")),
+])
+async def test_a_new_file_is_removed_whatever_error_stops_the_write(store, workspace, monkeypatch,
+                                                                    formatter, add):
     from miniclaw.memory import writing
 
     def broken(*args, **kwargs):
         raise ValueError("a bug in formatting")
 
-    monkeypatch.setattr(writing, "append_daily", broken)
+    monkeypatch.setattr(writing, formatter, broken)
     with pytest.raises(ValueError):
-        await store.add_daily_note("new")
-    monkeypatch.undo()
-    assert not (workspace / "memory/2026-02-14.md").exists()
-    assert (await store.add_daily_note("next")).text == "next"
-
-
-async def test_a_new_memory_md_is_removed_whatever_error_stops_the_write(store, workspace, monkeypatch):
-    from miniclaw.memory import writing
-
-    def broken(*args, **kwargs):
-        raise ValueError("a bug in formatting")
-
-    monkeypatch.setattr(writing, "insert_long_term", broken)
-    with pytest.raises(ValueError):
-        await store.add_long_term("new")
+        await add(store)
     monkeypatch.undo()
     assert snapshot(workspace) == {}
+    assert (await add(store)).text == "new"
 
 
 # -- FIFOs, folders and link swaps ----------------------------------------------------------
