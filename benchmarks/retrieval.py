@@ -56,11 +56,16 @@ class Conversation(NamedTuple):
 
 
 async def write_conversation(store: MemoryStore, conversation: Conversation) -> dict[str, list]:
-    """Each session a daily note, each turn an entry; path -> [(line_start, line_end, turn)]."""
+    """Each session a daily note, each turn an entry; path -> [(line_start, line_end, turn)].
+    Control characters (a few LongMemEval turns hold U+0002), which the writer refuses, are
+    dropped first, as `printable` drops them for a terminal."""
+    from miniclaw.text import printable
+
     spans: dict[str, list] = defaultdict(list)
     for session in conversation.sessions:
         for i, turn in enumerate(session.turns):
-            entry = await store.add_daily_note(turn.text, when=session.when + timedelta(seconds=i))
+            entry = await store.add_daily_note(printable(turn.text),
+                                               when=session.when + timedelta(seconds=i))
             if entry is None:  # the API returns None when nothing visible was written
                 raise RuntimeError(f"add_daily_note returned None for {turn.id}")
             spans[str(entry.path)].append((entry.line_start, entry.line_end, turn.id))

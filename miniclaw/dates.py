@@ -1,6 +1,6 @@
 """Dates as users type them, and the UTC clock.
 
-"Today" is the UTC date everywhere (DESIGN.md). `parse_day` accepts ISO dates
+"Today" is the UTC date everywhere (docs/ARCHITECTURE.md). `parse_day` accepts ISO dates
 (`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), and, through
 python-dateutil (imported only then, since its parser is slow to import), forms like
 `14 Feb 2026`. Anything else is a `UsageError` naming the flag.

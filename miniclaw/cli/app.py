@@ -1,6 +1,6 @@
 """The root command, shared options, and the one place where errors become exit codes.
 
-Exit codes (DESIGN.md): 0 success (including "no results"), 1 runtime failure, 2 bad usage
+Exit codes (docs/ARCHITECTURE.md): 0 success (including "no results"), 1 runtime failure, 2 bad usage
 or bad input. Every error is one `Error: ...` line on stderr; `--debug` adds the traceback.
 Only typer and the standard library are imported at module level: start-up time matters to
 agents that call `miniclaw memory rank` in loops.

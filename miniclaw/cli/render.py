@@ -1,7 +1,7 @@
 """Rendering results for people (text, coloured on a terminal) and programs (JSON).
 
 The one place that turns library objects into output; commands never format by hand.
-JSON output is the object of DESIGN.md and nothing else on stdout.
+JSON output is the object of docs/ARCHITECTURE.md and nothing else on stdout.
 
 Text for people goes through `printable` wherever it holds text miniclaw did not write (memory
 text, excerpts, paths, queries, a model's answer, error messages): a memory file or a model

@@ -1,6 +1,6 @@
 """Parsing memory Markdown into entries: a pure function of the text.
 
-Two layouts (DESIGN.md): MEMORY.md, whose entries are the bullets and paragraphs under
+Two layouts (docs/ARCHITECTURE.md): MEMORY.md, whose entries are the bullets and paragraphs under
 `## YYYY-MM-DD` headers (other `##` headings start undated sections), and daily notes, whose
 entries are `## HH:MM:SS UTC` sections dated by the file name (lines outside any section are
 split into bullets and paragraphs as MEMORY.md's are). Readers accept hand-edited

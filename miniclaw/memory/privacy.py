@@ -1,6 +1,6 @@
 """Removing private text, the first step of every parse.
 
-What is hidden (DESIGN.md): lines between `<private>` and `</private>`; the text between the
+What is hidden (docs/ARCHITECTURE.md): lines between `<private>` and `</private>`; the text between the
 tags on one line; everything after an unclosed `<private>` (fail closed); nested blocks close
 at the outermost `</private>`; and a whole file whose front matter says `private: true`.
 Tags match what a reader sees as the tag: any case, odd spacing (`< PRIVATE >`, `</ private>`),

@@ -3,7 +3,7 @@
 `RankedMemory` is one result (the entry's text and place, its score, the excerpt that
 matched); `SearchResults` is the whole answer, with how many entries matched, the spelling
 corrections made and suggestions for a better search. Their `to_dict` is the JSON contract
-of DESIGN.md, which scripts rely on: fields are only ever added.
+of docs/ARCHITECTURE.md, which scripts rely on: fields are only ever added.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class RankedMemory(NamedTuple):
         return citation(self.path, self.line_start, self.line_end)
 
     def to_dict(self, rank: int) -> dict:
-        """The JSON object of DESIGN.md (plus `matched`, and `explain` when asked for)."""
+        """The JSON object of docs/ARCHITECTURE.md (plus `matched`, and `explain` when asked for)."""
         out = {
             "rank": rank, "score": round(self.score, 4), "source": self.source,
             "path": self.path, "line_start": self.line_start, "line_end": self.line_end,
@@ -69,7 +69,7 @@ class SearchResults(NamedTuple):
     suggestions: tuple[str, ...] = ()  # what to try when results are few
 
     def to_dict(self) -> dict:
-        """The JSON object of DESIGN.md, with the corrections and suggestions."""
+        """The JSON object of docs/ARCHITECTURE.md, with the corrections and suggestions."""
         return {
             "query": self.query, "mode": self.mode, "total": self.total,
             "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],

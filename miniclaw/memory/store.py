@@ -312,7 +312,7 @@ class MemoryStore:
                               mode: str | None = None, require: Sequence[str] = (),
                               exclude: Sequence[str] = (),
                               correct: bool = True) -> list[RankedMemory]:
-        """The best `limit` memories for `query`, best first (DESIGN.md's contract)."""
+        """The best `limit` memories for `query`, best first (docs/ARCHITECTURE.md's contract)."""
         found = await self.search(query, limit=limit, days=days, since=since, until=until,
                                   category=category, tags=tags, sources=sources, mode=mode,
                                   require=require, exclude=exclude, correct=correct)

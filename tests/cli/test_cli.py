@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from miniclaw.cli import app
 from tests.conftest import write
 
-# DESIGN.md's fields, plus `matched` (false for an entry found only as a neighbour's context).
+# docs/ARCHITECTURE.md's fields, plus `matched` (always true now; kept for older scripts).
 RESULT_FIELDS = {"rank", "score", "source", "path", "line_start", "line_end", "date",
                  "category", "tags", "content", "excerpt", "matched"}
 TEMPLATE_FILES = ["SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md"]
@@ -309,7 +309,7 @@ def test_rank_json_is_the_design_object_and_nothing_else(runner, filled):
     result = run(runner, filled, "memory", "rank", "-q", "coffee", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    # DESIGN.md's object, with the spelling corrections and suggestions of the query issue.
+    # docs/ARCHITECTURE.md's object, with the spelling corrections and suggestions of the query issue.
     assert set(data) == {"query", "mode", "total", "corrections", "suggestions", "results"}
     assert data["query"] == "coffee"
     assert isinstance(data["mode"], str) and data["mode"]
@@ -356,7 +356,7 @@ def test_rank_json_without_results(runner, filled):
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert (data["query"], data["total"], data["results"]) == ("xylophone", 0, [])
-    # DESIGN.md's object, with the spelling corrections and suggestions of the query issue.
+    # docs/ARCHITECTURE.md's object, with the spelling corrections and suggestions of the query issue.
     assert set(data) == {"query", "mode", "total", "corrections", "suggestions", "results"}
 
 

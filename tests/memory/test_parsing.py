@@ -1,4 +1,4 @@
-"""Parsing MEMORY.md and daily notes into entries: every format variant of DESIGN.md."""
+"""Parsing MEMORY.md and daily notes into entries: every format variant of docs/ARCHITECTURE.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Privacy: `redact_lines` hides every private part and keeps the line count (DESIGN.md)."""
+"""Privacy: `redact_lines` hides every private part and keeps the line count (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
