@@ -116,3 +116,15 @@ def test_a_word_no_dictionary_knows_may_be_a_typo(word):
 ])
 def test_real_words_and_other_scripts_are_not_typos(word):
     assert not may_be_typo(word)
+
+
+@pytest.mark.parametrize("word", ["hiking", "Reboot", "sister", "teh", "coffe", "bugdet", "miso",
+                                  "atlas", "naïve", "café", "straße", "zzzq", "Dana"])
+def test_the_word_list_read_from_its_file_says_what_wordfreq_says(word):
+    """The list is read from wordfreq's data file (an import costs ~150 ms a CLI call)."""
+    from wordfreq import zipf_frequency
+
+    from miniclaw.memory import spelling
+
+    assert spelling._english_words() is not None  # the file was read, not the fallback
+    assert spelling._is_word.__wrapped__(word) == (zipf_frequency(word, "en", wordlist="small") > 0)
