@@ -32,7 +32,7 @@ from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 500  # bump it and old indexes are rebuilt (see `index_format`)
+SCHEMA_VERSION = 501  # bump it and old indexes are rebuilt (see `index_format`)
 BUSY_TIMEOUT_S = 120.0
 WIPE_TIMEOUT_MS = 200  # how long emptying the WAL waits for readers before trying next time
 
@@ -86,6 +86,9 @@ CREATE TABLE IF NOT EXISTS entries (
     embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file_id, ordinal);
+-- The median length (BM25's pivot) is read by OFFSET in length order: 0.1 ms with this index,
+-- 8 ms on 16,000 entries without, paid by every one-shot CLI search.
+CREATE INDEX IF NOT EXISTS entries_by_length ON entries (length);
 CREATE INDEX IF NOT EXISTS files_with_warning ON files (path) WHERE warning IS NOT NULL;
 -- Terms are stored once, and postings refer to them by number (smaller rows and keys: 28% less
 -- time to insert the postings of a large workspace). A term without postings is deleted.
