@@ -44,8 +44,10 @@ def _is_word(word: str) -> bool:
     words = _english_words()
     if words is not None:
         return word.casefold() in words
-    from wordfreq import zipf_frequency  # ~150 ms to import: the fallback only
-
+    try:
+        from wordfreq import zipf_frequency  # ~150 ms to import: the fallback only
+    except ImportError:  # no word list at all: correct nothing rather than a real word
+        return True
     return zipf_frequency(word, "en", wordlist="small") > 0
 
 

@@ -128,3 +128,29 @@ def test_the_word_list_read_from_its_file_says_what_wordfreq_says(word):
 
     assert spelling._english_words() is not None  # the file was read, not the fallback
     assert spelling._is_word.__wrapped__(word) == (zipf_frequency(word, "en", wordlist="small") > 0)
+
+
+def test_without_any_word_list_nothing_is_corrected(monkeypatch):
+    """wordfreq is a dependency, but a broken install must not turn a search into a traceback:
+    with no list, every word counts as real, so none is replaced."""
+    import builtins
+
+    from miniclaw.memory import spelling
+
+    real_import = builtins.__import__
+
+    def no_wordfreq(name, *args, **kwargs):
+        if name.startswith(("wordfreq", "msgpack")):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_wordfreq)
+    spelling._english_words.cache_clear()
+    spelling._is_word.cache_clear()
+    try:
+        assert spelling._english_words() is None
+        assert not spelling.may_be_typo("bugdet")
+    finally:
+        monkeypatch.undo()
+        spelling._english_words.cache_clear()
+        spelling._is_word.cache_clear()
