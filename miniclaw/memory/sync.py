@@ -36,7 +36,7 @@ from miniclaw.memory.entry import Entry
 from miniclaw.errors import MemoryFileError
 from miniclaw.memory.database import IndexRowError
 from miniclaw.memory.files import (MAX_FILE_BYTES, NotMemoryFileError, OutsideWorkspaceError,
-                                   decode, open_in_workspace)
+                                   decode, open_in_workspace, read_fd)
 from miniclaw.memory.sources import MemorySource, SourceFile
 from miniclaw.memory.tokenizer import index_terms
 
@@ -112,13 +112,13 @@ def _term_ids(blob: bytes) -> array:
 _NOT_A_NOTE = {errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EINVAL, errno.ENXIO}
 
 
-def _open(source_file: SourceFile, workspace: str) -> int | None:
-    """A descriptor of the note, or None when it is not a regular file in the workspace now.
-    A symlink (the scan allows those that stay in the workspace) is resolved, checked and
-    its target opened, again without following links (`files.open_in_workspace`)."""
+def _open(source_file: SourceFile, workspace: str) -> tuple[int, os.stat_result] | None:
+    """A descriptor of the note and its fstat, or None when it is not a regular file in the
+    workspace now. A symlink (the scan allows those that stay in the workspace) is resolved,
+    checked and its target opened, again without following links (`files.open_in_workspace`)."""
     try:
-        fd, _, _ = open_in_workspace(Path(source_file.absolute), workspace, name=source_file.path)
-        return fd
+        fd, st, _ = open_in_workspace(Path(source_file.absolute), workspace, name=source_file.path)
+        return fd, st
     except (NotMemoryFileError, OutsideWorkspaceError):
         return None
     except OSError as exc:
@@ -128,25 +128,18 @@ def _open(source_file: SourceFile, workspace: str) -> int | None:
 
 
 def _read(source_file: SourceFile, workspace: str) -> tuple[SourceFile, bytes | None] | None:
-    """(the file with the signature of what was read, its bytes: None when it is too large
-    to index), or None when it is not there to read (`_open`)."""
-    fd = _open(source_file, workspace)
-    if fd is None:
+    """(the file with the signature of what was opened, its bytes: None when it is too large
+    to index), or None when it is not there to read (`_open`). A file that grows while it is
+    read has a newer size than its signature says: the next refresh reads it again."""
+    opened = _open(source_file, workspace)
+    if opened is None:
         return None
+    fd, st = opened
+    source_file = source_file._replace(size=st.st_size, mtime_ns=st.st_mtime_ns, inode=st.st_ino)
     try:
-        st = os.fstat(fd)
-        source_file = source_file._replace(size=st.st_size, mtime_ns=st.st_mtime_ns,
-                                           inode=st.st_ino)
-        if st.st_size > MAX_FILE_BYTES:
-            return source_file, None
-        chunks, left = [], st.st_size  # what the signature stands for, even if it grows
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return source_file, b"".join(chunks)
+        return source_file, read_fd(fd, st, source_file.path)
+    except NotMemoryFileError:  # over the limit, or grew past it while read
+        return source_file, None
     except OSError as exc:
         raise MemoryFileError(f"cannot read {source_file.path}: {exc.strerror or exc}") from exc
     finally:
