@@ -160,7 +160,9 @@ def _text(value: Any, key: str) -> str | None:
     shown = "" if key == "api_key" else f", not {value!r}"  # never show a key
     if not isinstance(value, str):
         raise UsageError(f"{key} in {config_path()} must be a string{shown}")
-    if re.search("[\x00-\x1f\x7f-\x9f\ud800-\udfff]", value.strip()):
+    from miniclaw.text import first_unwritable
+
+    if first_unwritable(value.strip(), allow=""):
         raise UsageError(f"{key} holds control characters or bytes that are not UTF-8; "
                          "check the setting (flag, MINICLAW_LLM_* or config.json)")
     return value.strip() or None

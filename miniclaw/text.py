@@ -9,10 +9,24 @@ cursor. The chat, the CLI and the model client use these, and nothing else, for 
 
 from __future__ import annotations
 
+import functools
 import re
 
+_CONTROL_RANGES = "\x00-\x1f\x7f-\x9f"  # C0, DEL, C1
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, every surrogate is a lone one
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
+_CONTROLS = re.compile(f"(?![\t\n])[{_CONTROL_RANGES}]")  # but tab and newline
+
+
+@functools.cache
+def _unwritable(allow: str) -> re.Pattern:
+    skip = f"(?![{re.escape(allow)}])" if allow else ""
+    return re.compile(f"{skip}[{_CONTROL_RANGES}\ud800-\udfff]")
+
+
+def first_unwritable(text: str, allow: str = "\t\n") -> re.Match | None:
+    """The first control character (other than those in `allow`) or lone surrogate in
+    `text`: what must not be written to a memory file or a setting."""
+    return _unwritable(allow).search(text)
 
 
 def is_utf8(text: str) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone
@@ -40,15 +39,14 @@ from miniclaw.memory.sources import DailyNoteSource
 log = logging.getLogger("miniclaw")
 
 MAX_ENTRY_CHARS = 100_000
-# Control characters but tab, newline and CR (CR is normalized to a newline) and lone
-# surrogates: a NUL makes a whole file unreadable, escapes reach the terminal, and a
-# surrogate cannot be written as UTF-8.
-_UNWRITABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
 def _check_characters(value: str, what: str) -> None:
-    """UsageError naming the first character that must not be written (never the text)."""
-    bad = _UNWRITABLE.search(value) if isinstance(value, str) else None
+    """UsageError naming the first character that must not be written (never the text):
+    control characters but tab, newline and CR (normalized to a newline), and lone
+    surrogates. A NUL makes a whole file unreadable, escapes reach the terminal, and a
+    surrogate cannot be written as UTF-8."""
+    from miniclaw.text import first_unwritable
+
+    bad = first_unwritable(value, allow="\t\n\r") if isinstance(value, str) else None
     if bad:
         char = ord(bad.group())
         kind = "a lone surrogate" if 0xD800 <= char <= 0xDFFF else "a control character"
