@@ -315,10 +315,7 @@ class MemoryTools:
             args["query"], limit=args["limit"], days=args["days"], since=since, until=until,
             category=args["category"], tags=args["tags"] or (), sources=args["sources"],
             mode=args["mode"])
-        out = found.to_dict()
-        for item, hit in zip(out["results"], found.results):
-            item["citation"] = hit.citation
-        return out
+        return found.to_dict()
 
     async def _add(self, args: dict) -> dict:
         self.writes.spend()

@@ -45,10 +45,12 @@ class RankedMemory(NamedTuple):
         return citation(self.path, self.line_start, self.line_end)
 
     def to_dict(self, rank: int) -> dict:
-        """The JSON object of docs/ARCHITECTURE.md (plus `matched`, and `explain` when asked for)."""
+        """The JSON object of docs/ARCHITECTURE.md (plus `citation`, `matched`, and `explain`
+        when asked for)."""
         out = {
             "rank": rank, "score": round(self.score, 4), "source": self.source,
             "path": self.path, "line_start": self.line_start, "line_end": self.line_end,
+            "citation": self.citation,
             "date": self.date.isoformat() if self.date else None,
             "category": self.category, "tags": list(self.tags),
             "content": self.content, "excerpt": self.excerpt, "matched": self.matched,

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from miniclaw.cli import app
+from tests.cli.test_cli import RESULT_FIELDS
 from tests.conftest import daily_note, write
 
 TOP_KEYS = {"query", "mode", "total", "corrections", "suggestions", "results"}
-RESULT_KEYS = {"rank", "score", "source", "path", "line_start", "line_end", "date",
-               "category", "tags", "content", "excerpt", "matched"}
+RESULT_KEYS = RESULT_FIELDS  # the documented result fields, defined once in test_cli
 HOURS = ["09:00:00", "13:00:00", "17:00:00", "21:00:00", "05:00:00", "01:00:00"]
 
 
@@ -395,7 +395,7 @@ def test_json_result_fields_describe_the_entry(runner, md_ws):
     data = rank_json(runner, md_ws, "-q", "postgres")
     assert data["results"] == [{
         "rank": 1, "score": data["results"][0]["score"], "source": "long_term",
-        "path": "memory/MEMORY.md", "line_start": 4, "line_end": 4, "date": day(1),
+        "path": "memory/MEMORY.md", "line_start": 4, "line_end": 4, "citation": "memory/MEMORY.md:4", "date": day(1),
         "category": "decision", "tags": [], "content": "Chose Postgres for atlas",
         "excerpt": "Chose Postgres for atlas", "matched": True}]
     assert data["results"][0]["score"] > 0
