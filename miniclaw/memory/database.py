@@ -32,7 +32,7 @@ from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 501  # bump it and old indexes are rebuilt (see `index_format`)
+SCHEMA_VERSION = 502  # bump it and old indexes are rebuilt (see `index_format`)
 BUSY_TIMEOUT_S = 120.0
 WIPE_TIMEOUT_MS = 200  # how long emptying the WAL waits for readers before trying next time
 
@@ -69,6 +69,10 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL,
+    -- Identity (`sync`): the file row (source, path), the hash of the text and which
+    -- occurrence of that text in the file. The rest is data, updated in place on a move.
+    hash BLOB NOT NULL,
+    occurrence INTEGER NOT NULL,
     ordinal INTEGER NOT NULL,
     source TEXT NOT NULL,
     path TEXT NOT NULL,
@@ -82,13 +86,21 @@ CREATE TABLE IF NOT EXISTS entries (
     length INTEGER NOT NULL,
     -- The numbers of its distinct terms (uint32, this machine's byte order): its postings are
     -- deleted by these, never by tokenizing its text again (the tokenizer may have changed).
-    term_ids BLOB NOT NULL,
-    embedding BLOB
+    term_ids BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file_id, ordinal);
 -- The median length (BM25's pivot) is read by OFFSET in length order: 0.1 ms with this index,
 -- 8 ms on 16,000 entries without, paid by every one-shot CLI search.
 CREATE INDEX IF NOT EXISTS entries_by_length ON entries (length);
+CREATE INDEX IF NOT EXISTS entries_by_hash ON entries (hash);
+-- Data derived from an entry's text alone (a model's vector), by text hash and kind (the
+-- model's name): kept while any entry has that text, whatever its place (`derived`).
+CREATE TABLE IF NOT EXISTS derived (
+    hash BLOB NOT NULL,
+    kind TEXT NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (kind, hash)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS files_with_warning ON files (path) WHERE warning IS NOT NULL;
 -- Terms are stored once, and postings refer to them by number (smaller rows and keys: 28% less
 -- time to insert the postings of a large workspace). A term without postings is deleted.

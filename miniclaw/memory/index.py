@@ -44,7 +44,7 @@ from typing import NamedTuple
 from miniclaw.memory.database import IndexDatabase, IndexRowError, rollback
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
-from miniclaw.memory.sync import RefreshReport, sync_files
+from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")
 
@@ -278,6 +278,8 @@ class SearchIndex(IndexDatabase):
         # Another process may have refreshed while we waited for the lock: look again.
         stale, gone, known, fingerprint = self._look(conn, names)
         report = sync_files(conn, self.sources, known, stale, gone, progress, self.workspace)
+        if rebuild:  # derived data outlives a rebuild, but only for texts still indexed
+            drop_orphan_derived(conn, None)
         racy = conn.execute("SELECT 1 FROM files WHERE racy LIMIT 1").fetchone()
         if fingerprint is None or racy:
             conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")

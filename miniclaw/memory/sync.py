@@ -2,8 +2,12 @@
 write transaction).
 
 Each changed file is read, parsed and tokenized, then diffed against its indexed entries by
-(position, lines, date, time, annotations, text): only entries that changed are deleted and
-inserted, so an append to a large MEMORY.md writes one entry, not thousands. A file written
+identity: the hash of the entry's text (`content_hash`) and, for text repeated in one file,
+its occurrence number; the file row stands for the source and path. Only entries whose text
+is new are inserted (with their postings) and only those whose text is gone are deleted; an
+entry that merely moved (a line inserted above it, a new heading date or tags) is updated in
+place, its postings and derived data (`derived`) untouched. So an append to, or a line
+inserted at the top of, a large MEMORY.md writes one entry's postings, not thousands. A file written
 within `RACY_NS` of being read (or dated up to `FUTURE_RACY_NS` in the future) is marked
 racy and re-checked next time, since a same-size edit in the same clock tick keeps its mtime.
 A file is read through a descriptor opened without following links and checked to be a
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import sqlite3
 import time
@@ -51,11 +56,14 @@ MAX_BATCH_PARAMS = 9000  # values in one multi-row INSERT (~3,000 postings)
 class RefreshReport:
     """What one refresh did."""
 
-    __slots__ = ("files_parsed", "files_removed", "entries_added", "entries_removed", "warnings")
+    __slots__ = ("files_parsed", "files_removed", "entries_added", "entries_removed",
+                 "entries_moved", "postings_added", "warnings")
 
     def __init__(self) -> None:
         self.files_parsed = self.files_removed = 0
         self.entries_added = self.entries_removed = 0
+        self.entries_moved = 0  # kept, with their position or annotations updated in place
+        self.postings_added = 0
         self.warnings: list[str] = []
 
     @property
@@ -65,24 +73,35 @@ class RefreshReport:
 
 class _Parsed(NamedTuple):
     file: SourceFile
-    keys: list[tuple] | None  # each entry's identity (`_entry_keys`); None: the file vanished
+    keys: list[tuple] | None  # each entry's (identity, data) (`_entry_keys`); None: vanished
     terms: list[list[str]]  # the index terms of each entry, repeats kept
     warning: str | None
     racy: bool
 
 
-def _entry_keys(entries: list[Entry]) -> list[tuple]:
-    """What identifies each entry in the index, in the `entries` table's column order
-    (ordinal, line_start, line_end, date, time, category, tags, content)."""
+def content_hash(text: str) -> bytes:
+    """The key of an entry's text: its identity in its file (with an occurrence number) and
+    the key of data derived from the text alone (`derived`), so a moved entry keeps both."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _entry_keys(entries: list[Entry]) -> list[tuple[tuple, tuple]]:
+    """Each entry's identity (text hash, occurrence of that text so far in the file) and
+    its data, in the `entries` table's column order (ordinal, line_start, line_end, date,
+    time, category, tags, content)."""
     days: dict = {None: None}  # a note's entries share one date: format it once
+    seen: Counter = Counter()
     keys = []
     for ordinal, entry in enumerate(entries):
         try:
             day = days[entry.date]
         except KeyError:
             day = days[entry.date] = entry.date.isoformat()
-        keys.append((ordinal, entry.line_start, entry.line_end, day, entry.time,
-                     entry.category, " ".join(entry.tags), entry.text))
+        digest = content_hash(entry.text)
+        keys.append(((digest, seen[digest]), (ordinal, entry.line_start, entry.line_end, day,
+                                              entry.time, entry.category, " ".join(entry.tags),
+                                              entry.text)))
+        seen[digest] += 1
     return keys
 
 
@@ -177,7 +196,7 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
     report = RefreshReport()
     rows = _Rows(conn)
     for path in gone:
-        report.entries_removed += _drop_file(conn, known[path][0], rows.terms)
+        report.entries_removed += _drop_file(conn, known[path][0], rows)
         report.files_removed += 1
     by_name = {source.name: source for source in sources}
 
@@ -193,7 +212,19 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
                 progress(done, len(stale))
     rows.flush(final=True)
     rows.terms.drop_unused()
+    drop_orphan_derived(conn, rows.gone_hashes)
     return report
+
+
+def drop_orphan_derived(conn, hashes: Iterable[bytes] | None) -> None:
+    """Delete derived data of texts no entry has any more (`hashes`: those that may be
+    gone; None: check every row), after every row is written: a vector of text that has
+    since become private must not stay in the index either."""
+    if hashes is None:
+        conn.execute("DELETE FROM derived WHERE hash NOT IN (SELECT hash FROM entries)")
+        return
+    conn.executemany("DELETE FROM derived WHERE hash = ? AND NOT EXISTS"
+                     " (SELECT 1 FROM entries WHERE hash = ?)", ((h, h) for h in hashes))
 
 
 @contextlib.contextmanager
@@ -236,8 +267,9 @@ class _Rows:
 
     _FILES = ("INSERT INTO files (id, path, source, size, mtime_ns, inode, racy, day,"
               " entry_count, term_count, warning) VALUES ")
-    _ENTRIES = ("INSERT INTO entries (id, file_id, source, path, ordinal, line_start, line_end,"
-                " date, time, category, tags, content, length, term_ids) VALUES ")
+    _ENTRIES = ("INSERT INTO entries (id, file_id, source, path, hash, occurrence, ordinal,"
+                " line_start, line_end, date, time, category, tags, content, length, term_ids)"
+                " VALUES ")
     _TERMS = "INSERT INTO terms (id, term) VALUES "
     _POSTINGS = "INSERT INTO postings (term_id, entry_id, tf) VALUES "
 
@@ -251,6 +283,7 @@ class _Rows:
         self.files: list[tuple] = []
         self.entries: list[tuple] = []
         self.postings: list[tuple] = []
+        self.gone_hashes: set[bytes] = set()  # texts of deleted entries (`drop_orphan_derived`)
 
     def flush(self, final: bool = False) -> None:
         """Write full batches (and with `final`, everything)."""
@@ -311,22 +344,24 @@ class _TermIds:
             " (SELECT 1 FROM postings WHERE term_id = ?)", ((i, i) for i in self.touched))
 
 
-def _drop_file(conn, file_id: int, term_ids: _TermIds) -> int:
-    rows = conn.execute("SELECT id, term_ids FROM entries WHERE file_id = ?", (file_id,)).fetchall()
-    _delete_entries(conn, rows, term_ids)
+def _drop_file(conn, file_id: int, pending: _Rows) -> int:
+    rows = conn.execute("SELECT id, term_ids, hash FROM entries WHERE file_id = ?",
+                        (file_id,)).fetchall()
+    _delete_entries(conn, rows, pending)
     conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
     return len(rows)
 
 
-def _delete_entries(conn, rows, term_ids: _TermIds) -> None:
-    """Delete entries, given as (entry id, stored term ids), and their postings."""
-    postings = [(term_id, entry_id) for entry_id, blob in rows for term_id in _term_ids(blob)]
+def _delete_entries(conn, rows, pending: _Rows) -> None:
+    """Delete entries, given as (entry id, stored term ids, text hash), and their postings."""
+    postings = [(term_id, row[0]) for row in rows for term_id in _term_ids(row[1])]
     before = conn.total_changes
     conn.executemany("DELETE FROM postings WHERE term_id = ? AND entry_id = ?", postings)
     if conn.total_changes - before != len(postings):  # ids that name no posting: damage
         raise IndexRowError("an entry's stored term ids do not match its postings")
-    conn.executemany("DELETE FROM entries WHERE id = ?", ((entry_id,) for entry_id, _ in rows))
-    term_ids.touched.update(term_id for term_id, _ in postings)
+    conn.executemany("DELETE FROM entries WHERE id = ?", ((row[0],) for row in rows))
+    pending.terms.touched.update(term_id for term_id, _ in postings)
+    pending.gone_hashes.update(row[2] for row in rows)
 
 
 def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
@@ -336,39 +371,47 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     source_file = parsed.file
     if parsed.keys is None:  # deleted since the scan
         if file_id is not None:
-            report.entries_removed += _drop_file(conn, file_id, rows.terms)
+            report.entries_removed += _drop_file(conn, file_id, rows)
             report.files_removed += 1
         return next_id
     if parsed.warning:
         report.warnings.append(parsed.warning)
-    old: dict[tuple, int] = {}
+    old: dict[tuple, tuple] = {}  # identity -> (entry id, stored term ids, hash, data)
     new_file = file_id is None
     if new_file:
         file_id = rows.next_file_id
         rows.next_file_id += 1
     else:
         for row in conn.execute(
-                "SELECT id, ordinal, line_start, line_end, date, time, category, tags, content,"
-                " term_ids FROM entries WHERE file_id = ?", (file_id,)):
-            old[row[1:-1]] = row[0], row[-1]
+                "SELECT id, term_ids, hash, occurrence, ordinal, line_start, line_end, date,"
+                " time, category, tags FROM entries WHERE file_id = ?", (file_id,)):
+            old[row[2], row[3]] = row[0], row[1], row[2], row[4:]
 
     removed = []
     if old:
-        kept = set(parsed.keys)
-        removed = [stored for key, stored in old.items() if key not in kept]
-        _delete_entries(conn, removed, rows.terms)
+        kept = {key for key, _ in parsed.keys}
+        removed = [stored[:3] for key, stored in old.items() if key not in kept]
+        _delete_entries(conn, removed, rows)
+    moved = [(*data[:-1], old[key][0]) for key, data in parsed.keys
+             if key in old and old[key][3] != data[:-1]]
+    if moved:  # same text, new place or annotations: postings and derived data stay
+        conn.executemany("UPDATE entries SET ordinal = ?, line_start = ?, line_end = ?,"
+                         " date = ?, time = ?, category = ?, tags = ? WHERE id = ?", moved)
+    postings_before = len(rows.postings)
     added = 0
     term_ids = rows.terms.of(chain.from_iterable(
-        terms for key, terms in zip(parsed.keys, parsed.terms) if key not in old))
-    for key, terms in zip(parsed.keys, parsed.terms):
-        if old and key in old:
+        terms for (key, _), terms in zip(parsed.keys, parsed.terms) if key not in old))
+    for (key, data), terms in zip(parsed.keys, parsed.terms):
+        if key in old:
             continue
         postings, ids = _postings(terms, next_id, term_ids)
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, *key,
-                             len(terms), ids))
+                             *data, len(terms), ids))
         rows.postings.extend(postings)
         next_id += 1
         added += 1
+    report.postings_added += len(rows.postings) - postings_before
+    report.entries_moved += len(moved)
     lengths = [len(terms) for terms in parsed.terms]
     if new_file:
         rows.files.append((file_id, source_file.path, source_file.source, *source_file.signature,
