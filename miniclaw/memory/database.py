@@ -5,8 +5,10 @@ file at the index path is no longer the one it has open (deleted or replaced by 
 process); the file is held open (`_pin`) so its inode number cannot pass to a new file; a
 damaged or older-version file is emptied and rebuilt with a warning, while a read-only,
 full or locked one is reported and never deleted; the file is 0600 in a 0700 folder.
-`_run` runs a unit of work with all of that, and asks the subclass to `_refresh` when it
-had to reconnect to a different file; a row whose values cannot be decoded is damage too.
+`run` runs a unit of work with all of that; a row whose values cannot be decoded is damage
+too. This layer knows nothing of what the rows mean and never calls up: when the file was
+replaced under a unit of work (or emptied here, as damaged) it raises `IndexReplaced`, and
+the caller starts its whole operation again, from its sync (`index`).
 
 Only a file miniclaw can prove is its own is ever opened for writing, emptied or deleted,
 and an index serves the one workspace it records (`index_file`). `close()` waits for the threads still using a connection: closing one under a running
@@ -118,6 +120,15 @@ CREATE VIEW IF NOT EXISTS term_postings AS
 """
 
 
+class IndexReplaced(SearchIndexError):
+    """The index file is not the one this operation synced (deleted, replaced by another
+    process, or emptied as damaged): the operation starts again, once, from its sync."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"the search index {path} was replaced by another process during "
+                         "this operation, twice; try again")
+
+
 class IndexRowError(ValueError):
     """A row holds a value the code cannot decode (a wrong type, out of range, unparsable):
     the file is damaged, like one SQLite reports corrupt. Raised by the code reading rows."""
@@ -177,14 +188,9 @@ class IndexDatabase:
         self._pins: dict[tuple[int, int], int] = {}  # identity -> a descriptor holding it
         self._spare_fds: list[int] = []  # other descriptors of pinned files, kept as long
         self._replaced: list[sqlite3.Connection] = []  # to files no longer there (`_discard`)
-        self._refreshed: tuple[int, int] | None = None  # the file the last refresh updated
         self._users = 0  # units of work running now, in any thread (`_in_use`)
         self._idle = threading.Condition()
-        self._wipe_pending = False  # the WAL may still hold deleted rows (`_wipe_wal`)
-
-    def _refresh(self, conn: sqlite3.Connection, rebuild: bool, progress) -> object:
-        """Bring the file's content up to date (the subclass knows with what)."""
-        raise NotImplementedError
+        self.wipe_pending = False  # the WAL may still hold deleted rows (`wipe_wal`)
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection, opened (and the schema checked) on first use, and
@@ -321,7 +327,7 @@ class IndexDatabase:
 
     def _connect_checked(self) -> sqlite3.Connection:
         """A connection with the schema checked; kept to the minimum, since each search
-        thread opens one (write settings are applied by `_write_settings` before writing)."""
+        thread opens one (write settings are applied by `write_settings` before writing)."""
         with self._opening:  # threads of this process open (and create) one at a time
             unproven = self._check_file()
             new = not os.path.exists(self.path)
@@ -376,7 +382,40 @@ class IndexDatabase:
                 self._spare_fds.append(fd)
         return index_file.check_header(self.path, fd)
 
-    def _wipe_wal(self, conn: sqlite3.Connection) -> None:
+    @contextlib.contextmanager
+    def read_only(self):
+        """A connection that changes nothing, for a report (`memory status`), or None when
+        there is no index file or it is not this version's index (then it holds nothing
+        usable). The file is checked as for any connection (refused if not miniclaw's), and
+        never created, claimed, converted or repaired. With no `-wal` beside it (no writer
+        at work, nothing pending), it is read as immutable, so SQLite creates no `-wal` or
+        `-shm` either; a writer starting meanwhile may make the report approximate."""
+        with self._opening:
+            unproven = self._check_file()
+        if not os.path.exists(self.path):
+            yield None
+            return
+        mode = "mode=ro" if os.path.exists(f"{self.path}-wal") else "immutable=1"
+        try:
+            conn = sqlite3.connect(f"{Path(os.path.abspath(self.path)).as_uri()}?{mode}",
+                                   uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error:
+            yield None
+            return
+        try:
+            if unproven:
+                index_file.claim(conn, self.path, _is_damage)
+            if conn.execute("PRAGMA user_version").fetchone()[0] != index_format():
+                yield None
+                return
+            if self._workspace is not None:
+                index_file.check_workspace(conn, self.path, self._workspace)
+            yield conn
+        finally:
+            conn.close()
+
+    def wipe_wal(self, conn: sqlite3.Connection) -> None:
         """Copy the WAL into the file and empty it, after rows were deleted: its older frames
         still hold them (text since made private), while `secure_delete` zeroes them in the
         file. Readers in other processes can hold it up: then it is tried again next time."""
@@ -389,10 +428,10 @@ class IndexDatabase:
             busy = 1
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        self._wipe_pending = bool(busy)
+        self.wipe_pending = bool(busy)
 
     @staticmethod
-    def _write_settings(conn: sqlite3.Connection) -> None:
+    def write_settings(conn: sqlite3.Connection) -> None:
         """Before writing: fsync only at checkpoints (safe in WAL; it is a cache), and zero
         deleted rows so text that later became private does not linger in free pages."""
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -436,7 +475,7 @@ class IndexDatabase:
 
     def _create_schema(self, conn: sqlite3.Connection, seen: int) -> None:
         self._ensure_wal(conn)
-        self._write_settings(conn)
+        self.write_settings(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -463,7 +502,7 @@ class IndexDatabase:
             rollback(conn)
             raise
         if seen:  # tables of the older format were dropped: their rows may be in the WAL
-            self._wipe_wal(conn)
+            self.wipe_wal(conn)
 
     def _reset(self, exc: Exception, seen: tuple[int, int] | None) -> None:
         """Replace a damaged index file with an empty one (it is only a cache).
@@ -485,47 +524,55 @@ class IndexDatabase:
                 except OSError as err:
                     raise SearchIndexError(f"cannot remove the damaged index {self.path}: {err}") from err
 
-    def _refresh_between_reads(self, conn: sqlite3.Connection) -> None:
-        """Refresh a file that was replaced (or rebuilt) during a read snapshot (`snapshot()`
-        in `index`): a refresh writes, so the snapshot of the file it read is ended first,
-        and a new one begun after for the rest of the reads."""
-        reading = conn.in_transaction
-        if reading:
-            conn.execute("COMMIT")
-        self._refresh(conn, False, None)
-        if reading:
-            conn.execute("BEGIN")
+    def file(self) -> tuple[int, int] | None:
+        """Which file this thread's connection has open (None: none yet): an operation
+        notes the one it synced, and passes it to `run` and `reading` as `expect`."""
+        current = getattr(self._local, "conn", None)
+        return current[1] if current is not None else None
 
-    def _run(self, work: Callable[[sqlite3.Connection], object], *, refreshes: bool = False):
-        """Run `work` on this thread's connection. If the file was deleted or replaced
-        meanwhile, or is damaged (then it is emptied), reconnect, bring the index up to date
-        (unless `work` does that itself) and run it again. `work` decodes the rows it reads
-        (a value it cannot decode raises `IndexRowError`: damage)."""
+    @contextlib.contextmanager
+    def reading(self, expect: tuple[int, int] | None = None):
+        """Read in one transaction on this thread's connection, so every statement sees the
+        same index even while another process updates it. The file is looked at once, here
+        (`IndexReplaced` when it is not `expect`); `run` inside reuses the connection."""
         with self._in_use():
-            return self._run_in_use(work, refreshes)
-
-    def _run_in_use(self, work: Callable[[sqlite3.Connection], object], refreshes: bool):
-        conn = self.connection()
-        seen = self._local.conn[1]
-        try:
-            if not refreshes and seen != self._refreshed:
-                # Another thread's refresh ran on a file that has since been replaced.
-                self._refresh_between_reads(conn)
-            return work(conn)
-        except (sqlite3.DatabaseError, IndexRowError) as exc:
-            replaced = self._identity() != seen  # deleted or swapped under us: reconnect
-            if not replaced and not _is_damage(exc):
-                raise _unusable(self.path, exc) from exc
-            # Kept open even when damaged: this file is about to be replaced, and another
-            # thread may still have it open (then its close would not be the last).
-            self._discard(conn, replaced=True)
-            if not replaced:  # the same file, and it is damaged
-                with self._quiet():
-                    self._reset(exc, seen)
+            conn = self.connection()
+            if expect is not None and self.file() != expect:
+                raise IndexReplaced(self.path)
+            conn.execute("BEGIN")
+            self._local.reading = conn
             try:
+                yield
+            finally:
+                self._local.reading = None
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("COMMIT")
+
+    def run(self, work: Callable[[sqlite3.Connection], object], *,
+            expect: tuple[int, int] | None = None):
+        """Run `work` on this thread's connection (the one of `reading`, if inside one).
+        Raises `IndexReplaced` when the file is not `expect` (the one the operation synced),
+        was replaced meanwhile, or is damaged (then it is emptied first). `work` decodes
+        the rows it reads (a value it cannot decode raises `IndexRowError`: damage)."""
+        with self._in_use():
+            conn = getattr(self._local, "reading", None)
+            if conn is None:
                 conn = self.connection()
-                if not refreshes:
-                    self._refresh_between_reads(conn)
+            seen = self.file()
+            if expect is not None and seen != expect:
+                raise IndexReplaced(self.path)
+            try:
                 return work(conn)
-            except sqlite3.Error as again:
-                raise _unusable(self.path, again) from again
+            except (sqlite3.DatabaseError, IndexRowError) as exc:
+                replaced = self._identity() != seen  # deleted or swapped under us
+                if not replaced and not _is_damage(exc):
+                    raise _unusable(self.path, exc) from exc
+                # Kept open even when damaged: this file is about to be replaced, and
+                # another thread may still have it open (then its close would not be last).
+                self._discard(conn, replaced=True)
+                self._local.reading = None
+                if not replaced:  # the same file, and it is damaged
+                    with self._quiet():
+                        self._reset(exc, seen)
+                raise IndexReplaced(self.path) from exc

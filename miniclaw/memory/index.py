@@ -41,7 +41,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import NamedTuple
 
-from miniclaw.memory.database import IndexDatabase, IndexRowError, rollback
+from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
 from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
@@ -129,14 +129,21 @@ def _median_stale(cached: tuple[int, int, float], count: int, length: int) -> bo
     return abs(count - old_count) > count // 100 or abs(length - old_length) > length // 100
 
 
-class SearchIndex(IndexDatabase):
-    """The index of one workspace. Methods are blocking: call them off the event loop."""
+class SearchIndex:
+    """The index of one workspace, over its file (`db`: connections, schema, recovery).
+    Methods are blocking: call them off the event loop.
+
+    An operation (a search, a refresh) syncs once, at its start (`refresh`), and then only
+    reads; reads never sync. When the file is replaced under it (`IndexReplaced`), the
+    operation starts again from its sync (`retrying`)."""
 
     def __init__(self, path: Path, workspace: Path,
                  sources: Sequence[MemorySource] = SOURCES) -> None:
-        super().__init__(path, workspace)
+        self.db = IndexDatabase(path, workspace)
+        self.path = self.db.path
         self.workspace = Path(workspace)
         self.sources = tuple(sources)
+        self._synced: tuple[int, int] | None = None  # the file the last refresh brought up to date
         self._refreshing = threading.RLock()
         self._refreshes = 0
         self._median = (-1, -1, 0.0)  # (entries, terms, median entry length) last read
@@ -149,24 +156,26 @@ class SearchIndex(IndexDatabase):
         if self._watch is not None:
             self._watch.close()
             self._watch = None
-        super().close()
+        self.db.close()
+
+    def _run(self, work: Callable[[sqlite3.Connection], object]):
+        """A read of the file the last refresh synced (`IndexReplaced` if it is another)."""
+        return self.db.run(work, expect=self._synced)
+
+    def snapshot(self):
+        """Read in one transaction (`IndexDatabase.reading`) of the file last synced."""
+        return self.db.reading(expect=self._synced)
+
+    @staticmethod
+    def retrying(operation: Callable[[], object]):
+        """Run an operation (its sync, then its reads) again, once, when the index file was
+        replaced under it: a second replacement is reported (`IndexReplaced`)."""
+        try:
+            return operation()
+        except IndexReplaced:
+            return operation()
 
     # -- keeping up to date --------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def snapshot(self):
-        """Read in one transaction on this thread's connection, so every statement of a
-        search sees the same index even while another process updates it."""
-        with self._in_use():
-            conn = self.connection()
-            conn.execute("BEGIN")
-            try:
-                yield
-            finally:
-                current = getattr(self._local, "conn", None)
-                if current is not None and current[0].in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        current[0].execute("COMMIT")
 
     def scan(self) -> list[SourceFile]:
         """The memory files on disk now, across every source."""
@@ -181,14 +190,13 @@ class SearchIndex(IndexDatabase):
         A process that refreshes more than once watches the memory folder (`watch`) and
         then re-checks only the files that changed.
         """
-        return self._run(lambda conn: self._refresh(conn, rebuild, progress), refreshes=True)
+        return self.retrying(lambda: self.db.run(lambda conn: self._refresh(conn, rebuild, progress)))
 
     def _changed_names(self, rebuild: bool) -> set[str] | None:
         """File names changed since the last refresh, or None: check every file."""
-        current = self._local.conn[1]
         if self._watch is not None and self._watch.active:
             names = self._watch.changes()
-            if rebuild or current != self._refreshed:
+            if rebuild or self.db.file() != self._synced:
                 return None
             return names
         self._watch = None
@@ -255,11 +263,11 @@ class SearchIndex(IndexDatabase):
                 report = self._apply(conn, names, rebuild, progress)
             except BaseException:
                 rollback(conn)
-                self._refreshed = None  # drained changes may not be applied: check all next
+                self._synced = None  # drained changes may not be applied: check all next
                 raise
-            self._refreshed = self._local.conn[1]
-            if rebuild or report.entries_removed or report.files_removed or self._wipe_pending:
-                self._wipe_wal(conn)  # deleted rows (maybe text made private) out of the WAL
+            self._synced = self.db.file()
+            if rebuild or report.entries_removed or report.files_removed or self.db.wipe_pending:
+                self.db.wipe_wal(conn)  # deleted rows (maybe text made private) out of the WAL
             return report
 
     def _apply(self, conn, names: set[str] | None, rebuild: bool, progress) -> RefreshReport:
@@ -269,7 +277,7 @@ class SearchIndex(IndexDatabase):
             # Up to date; but when the fingerprint was not stored yet, store it below.
             if not stale and not gone and not (fingerprint and known):
                 return RefreshReport()
-        self._write_settings(conn)
+        self.db.write_settings(conn)
         conn.execute("BEGIN IMMEDIATE")
         if rebuild:
             for table in ("postings", "terms", "entries", "files"):
@@ -485,26 +493,29 @@ class SearchIndex(IndexDatabase):
             f"SELECT id, length FROM entries WHERE id IN ({ids})").fetchall()))
 
     def status(self) -> IndexStatus:
-        exists = os.path.exists(self.path)
-
-        def work(conn):
-            disk = self.scan()
-            known = self._known(conn)
-            stale, gone = self._todo(disk, known)
-            # A racy file is only "maybe" stale: report it when its signature moved.
-            stale = [f.path for f in stale
-                     if f.path not in known or known[f.path][1:4] != f.signature]
-            files, entries = conn.execute(
-                "SELECT COUNT(*), COALESCE(SUM(entry_count), 0) FROM files").fetchone()
-            terms = conn.execute("SELECT COUNT(*) FROM terms").fetchone()[0]
-            updated = conn.execute("SELECT value FROM meta WHERE key = 'updated_at'").fetchone()
-            size = 0
-            for suffix in ("", "-wal"):
-                with contextlib.suppress(OSError):
-                    size += os.path.getsize(f"{self.path}{suffix}")
-            return IndexStatus(str(self.path), exists, size, files, entries, terms,
-                               updated[0] if updated else None, tuple(stale), tuple(gone),
-                               len(disk))
-
-        return self._run(work)
-
+        """The index against the files on disk now, read-only: nothing is created, synced or
+        repaired (`IndexDatabase.read_only`). An index that is missing, of another format or
+        unreadable now holds nothing, so every file on disk is reported new."""
+        disk = self.scan()
+        known, counts, updated = {}, (0, 0, 0), None
+        with self.db.read_only() as conn:
+            if conn is not None:
+                try:
+                    known = self._known(conn)
+                    files, entries = conn.execute(
+                        "SELECT COUNT(*), COALESCE(SUM(entry_count), 0) FROM files").fetchone()
+                    terms = conn.execute("SELECT COUNT(*) FROM terms").fetchone()[0]
+                    counts = (files, entries, terms)
+                    row = conn.execute("SELECT value FROM meta WHERE key = 'updated_at'").fetchone()
+                    updated = row[0] if row else None
+                except sqlite3.DatabaseError:  # damaged: the next search rebuilds it
+                    known, counts, updated = {}, (0, 0, 0), None
+        stale, gone = self._todo(disk, known)
+        # A racy file is only "maybe" stale: report it when its signature moved.
+        stale = [f.path for f in stale if f.path not in known or known[f.path][1:4] != f.signature]
+        size = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                size += os.path.getsize(f"{self.path}{suffix}")
+        return IndexStatus(str(self.path), os.path.exists(self.path), size, *counts, updated,
+                           tuple(stale), tuple(gone), len(disk))

@@ -21,6 +21,7 @@ from miniclaw.errors import UsageError
 from miniclaw.memory.date_cue import DateSpan, named_dates
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
+from miniclaw.memory.database import IndexReplaced
 from miniclaw.memory.index import Filters, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
 from miniclaw.memory.results import RankedMemory, SearchResults
@@ -121,6 +122,14 @@ class MemoryRanker:
                        tuple(options.tags))
 
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
+        """One operation: a sync, then reads; again from the sync if the index file was
+        replaced meanwhile (`SearchIndex.retrying`, here for a coroutine)."""
+        try:
+            return await self._search(text, options)
+        except IndexReplaced:
+            return await self._search(text, options)
+
+    async def _search(self, text: str, options: SearchOptions) -> SearchResults:
         query = parse_query(text, require=options.require, exclude=options.exclude)
         scorer = get_scorer(options.mode)
         filters = self.filters(options)
