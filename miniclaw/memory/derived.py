@@ -1,0 +1,95 @@
+"""Data derived from an entry's text alone (a model's vector, to come): computed once per
+distinct text and kept in the index's `derived` table by (kind, text hash).
+
+A value outlives a move of its entry (an entry's identity is its text: `sync.content_hash`),
+is deleted by the sync as soon as no entry has that text any more (so nothing derived from
+text since made private stays), and is never computed again while the text is indexed. A
+retriever asks `missing()` for the texts without a value, computes those, `put()`s them and
+reads them with `get()` / `for_entries()`. Call these outside a read snapshot (`put`
+writes), after the operation's sync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from miniclaw.memory.database import IndexRowError, rollback
+from miniclaw.memory.index import SearchIndex, _id_list
+
+_CHUNK = 500  # hashes per statement (SQLite caps a statement's parameters)
+
+
+def _checked(rows) -> dict:
+    out = {}
+    for key, value in rows:
+        if type(value) is not bytes or type(key) not in (bytes, int):
+            raise IndexRowError("a derived value in the index is damaged")
+        out[key] = value
+    return out
+
+
+class DerivedData:
+    """The values of one `kind` (e.g. a model's name) in one index."""
+
+    def __init__(self, index: SearchIndex, kind: str) -> None:
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("a kind of derived data is a non-empty name")
+        self.index, self.kind = index, kind
+
+    def missing(self, limit: int | None = None) -> list[tuple[bytes, str]]:
+        """(hash, text) of indexed texts with no value of this kind yet, each text once."""
+        sql = ("SELECT e.hash, MIN(e.content) FROM entries e WHERE NOT EXISTS (SELECT 1 FROM"
+               " derived d WHERE d.kind = ? AND d.hash = e.hash) GROUP BY e.hash ORDER BY e.hash")
+        params: list = [self.kind]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        rows = self.index.db.run(lambda c: c.execute(sql, params).fetchall())
+        if any(type(h) is not bytes or type(text) is not str for h, text in rows):
+            raise IndexRowError("an entry's text hash in the index is damaged")
+        return rows
+
+    def get(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The stored values of these texts (those without one are left out)."""
+        wanted = list(dict.fromkeys(hashes))
+
+        def work(conn):
+            out = {}
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start:start + _CHUNK]
+                out.update(_checked(conn.execute(
+                    f"SELECT hash, value FROM derived WHERE kind = ? AND hash IN"
+                    f" ({', '.join('?' * len(chunk))})", [self.kind, *chunk])))
+            return out
+
+        return self.index.db.run(work)
+
+    def for_entries(self, entry_ids: Sequence[int]) -> dict[int, bytes]:
+        """Entry id -> the value of its text, for the given entries that have one."""
+        if not entry_ids:
+            return {}
+        sql = ("SELECT e.id, d.value FROM entries e JOIN derived d ON d.kind = ? AND"
+               f" d.hash = e.hash WHERE e.id IN ({_id_list(entry_ids)})")
+        return _checked(self.index.db.run(lambda c: c.execute(sql, (self.kind,)).fetchall()))
+
+    def put(self, values: Mapping[bytes, bytes]) -> int:
+        """Store values (replacing older ones of this kind); a value of a text no entry has
+        (any more) is not stored, so no value outlives its text. Returns how many were."""
+        rows = [(bytes(h), self.kind, bytes(v), bytes(h)) for h, v in values.items()]
+
+        def work(conn):
+            self.index.db.write_settings(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                before = conn.total_changes
+                conn.executemany("INSERT OR REPLACE INTO derived (hash, kind, value) SELECT"
+                                 " ?, ?, ? WHERE EXISTS (SELECT 1 FROM entries WHERE hash = ?)",
+                                 rows)
+                stored = conn.total_changes - before
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
+            return stored
+
+        return self.index.db.run(work) if rows else 0

@@ -1,0 +1,90 @@
+"""Derived data (the vectors to come) is keyed by text: it survives a move, goes with the
+last entry holding its text, and is never asked for again while the text is indexed."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from miniclaw.memory.derived import DerivedData
+from miniclaw.memory.sync import content_hash
+from tests.conftest import long_term, write
+
+MODEL = "fake-model-v1"
+
+
+def vector(text: str) -> bytes:
+    return text.upper().encode()  # any deterministic function of the text
+
+
+def compute_missing(derived: DerivedData) -> list[str]:
+    """What a retriever does before a search: compute and store what is missing."""
+    todo = derived.missing()
+    derived.put({h: vector(text) for h, text in todo})
+    return sorted(text for _, text in todo)
+
+
+def derived_rows(index_path) -> int:
+    with sqlite3.connect(index_path) as conn:
+        return conn.execute("SELECT COUNT(*) FROM derived").fetchone()[0]
+
+
+def test_values_are_computed_once_per_text_and_survive_a_move(store, workspace):
+    path = write(workspace, "memory/MEMORY.md",
+                 long_term(("2026-01-05", ["apple pie", "bread loaf", "apple pie"])))
+    store.index.refresh()
+    derived = DerivedData(store.index, MODEL)
+    assert compute_missing(derived) == ["apple pie", "bread loaf"]  # one per distinct text
+    assert compute_missing(derived) == []
+
+    path.write_text(long_term(("2026-02-01", ["cloud nine", "apple pie", "bread loaf",
+                                              "apple pie"])))
+    store.index.refresh()
+
+    assert compute_missing(derived) == ["cloud nine"]  # the moved ones kept theirs
+    assert derived.get([content_hash("apple pie"), content_hash("nowhere")]) == {
+        content_hash("apple pie"): b"APPLE PIE"}
+    with sqlite3.connect(store.index.path) as conn:
+        ids = dict(conn.execute("SELECT id, content FROM entries"))
+    assert {i: v.decode() for i, v in derived.for_entries(list(ids)).items()} == {
+        i: text.upper() for i, text in ids.items()}
+
+
+@pytest.mark.parametrize("edit", ["removed", "made private", "file deleted"])
+def test_a_value_goes_with_the_last_entry_holding_its_text(store, workspace, edit):
+    path = write(workspace, "memory/MEMORY.md",
+                 long_term(("2026-01-05", ["apple pie", "secret plan"])))
+    store.index.refresh()
+    derived = DerivedData(store.index, MODEL)
+    compute_missing(derived)
+    assert derived_rows(store.index.path) == 2
+    if edit == "removed":
+        path.write_text(long_term(("2026-01-05", ["apple pie"])))
+    elif edit == "made private":
+        path.write_text(long_term(("2026-01-05", ["apple pie", "<private>secret plan</private>"])))
+    else:
+        path.unlink()
+    store.index.refresh()
+    assert derived.get([content_hash("secret plan")]) == {}
+    assert derived_rows(store.index.path) == (0 if edit == "file deleted" else 1)
+
+
+def test_a_value_of_a_text_not_indexed_is_not_stored(store, workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-01-05", ["apple pie"])))
+    store.index.refresh()
+    derived = DerivedData(store.index, MODEL)
+    assert derived.put({content_hash("never written"): b"x", content_hash("apple pie"): b"y"}) == 1
+    assert derived_rows(store.index.path) == 1
+
+
+def test_kinds_are_separate_and_a_rebuild_keeps_values_of_texts_still_indexed(store, workspace):
+    path = write(workspace, "memory/MEMORY.md", long_term(("2026-01-05", ["apple pie", "old"])))
+    store.index.refresh()
+    first, second = DerivedData(store.index, MODEL), DerivedData(store.index, "other-model")
+    compute_missing(first)
+    assert compute_missing(second) == ["apple pie", "old"]
+    path.write_text(long_term(("2026-01-05", ["apple pie"])))
+    store.index.refresh(rebuild=True)
+    assert compute_missing(first) == [] and compute_missing(second) == []
+    assert derived_rows(store.index.path) == 2  # "apple pie" of each kind, "old" gone
