@@ -5,18 +5,24 @@ Storage model (one file per workspace, under the user's cache directory):
     files     one row per memory file: path, source, the (size, mtime_ns, inode) it had when
               parsed, whether that was too close to its last write to trust ("racy"), and its
               entry and term counts (the corpus statistics are sums over this table)
-    entries   one row per entry: the parser's record, its position in the file (`ordinal`,
-              for neighbours), its length in terms, and an empty `embedding` column kept for
-              semantic search later
+    entries   one row per entry: its identity (the hash of its text and which occurrence of
+              that text in its file, `sync`), the parser's record, its position in the file
+              (`ordinal`, for neighbours; data, updated in place when the entry moves) and
+              its length in terms
+    derived   (kind, text hash) -> a value computed from the text alone, such as a model's
+              vector (`derived`): kept while some entry has that text
     terms     one row per distinct indexed term: its number
     postings  (term number, entry_id) -> term frequency, the inverted index the scorers sum
               over; read through the view `term_postings` (term, entry_id, tf)
 
 It is a cache: files are the truth, deleting the index loses nothing, and a damaged or
 older-version index is rebuilt with a warning (see `database`: connections, schema,
-recovery). `refresh()` runs before every search: it stats the memory files (or, in a process
-that watches the folder, the ones the kernel reports changed) and hands those whose
-signature changed, or that are gone, to `sync` (which re-parses and diffs them).
+recovery; this class holds one, and the database never calls back). `refresh()` runs once at
+the start of each operation (a search, `memory index`): it stats the memory files (or, in a
+process that watches the folder, the ones the kernel reports changed) and hands those whose
+signature changed, or that are gone, to `sync` (which re-parses and diffs them). Reads never
+refresh: a read of a file other than the one the operation synced raises `IndexReplaced`,
+and the operation starts again from its refresh (`retrying`). `status()` only reads.
 
 Concurrency: WAL mode and a busy timeout; every update runs in a `BEGIN IMMEDIATE`
 transaction that re-reads the files table, so processes refreshing at once wait for each
