@@ -320,8 +320,10 @@ class MemoryStore:
                             progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         """Bring the index up to date (every search does this too); `rebuild` starts over."""
         self.require_workspace()
-        report = await asyncio.to_thread(self.index.refresh, rebuild=rebuild, progress=progress)
-        for warning in await asyncio.to_thread(self.index.warnings):
+        index = self.index
+        report, warnings = await asyncio.to_thread(index.retrying, lambda: (
+            index.refresh(rebuild=rebuild, progress=progress), index.warnings()))
+        for warning in warnings:
             log.warning("%s", warning)
         return report
 
