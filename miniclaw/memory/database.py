@@ -404,14 +404,15 @@ class IndexDatabase:
             yield None
             return
         try:
-            if unproven:
-                index_file.claim(conn, self.path, _is_damage)
-            if conn.execute("PRAGMA user_version").fetchone()[0] != index_format():
-                yield None
-                return
-            if self._workspace is not None:
-                index_file.check_workspace(conn, self.path, self._workspace)
-            yield conn
+            try:
+                if unproven:
+                    index_file.claim(conn, self.path, _is_damage)
+                usable = conn.execute("PRAGMA user_version").fetchone()[0] == index_format()
+                if usable and self._workspace is not None:
+                    index_file.check_workspace(conn, self.path, self._workspace)
+            except sqlite3.DatabaseError:  # damaged, or locked: the next sync sees to it
+                usable = False
+            yield conn if usable else None
         finally:
             conn.close()
 

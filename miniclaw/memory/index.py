@@ -196,7 +196,10 @@ class SearchIndex:
         A process that refreshes more than once watches the memory folder (`watch`) and
         then re-checks only the files that changed.
         """
-        return self.retrying(lambda: self.db.run(lambda conn: self._refresh(conn, rebuild, progress)))
+        def sync(conn: sqlite3.Connection) -> RefreshReport:
+            return self._refresh(conn, rebuild, progress)
+
+        return self.retrying(lambda: self.db.run(sync))
 
     def _changed_names(self, rebuild: bool) -> set[str] | None:
         """File names changed since the last refresh, or None: check every file."""

@@ -110,18 +110,24 @@ def test_status_without_an_index_creates_none(tmp_path):
     assert not cache.exists() or _state(cache) == {}
 
 
-def test_status_of_another_formats_index_reports_it_stale_and_leaves_it(tmp_path):
+@pytest.mark.parametrize("damage", ["another format", "not a database"])
+def test_status_of_an_index_it_cannot_use_reports_it_stale_and_leaves_it(tmp_path, damage):
     env = subprocess_env(tmp_path)
     ws = tmp_path / "ws"
     write(ws, "memory/2026-02-12.md", NOTE)
     assert cli(env, "--workspace", str(ws), "memory", "index").returncode == 0
     [index] = [p for p in Path(env["XDG_CACHE_HOME"]).rglob("*.sqlite3")]
-    conn = sqlite3.connect(index)
-    conn.execute("PRAGMA user_version = 7")
-    conn.close()
+    if damage == "another format":
+        conn = sqlite3.connect(index)
+        conn.execute("PRAGMA user_version = 7")
+        conn.close()
+    else:
+        index.write_bytes(b"\x00garbage" * 1000)
     before = _state(index.parent)
 
-    status = json.loads(cli(env, "--workspace", str(ws), "memory", "status", "--json").stdout)
+    done = cli(env, "--workspace", str(ws), "memory", "status", "--json")
 
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    status = json.loads(done.stdout)
     assert status["stale_files"] == ["memory/2026-02-12.md"] and not status["up_to_date"]
     assert _state(index.parent) == before
