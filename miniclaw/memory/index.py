@@ -504,10 +504,12 @@ class SearchIndex:
     def status(self) -> IndexStatus:
         """The index against the files on disk now, read-only: nothing is created, synced or
         repaired (`IndexDatabase.read_only`). An index that is missing, of another format or
-        unreadable now holds nothing, so every file on disk is reported new."""
+        unreadable now holds nothing, so every file on disk is reported new. A sync this
+        process is running (a long-lived server's first one) is waited for, not reported
+        half done."""
         disk = self.scan()
         known, counts, updated = {}, (0, 0, 0), None
-        with self.db.read_only() as conn:
+        with self._refreshing, self.db.read_only() as conn:
             if conn is not None:
                 try:
                     known = self._known(conn)
