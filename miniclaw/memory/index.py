@@ -199,7 +199,8 @@ class SearchIndex:
         def sync(conn: sqlite3.Connection) -> RefreshReport:
             return self._refresh(conn, rebuild, progress)
 
-        return self.retrying(lambda: self.db.run(sync))
+        with self._refreshing:  # from the very start, so that `status` waits for all of it
+            return self.retrying(lambda: self.db.run(sync))
 
     def _changed_names(self, rebuild: bool) -> set[str] | None:
         """File names changed since the last refresh, or None: check every file."""
