@@ -145,21 +145,29 @@ class FileSource:
         root = Path(os.path.expanduser(self.root))
         return root if root.is_absolute() else Path(workspace) / root
 
+    def _layout(self, workspace: Path) -> tuple[str, str, Path | None]:
+        """(root, display prefix, link root when outside the workspace), worked out once per
+        workspace: resolving links costs a few system calls, and `file()` runs per file."""
+        cache = self.__dict__.setdefault("_layouts", {})
+        key = os.fspath(workspace)
+        if key not in cache:
+            root = self.root_path(workspace)
+            if inside_workspace(root, workspace):
+                prefix = os.path.relpath(root, workspace).replace(os.sep, "/")
+                cache[key] = (str(root), prefix, None)
+            else:  # named as the configuration names it, so paths stay readable
+                cache[key] = (str(root), str(self.root).rstrip("/") or "/", root)
+        return cache[key]
+
     def outside(self, workspace: Path) -> bool:
-        return not inside_workspace(self.root_path(workspace), workspace)
+        return self._layout(workspace)[2] is not None
 
     def link_root(self, workspace: Path) -> Path:
         """Where its symlinks may point: the workspace, or its own root when outside it."""
-        return self.root_path(workspace) if self.outside(workspace) else Path(workspace)
-
-    def _prefix(self, workspace: Path) -> str:
-        """How display paths start: the root as the workspace or the configuration names it."""
-        if self.outside(workspace):
-            return str(self.root).rstrip("/") or "/"
-        return os.path.relpath(self.root_path(workspace), workspace).replace(os.sep, "/")
+        return self._layout(workspace)[2] or Path(workspace)
 
     def _display(self, workspace: Path, relative: str) -> str:
-        prefix = self._prefix(workspace)
+        prefix = self._layout(workspace)[1]
         return relative if prefix == "." else f"{prefix}/{relative}"
 
     def folders(self, workspace: Path) -> list[Path]:
@@ -186,7 +194,7 @@ class FileSource:
         return found
 
     def path_of(self, workspace: Path, absolute: str) -> str | None:
-        root = str(self.root_path(workspace))
+        root = self._layout(workspace)[0]
         relative = os.path.relpath(absolute, root).replace(os.sep, "/")
         if relative.startswith("../") or relative in (".", "..") or os.path.isabs(relative):
             return None
@@ -198,13 +206,13 @@ class FileSource:
         path = self.path_of(workspace, absolute)
         if path is None:
             return None
-        links = self.link_root(workspace)
-        st = stat_in_workspace(absolute, links)
+        root, _, outside = self._layout(workspace)
+        st = stat_in_workspace(absolute, outside or workspace)
         if st is None:
             return None
-        relative = os.path.relpath(absolute, self.root_path(workspace)).replace(os.sep, "/")
+        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
         return SourceFile(self.name, path, absolute, st.st_size, st.st_mtime_ns, st.st_ino,
-                          self.day(relative), str(links) if self.outside(workspace) else None)
+                          self.day(relative), str(outside) if outside else None)
 
 
 def _list(folder: Path) -> list[str]:
