@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
@@ -201,3 +203,62 @@ def test_a_root_the_configuration_does_not_allow_is_an_error(workspace, tmp_path
     assert run.returncode == 2
     assert run.stderr.startswith("Error: ") and "outside the workspace" in run.stderr
     assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+async def test_a_new_subfolder_under_a_watched_root_is_searched(workspace, tmp_path):
+    root = _notes(tmp_path)
+    async with _store(workspace, root) as store:
+        for _ in range(3):
+            assert await store.search_memories("lantern")
+        assert store.index._watch is not None and store.index._watch.active
+        (root / "trips" / "2026").mkdir()
+        (root / "trips" / "2026" / "d.txt").write_text("A quince orchard.\n", encoding="utf-8")
+        found = await store.search_memories("quince")
+        assert [h.path for h in found] == [f"{root}/trips/2026/d.txt"]
+        (root / "trips" / "2026" / "d.txt").write_text("A medlar orchard.\n", encoding="utf-8")
+        assert [h.content for h in await store.search_memories("medlar")] == ["A medlar orchard."]
+
+
+class JsonLines(FileSource):
+    """One record per JSON line: its text may spell a tag with escapes (`\\u003c`), which
+    no scan of the file's lines sees; the shared code redacts each record too."""
+
+    name = "jsonl"
+    root = "logs"
+
+    def owns(self, relative: str) -> bool:
+        return relative.endswith(".jsonl")
+
+    def parse(self, text: str, path: str) -> list[Entry]:
+        return [Entry(json.loads(line)["text"], "", path, number, number,
+                      meta={"role": json.loads(line)["role"]})
+                for number, line in enumerate(text.split("\n"), 1) if line.strip()]
+
+
+async def test_each_record_is_redacted_after_a_source_decodes_it(workspace):
+    (workspace / "logs").mkdir()
+    (workspace / "logs" / "chat.jsonl").write_text(
+        '{"role": "user", "text": "my pin is \\u003cprivate\\u003e' + SECRET
+        + '\\u003c/private\\u003e ok"}\n{"role": "user", "text": "all \\u003cprivate\\u003e'
+        + SECRET + '\\u003c/private\\u003e"}\n', encoding="utf-8")
+    async with MemoryStore(workspace, now=lambda: NOW, sources=(*SOURCES, JsonLines())) as store:
+        found = await store.search_memories("pin")
+        assert [(h.content, h.path) for h in found] == [("my pin is  ok", "logs/chat.jsonl")]
+        assert await store.search_memories(SECRET) == []
+        with sqlite3.connect(store.index.path) as conn:
+            rows = conn.execute("SELECT content, meta FROM entries WHERE source = 'jsonl'").fetchall()
+    assert rows == [("my pin is  ok", '{"role": "user"}'), ("all", '{"role": "user"}')]
+
+
+_WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", " ", "\n", "\n\n", "-", "#"]),
+                  max_size=30).map("".join)
+
+
+@given(before=_WORDS, inside=_WORDS, after=_WORDS)
+def test_no_private_text_comes_out_of_a_source_that_does_not_redact(before, inside, after):
+    from miniclaw.memory.sources import read_entries
+
+    text = f"{before}<private>{inside}{SECRET}{inside}</private>{after}"
+    entries = read_entries(TextNotes(), text, "notes/x/a.txt")
+    assert all(SECRET not in entry.text for entry in entries)
+    assert all(entry.source == "text_notes" for entry in entries)
