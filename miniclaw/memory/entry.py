@@ -10,9 +10,8 @@ each to create, which an agent calling the CLI in a loop pays every time).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import date as Date
-from types import MappingProxyType
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
@@ -21,7 +20,34 @@ from miniclaw.errors import UsageError
 LONG_TERM = "long_term"
 DAILY_NOTE = "daily_note"
 
-NO_META: Mapping[str, object] = MappingProxyType({})
+
+
+class Meta(Mapping):
+    """A source's own metadata on an entry: read-only, and hashable (by its items' repr) so
+    that entries stay hashable like the tuples they are."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, object] = ()) -> None:
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> object:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(repr(sorted(self._data.items())))
+
+    def __repr__(self) -> str:
+        return f"Meta({self._data!r})"
+
+
+NO_META = Meta()
 
 # What an annotation may say: `<!-- @category: decision -->`, `<!-- @tag: travel -->`.
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")

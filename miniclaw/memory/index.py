@@ -39,11 +39,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date as Date
 from pathlib import Path
-from types import MappingProxyType
 from typing import NamedTuple
 
 from miniclaw.memory.database import IndexDatabase, IndexRowError, rollback
-from miniclaw.memory.entry import NO_META, Entry
+from miniclaw.memory.entry import NO_META, Entry, Meta
 from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
 from miniclaw.memory.sync import RefreshReport, sync_files
 
@@ -128,7 +127,7 @@ def _meta(value: object, path: str) -> Mapping[str, object]:
         meta = None
     if type(meta) is not dict:
         raise IndexRowError(f"an index row of {path!r} holds damaged metadata")
-    return MappingProxyType(meta)
+    return Meta(meta)
 
 
 EXACT_MEDIAN_UP_TO = 5_000

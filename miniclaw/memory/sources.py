@@ -25,7 +25,7 @@ from typing import NamedTuple, Protocol
 
 from miniclaw.config import LONG_TERM_FILE, MEMORY_DIR
 from miniclaw.errors import UsageError
-from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
+from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry, Meta
 
 DAILY_NOTE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 
@@ -356,7 +356,11 @@ def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str) 
             if not clean:
                 continue
             entry = entry._replace(text=clean)
-        out.append(entry if entry.source == name else entry._replace(source=name))
+        if entry.source != name:
+            entry = entry._replace(source=name)
+        if entry.meta and type(entry.meta) is not Meta:  # a plain dict: read-only, hashable
+            entry = entry._replace(meta=Meta(entry.meta))
+        out.append(entry)
     return out
 
 

@@ -262,3 +262,15 @@ def test_no_private_text_comes_out_of_a_source_that_does_not_redact(before, insi
     entries = read_entries(TextNotes(), text, "notes/x/a.txt")
     assert all(SECRET not in entry.text for entry in entries)
     assert all(entry.source == "text_notes" for entry in entries)
+
+
+def test_entries_with_metadata_stay_hashable_and_read_only():
+    from miniclaw.memory.sources import read_entries
+
+    entries = read_entries(JsonLines(), '{"role": "tool", "text": "ran ls"}\n', "logs/a.jsonl")
+    assert [(e.text, e.source, dict(e.meta)) for e in entries] == [
+        ("ran ls", "jsonl", {"role": "tool"})]
+    assert len({*entries, *entries}) == 1
+    with pytest.raises(TypeError):
+        entries[0].meta["role"] = "user"
+    assert entries[0].to_dict()["meta"] == {"role": "tool"}
