@@ -152,7 +152,11 @@ class FileSource:
         key = os.fspath(workspace)
         if key not in cache:
             root = self.root_path(workspace)
-            if inside_workspace(root, workspace):
+            configured = Path(os.path.expanduser(self.root))
+            # A folder of the workspace stays one when it is a link (memory/ may be a synced
+            # folder elsewhere); an absolute root is inside only when it really is.
+            part = not configured.is_absolute() and not os.path.normpath(configured).startswith("..")
+            if part or inside_workspace(root, workspace):
                 prefix = os.path.relpath(root, workspace).replace(os.sep, "/")
                 cache[key] = (str(root), prefix, None)
             else:  # named as the configuration names it, so paths stay readable
@@ -327,7 +331,8 @@ def check_roots(sources: Sequence[MemorySource], workspace: Path,
     roots = [Path(os.path.expanduser(root)).absolute() for root in allowed]
     for source in sources:
         root = source.root_path(workspace)
-        if inside_workspace(root, workspace):
+        outside = getattr(source, "outside", None)
+        if not (outside(workspace) if outside else not inside_workspace(root, workspace)):
             continue
         if not any(inside_workspace(root, allowed_root) for allowed_root in roots):
             raise UsageError(f"the memory source {source.name!r} reads {root}, outside the "

@@ -274,3 +274,16 @@ def test_entries_with_metadata_stay_hashable_and_read_only():
     with pytest.raises(TypeError):
         entries[0].meta["role"] = "user"
     assert entries[0].to_dict()["meta"] == {"role": "tool"}
+
+
+async def test_a_relative_root_that_leaves_the_workspace_must_be_allowed(workspace, tmp_path):
+    root = _notes(tmp_path)
+    escaping = TextNotes(root="../outside/notes")
+    store = MemoryStore(workspace, sources=(*SOURCES, escaping))
+    with pytest.raises(UsageError, match="outside the workspace"):
+        await store.search_memories("lantern")
+    store.close()
+    async with MemoryStore(workspace, sources=(*SOURCES, TextNotes(root="../outside/notes")),
+                           roots=[root]) as allowed:
+        found = await allowed.search_memories("lantern")
+    assert {h.path for h in found} == {"../outside/notes/a.txt", "../outside/notes/trips/b.txt"}
