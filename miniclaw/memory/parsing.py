@@ -9,8 +9,8 @@ multi-line bullets, two spaces after `added at`, a missing `(added at ...)` suff
 
 Invariants: private text and front matter are removed first, in shared code
 (`sources.read_entries`, which `parse_long_term`/`parse_daily_note` go through), so no entry
-can carry it and no parser needs to remember it; entries carry no source name (the source
-stamps its own); line numbers are 1-based, inclusive, and count physical lines of the file; an entry's
+can carry it and no parser needs to remember it; the parsers know no source name (the
+calling source passes its own); line numbers are 1-based, inclusive, and count physical lines of the file; an entry's
 text is what the writer was given (see `writing.normalize_text`), unescaped.
 """
 
@@ -156,20 +156,22 @@ def parse_long_term(text: str, path: str) -> list[Entry]:
     """The entries a reader gets from a MEMORY.md-style file (redacted, stamped)."""
     from miniclaw.memory.sources import redacted_entries
 
-    return redacted_entries(LONG_TERM, lambda visible: long_term_entries(visible, path), text)
+    return redacted_entries(LONG_TERM, lambda visible: long_term_entries(visible, path, LONG_TERM),
+                            text)
 
 
 def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
     """The entries a reader gets from a daily note dated `day` (redacted, stamped)."""
     from miniclaw.memory.sources import redacted_entries
 
-    return redacted_entries(DAILY_NOTE, lambda visible: daily_note_entries(visible, path, day),
-                            text)
+    return redacted_entries(
+        DAILY_NOTE, lambda visible: daily_note_entries(visible, path, day, DAILY_NOTE), text)
 
 
-def long_term_entries(text: str, path: str) -> list[Entry]:
-    """Entries of a MEMORY.md-style file: bullets and paragraphs, dated by `## YYYY-MM-DD`."""
-    return _entries(_bullet_items(_visible_lines(text)), "", path)
+def long_term_entries(text: str, path: str, source: str = "") -> list[Entry]:
+    """Entries of a MEMORY.md-style file: bullets and paragraphs, dated by `## YYYY-MM-DD`.
+    `source`: the name the calling source stamps (building each entry once)."""
+    return _entries(_bullet_items(_visible_lines(text)), source, path)
 
 
 def _entries(items: list[_Item], source: str, path: str) -> list[Entry]:
@@ -230,7 +232,7 @@ def _bullet_items(lines: Iterable[tuple[int, str]], day: Date | None = None) -> 
     return items
 
 
-def daily_note_entries(text: str, path: str, day: Date | None) -> list[Entry]:
+def daily_note_entries(text: str, path: str, day: Date | None, source: str = "") -> list[Entry]:
     """Entries of a daily note: one per `## HH:MM:SS UTC` section, dated by the file name.
 
     Other `##` headings also start an entry (their text is its first line); `# ...` titles,
@@ -284,4 +286,4 @@ def daily_note_entries(text: str, path: str, day: Date | None) -> list[Entry]:
         else:
             item.add(number, line)
     items.extend(_bullet_items(loose, day))
-    return _entries(items, "", path)
+    return _entries(items, source, path)

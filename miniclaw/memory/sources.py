@@ -242,7 +242,7 @@ class LongTermSource(FileSource):
     def parse(self, text: str, path: str) -> list[Entry]:
         from miniclaw.memory.parsing import long_term_entries  # only when a file changed
 
-        return long_term_entries(text, path)
+        return long_term_entries(text, path, self.name)
 
 
 class DailyNoteSource(FileSource):
@@ -291,7 +291,7 @@ class DailyNoteSource(FileSource):
     def parse(self, text: str, path: str) -> list[Entry]:
         from miniclaw.memory.parsing import daily_note_entries  # only when a file changed
 
-        return daily_note_entries(text, path, daily_note_date(path.rsplit("/", 1)[-1]))
+        return daily_note_entries(text, path, daily_note_date(path.rsplit("/", 1)[-1]), self.name)
 
 
 SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource())
@@ -353,20 +353,25 @@ def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str) 
     from miniclaw.memory.privacy import may_hold_private, visible_text
 
     entries = parse(visible_text(text))
+    # A record can only spell a tag the file does not show if the file names "private"
+    # somehow (escaped brackets), or folds to it (fullwidth letters): else skip the check.
+    recheck = not text.isascii() or _PRIVATE_WORD.search(text) is not None
+    make = Entry._make
     out = []
     for entry in entries:
-        clean = visible_text(entry.text) if may_hold_private(entry.text) else entry.text
-        if clean != entry.text:
-            clean = clean.strip()
+        if recheck and may_hold_private(entry.text):
+            clean = visible_text(entry.text).strip()
             if not clean:
                 continue
             entry = entry._replace(text=clean)
-        if entry.source != name:
-            entry = entry._replace(source=name)
-        if entry.meta and type(entry.meta) is not Meta:  # a plain dict: read-only, hashable
-            entry = entry._replace(meta=Meta(entry.meta))
-        out.append(entry)
+        meta = entry.meta
+        if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
+            entry = entry._replace(meta=Meta(meta))
+        out.append(entry if entry.source == name else make((entry[0], name, *entry[2:])))
     return out
+
+
+_PRIVATE_WORD = re.compile("private", re.IGNORECASE)
 
 
 def configured_sources(workspace: Path) -> tuple[tuple[MemorySource, ...], tuple[str, ...]]:
