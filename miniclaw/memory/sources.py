@@ -236,7 +236,7 @@ class LongTermSource(FileSource):
         return relative == LONG_TERM_FILE
 
     def files(self, workspace: Path) -> list[SourceFile]:
-        found = self.file(workspace, os.path.join(workspace, MEMORY_DIR, LONG_TERM_FILE))
+        found = self.file(workspace, os.path.join(self._layout(workspace)[0], LONG_TERM_FILE))
         return [found] if found else []
 
     def parse(self, text: str, path: str) -> list[Entry]:
@@ -262,7 +262,8 @@ class DailyNoteSource(FileSource):
     def files(self, workspace: Path) -> list[SourceFile]:
         # The hot path of a search without a watch (a stat per note): kept to the bare loop,
         # stat relative to the folder's descriptor so the path is not walked again each time.
-        folder = os.path.join(workspace, MEMORY_DIR)
+        folder, prefix, outside = self._layout(workspace)
+        lead, root = ("" if prefix == "." else f"{prefix}/"), (str(outside) if outside else None)
         found = []
         try:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
@@ -282,8 +283,8 @@ class DailyNoteSource(FileSource):
                     if found_link is not None:
                         found.append(found_link)
                 elif stat.S_ISREG(st.st_mode):
-                    found.append(SourceFile(self.name, f"{MEMORY_DIR}/{name}", f"{folder}/{name}",
-                                            st.st_size, st.st_mtime_ns, st.st_ino, day))
+                    found.append(SourceFile(self.name, lead + name, f"{folder}/{name}",
+                                            st.st_size, st.st_mtime_ns, st.st_ino, day, root))
         finally:
             os.close(fd)
         return found

@@ -287,3 +287,18 @@ async def test_a_relative_root_that_leaves_the_workspace_must_be_allowed(workspa
                            roots=[root]) as allowed:
         found = await allowed.search_memories("lantern")
     assert {h.path for h in found} == {"../outside/notes/a.txt", "../outside/notes/trips/b.txt"}
+
+
+async def test_a_built_in_source_reads_another_root_when_configured(workspace, tmp_path):
+    """Daily notes kept in a journal folder outside the workspace: same format, own root."""
+    from miniclaw.memory.sources import DailyNoteSource, LongTermSource
+
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    _note(workspace, "2026-02-12", "fig jam")  # in memory/: not this store's source
+    (journal / "2026-02-13.md").write_text("# x\n\n## 09:00:00 UTC\nfig tart\n", encoding="utf-8")
+    async with MemoryStore(workspace, now=lambda: NOW, roots=[journal],
+                           sources=(LongTermSource(), DailyNoteSource(root=str(journal)))) as store:
+        found = await store.search_memories("fig")
+    assert [(h.path, h.source, h.date.isoformat()) for h in found] == [
+        (f"{journal}/2026-02-13.md", "daily_note", "2026-02-13")]
