@@ -105,6 +105,24 @@ def load_config() -> dict[str, Any]:
     return data
 
 
+def workspace_settings(workspace: Path) -> dict[str, Any]:
+    """The settings config.json's `"workspaces"` object holds for this workspace ({} when
+    none): keys are workspace folders (`~` allowed), compared after resolving links."""
+    if not config_path().exists():  # the common case: no file, no JSON import
+        return {}
+    section = load_config().get("workspaces", {})
+    if not isinstance(section, dict):
+        raise UsageError(f'{config_path()}: "workspaces" must be an object keyed by folder')
+    target = Path(workspace).expanduser().resolve()
+    for key, value in section.items():
+        if Path(key).expanduser().resolve() == target:
+            if not isinstance(value, dict):
+                raise UsageError(f"{config_path()}: the settings of workspace {key!r} must be "
+                                 "an object")
+            return value
+    return {}
+
+
 def llm_settings(*, provider: str | None = None, base_url: str | None = None,
                  model: str | None = None, connect_timeout: float | None = None,
                  read_timeout: float | None = None, deadline: float | None = None) -> LLMSettings:

@@ -69,7 +69,7 @@ _OPT_STR = {"type": ["string", "null"]}
 _STRINGS = {"type": "array", "items": _STR}
 
 ENTRY_SCHEMA = {"type": "object", "properties": {
-    "source": {"type": "string", "enum": ["long_term", "daily_note"]},
+    "source": {"type": "string", "description": "long_term, daily_note or a configured source"},
     "path": _STR, "line_start": _INT, "line_end": _INT,
     "citation": {"type": "string", "description": "path:line, to quote back to the user"},
     "date": _OPT_STR, "time": _OPT_STR, "category": _OPT_STR, "tags": _STRINGS,
@@ -78,7 +78,7 @@ ENTRY_SCHEMA = {"type": "object", "properties": {
 
 _RESULT_SCHEMA = {"type": "object", "properties": {
     "rank": _INT, "score": {"type": "number"},
-    "source": {"type": "string", "enum": ["long_term", "daily_note"]},
+    "source": {"type": "string", "description": "long_term, daily_note or a configured source"},
     "path": _STR, "line_start": _INT, "line_end": _INT, "citation": _STR,
     "date": _OPT_STR, "category": _OPT_STR, "tags": _STRINGS, "content": _STR,
     "excerpt": {"type": "string", "description": "the part of content that matched"},

@@ -138,7 +138,7 @@ def rank(
     until: Annotated[str | None, typer.Option("--until", help="Only entries dated on or before DAY.", show_default=False)] = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only entries of this category.", show_default=False)] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only entries with this tag; repeat: all must match.", show_default=False)] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="Only long_term or daily_note; repeatable.", show_default=False)] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Only this memory source (long_term, daily_note, or one config.json adds); repeatable.", show_default=False)] = None,
     require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,

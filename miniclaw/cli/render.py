@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from datetime import date as Date
 
 from miniclaw.text import printable, utf8
-from miniclaw.memory.entry import SOURCE_LABELS, Entry
+from miniclaw.memory.entry import Entry
+from miniclaw.memory.sources import source_label, source_windowed
 
 
 class Printable:
@@ -99,7 +100,7 @@ def search_text(found, style: Style) -> str:
         return "\n".join(lines)
     for rank, hit in enumerate(found.results, 1):
         day = hit.date.isoformat() if hit.date else "undated"
-        label = SOURCE_LABELS.get(hit.source, hit.source)
+        label = source_label(hit.source)
         lines.append(f"{rank}. " + style(f"[Score: {format_score(hit.score)}]", "green")
                      + printable(f" {day} ({label})"))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
@@ -147,7 +148,7 @@ def entries_text(title: str, entries: list[Entry], style: Style) -> str:
     if not entries:
         lines.append("  (no entries)")
     for entry in entries:
-        stamp = " ".join(x for x in (entry.date.isoformat() if entry.date and entry.source != "daily_note" else "",
+        stamp = " ".join(x for x in (entry.date.isoformat() if entry.date and not source_windowed(entry.source) else "",
                                      f"{entry.time} UTC" if entry.time else "") if x)
         meta = [entry.citation]
         if entry.category:

@@ -34,7 +34,7 @@ from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 502  # bump it and old indexes are rebuilt (see `index_format`)
+SCHEMA_VERSION = 503  # bump it and old indexes are rebuilt (see `index_format`)
 BUSY_TIMEOUT_S = 120.0
 WIPE_TIMEOUT_MS = 200  # how long emptying the WAL waits for readers before trying next time
 
@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS entries (
     category TEXT,
     tags TEXT NOT NULL,  -- space-separated (tags never hold spaces)
     content TEXT NOT NULL,
+    meta TEXT,  -- the source's own metadata (`Entry.meta`) as a JSON object, NULL when empty
     length INTEGER NOT NULL,
     -- The numbers of its distinct terms (uint32, this machine's byte order): its postings are
     -- deleted by these, never by tokenizing its text again (the tokenizer may have changed).

@@ -10,15 +10,44 @@ each to create, which an agent calling the CLI in a loop pays every time).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from datetime import date as Date
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
 
+# The names of the two built-in sources (`memory/sources.py`); nothing else special-cases them.
 LONG_TERM = "long_term"
 DAILY_NOTE = "daily_note"
 
-SOURCE_LABELS = {LONG_TERM: "Long-term Memory", DAILY_NOTE: "Daily Note"}
+
+
+class Meta(Mapping):
+    """A source's own metadata on an entry: read-only, and hashable (by its items' repr) so
+    that entries stay hashable like the tuples they are."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, object] = ()) -> None:
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> object:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(repr(sorted(self._data.items())))
+
+    def __repr__(self) -> str:
+        return f"Meta({self._data!r})"
+
+
+NO_META = Meta()
 
 # What an annotation may say: `<!-- @category: decision -->`, `<!-- @tag: travel -->`.
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -62,6 +91,9 @@ class Entry(NamedTuple):
     time: str | None = None  # "HH:MM:SS" (UTC) when the file records it
     category: str | None = None
     tags: tuple[str, ...] = ()
+    #: A source's own metadata (a transcript's session and role, a namespace): JSON values,
+    #: stored with the entry in the index (`entries.meta`).
+    meta: Mapping[str, object] = NO_META
 
     @property
     def citation(self) -> str:
@@ -72,4 +104,5 @@ class Entry(NamedTuple):
         return {"source": self.source, "path": self.path, "line_start": self.line_start,
                 "line_end": self.line_end, "citation": self.citation,
                 "date": self.date.isoformat() if self.date else None, "time": self.time,
-                "category": self.category, "tags": list(self.tags), "content": self.text}
+                "category": self.category, "tags": list(self.tags), "content": self.text,
+                **({"meta": dict(self.meta)} if self.meta else {})}

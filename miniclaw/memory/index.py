@@ -42,19 +42,20 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date as Date
 from pathlib import Path
 from typing import NamedTuple
 
 from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
-from miniclaw.memory.entry import Entry
+from miniclaw.memory.entry import NO_META, Entry, Meta
 from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
 from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")
 
-_ENTRY_COLUMNS = "id, source, path, line_start, line_end, date, time, category, tags, content"
+_ENTRY_COLUMNS = ("id, source, path, line_start, line_end, date, time, category, tags, content,"
+                  " meta")
 
 
 class Filters(NamedTuple):
@@ -106,7 +107,7 @@ def _clock(value: object) -> str | None:
 def row_to_entry(row: Sequence) -> Entry:
     """An `Entry` from a row selected with `_ENTRY_COLUMNS` (the id first). A value of the
     wrong type or out of range raises IndexRowError: the index is damaged."""
-    _, source, path, line_start, line_end, day, clock, category, tags, content = row
+    _, source, path, line_start, line_end, day, clock, category, tags, content, meta = row
     if not (type(source) is str and type(path) is str and type(tags) is str
             and type(content) is str
             and type(line_start) is int and type(line_end) is int
@@ -119,7 +120,20 @@ def row_to_entry(row: Sequence) -> Entry:
     except ValueError as exc:
         raise IndexRowError(f"an index row of {path!r} holds the date {day!r}") from exc
     return Entry(content, source, path, line_start, line_end, day, clock, category,
-                 tuple(tags.split()))
+                 tuple(tags.split()), _meta(meta, path) if meta is not None else NO_META)
+
+
+def _meta(value: object, path: str) -> Mapping[str, object]:
+    """A source's metadata as stored (a JSON object); anything else is damage."""
+    import json
+
+    try:
+        meta = json.loads(value) if type(value) is str else None
+    except ValueError:
+        meta = None
+    if type(meta) is not dict:
+        raise IndexRowError(f"an index row of {path!r} holds damaged metadata")
+    return Meta(meta)
 
 
 EXACT_MEDIAN_UP_TO = 5_000
@@ -203,7 +217,7 @@ class SearchIndex:
             return self.retrying(lambda: self.db.run(sync))
 
     def _changed_names(self, rebuild: bool) -> set[str] | None:
-        """File names changed since the last refresh, or None: check every file."""
+        """Paths (absolute) changed since the last refresh, or None: check every file."""
         if self._watch is not None and self._watch.active:
             names = self._watch.changes()
             if rebuild or self.db.file() != self._synced:
@@ -214,9 +228,9 @@ class SearchIndex:
         if self._refreshes >= 2 and self._watch_allowed:
             from miniclaw.memory.watch import FolderWatch
 
-            folders = {source.folder for source in self.sources}
-            watch = FolderWatch(self.workspace / folders.pop()) if len(folders) == 1 else None
-            if watch is not None and watch.start():
+            folders = {folder for source in self.sources for folder in source.folders(self.workspace)}
+            watch = FolderWatch(sorted(folders))
+            if watch.start():
                 self._watch = watch  # started before this full check: nothing is missed
             else:
                 self._watch_allowed = False
@@ -242,8 +256,9 @@ class SearchIndex:
         disk, paths = [], []
         for source in self.sources:
             for name in names:
-                if source.owns(name):
-                    paths.append(f"{source.folder}/{name}")
+                path = source.path_of(self.workspace, name)
+                if path is not None:
+                    paths.append(path)
                     found = source.file(self.workspace, name)
                     if found is not None:
                         disk.append(found)

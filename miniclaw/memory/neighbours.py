@@ -1,4 +1,4 @@
-"""Neighbour context: an entry of a daily note gains a share of the scores of the entries
+"""Neighbour context: an entry of a sequence source (daily notes) gains a share of the scores of the entries
 around it, when they were written close together in time.
 
 Why: in a conversation or a stream of notes, a question often matches the entry before or
@@ -11,7 +11,7 @@ and an entry written next to a match is not a result for that alone (issue 13).
 
 from __future__ import annotations
 
-from miniclaw.memory.entry import DAILY_NOTE, Entry
+from miniclaw.memory.entry import Entry
 
 MAX_GAP_S = 30 * 60
 
@@ -38,7 +38,8 @@ def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry]
     """
     shares = dict(scorer.neighbor_weights)  # offset -> share of that neighbour's score
     reach = max(abs(offset) for offset in shares)
-    daily = [i for i, entry in entries.items() if entry.source == DAILY_NOTE]
+    sequences = {source.name for source in index.sources if source.sequence}
+    daily = [i for i, entry in entries.items() if entry.source in sequences]
     around = {i: [(n, offset) for n, offset, mine, theirs in found
                   if _close_in_time(mine, theirs)]
               for i, found in index.neighbours(daily, reach).items()}

@@ -7,8 +7,10 @@ split into bullets and paragraphs as MEMORY.md's are). Readers accept hand-edite
 files: CRLF, a BOM (stripped by the decoder), the older repeated `# Daily Note` title,
 multi-line bullets, two spaces after `added at`, a missing `(added at ...)` suffix.
 
-Invariants: private text is removed first (`privacy.redact_lines`), so no entry can carry
-it; line numbers are 1-based, inclusive, and count physical lines of the file; an entry's
+Invariants: private text and front matter are removed first, in shared code
+(`sources.read_entries`, which `parse_long_term`/`parse_daily_note` go through), so no entry
+can carry it and no parser needs to remember it; the parsers know no source name (the
+calling source passes its own); line numbers are 1-based, inclusive, and count physical lines of the file; an entry's
 text is what the writer was given (see `writing.normalize_text`), unescaped.
 """
 
@@ -19,8 +21,6 @@ from collections.abc import Iterable, Iterator
 from datetime import date as Date
 
 from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
-from miniclaw.memory.privacy import (front_matter_end, may_hold_private, redact_lines,
-                                     starts_front_matter)
 
 HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -148,17 +148,30 @@ def _split_added_at(item: _Item) -> None:
 
 
 def _visible_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) of the lines after front matter, private parts removed."""
-    lines = split_lines(text)
-    skip = front_matter_end(lines)  # of the text as written, as the writers see it
-    if starts_front_matter(lines) or may_hold_private(text):
-        lines = redact_lines(lines)
-    return enumerate(lines[skip:] if skip else lines, skip + 1)
+    """(line number, text): the caller removed front matter and private parts."""
+    return enumerate(split_lines(text), 1)
 
 
 def parse_long_term(text: str, path: str) -> list[Entry]:
-    """Entries of a MEMORY.md-style file: bullets and paragraphs, dated by `## YYYY-MM-DD`."""
-    return _entries(_bullet_items(_visible_lines(text)), LONG_TERM, path)
+    """The entries a reader gets from a MEMORY.md-style file (redacted, stamped)."""
+    from miniclaw.memory.sources import redacted_entries
+
+    return redacted_entries(LONG_TERM, lambda visible: long_term_entries(visible, path, LONG_TERM),
+                            text)
+
+
+def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
+    """The entries a reader gets from a daily note dated `day` (redacted, stamped)."""
+    from miniclaw.memory.sources import redacted_entries
+
+    return redacted_entries(
+        DAILY_NOTE, lambda visible: daily_note_entries(visible, path, day, DAILY_NOTE), text)
+
+
+def long_term_entries(text: str, path: str, source: str = "") -> list[Entry]:
+    """Entries of a MEMORY.md-style file: bullets and paragraphs, dated by `## YYYY-MM-DD`.
+    `source`: the name the calling source stamps (building each entry once)."""
+    return _entries(_bullet_items(_visible_lines(text)), source, path)
 
 
 def _entries(items: list[_Item], source: str, path: str) -> list[Entry]:
@@ -219,7 +232,7 @@ def _bullet_items(lines: Iterable[tuple[int, str]], day: Date | None = None) -> 
     return items
 
 
-def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
+def daily_note_entries(text: str, path: str, day: Date | None, source: str = "") -> list[Entry]:
     """Entries of a daily note: one per `## HH:MM:SS UTC` section, dated by the file name.
 
     Other `##` headings also start an entry (their text is its first line); `# ...` titles,
@@ -273,4 +286,4 @@ def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
         else:
             item.add(number, line)
     items.extend(_bullet_items(loose, day))
-    return _entries(items, DAILY_NOTE, path)
+    return _entries(items, source, path)

@@ -180,6 +180,20 @@ def front_matter_warning(text: str, name: str) -> str | None:
     return f"{name}: {warning}" if warning else None
 
 
+def visible_text(text: str) -> str:
+    """The text as every reader may see it: front matter and private parts become empty
+    lines, so line numbers stay those of the file. Shared code runs it before any source
+    parses a file (`sources.read_entries`); most files come back unchanged, unsplit."""
+    if not starts_front_matter([text.partition("\n")[0]]) and not may_hold_private(text):
+        return text
+    lines = text.removeprefix("\ufeff").split("\n")
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    skip = front_matter_end(lines)  # of the text as written, as the writers see it
+    lines = redact_lines(lines)
+    lines[:skip] = [""] * skip
+    return "\n".join(lines)
+
+
 def may_hold_private(text: str) -> bool:
     """False when the text has no private tag at all (most files): nothing to redact."""
     if _MAYBE_TAG.search(text):

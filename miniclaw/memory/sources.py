@@ -1,11 +1,16 @@
 """Memory sources: where a kind of memory file lives and how it parses into entries.
 
-A source is one small class: `files()` finds its files in a workspace (cheaply: a listing
-and a stat, no reads) and `parse()` turns one file's text into entries. The index, the
-stores and the ranker only talk to sources through this shape, so a new memory format
-(ConKeeper folders, `*.memory.md`, JSONL logs) is one new class added to `SOURCES`.
+A source is one small class (docs/ARCHITECTURE.md, "Adding a source"): it finds its files
+under one root folder (cheaply: a listing and a stat, no reads) and parses one file's text
+into entries. Everything else is shared and cannot be forgotten by a source: reading (a
+descriptor opened without following links), privacy redaction (`read_entries`), stamping
+the source's name on its entries, the index, the watch and the ranker. A source declares
+whether `--days` limits it (`windowed`) and whether its entries are a sequence that gives
+neighbour context (`sequence`), and carries its own `label` for people.
 
-Symlinks are followed only when they resolve inside the workspace.
+A root is a folder of the workspace, or a folder outside it that the caller names in an
+explicit allow-list (`check_roots`). Symlinks are followed only when they resolve inside
+the source's root; only regular files are read.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date as Date
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from miniclaw.config import LONG_TERM_FILE, MEMORY_DIR
-from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
+from miniclaw.errors import UsageError
+from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry, Meta
 
 DAILY_NOTE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 
@@ -34,15 +41,16 @@ def daily_note_date(filename: str) -> Date | None:
 
 
 class SourceFile(NamedTuple):
-    """A file a source found: its workspace-relative path and what `os.stat` said of it."""
+    """A file a source found: its display path and what `os.stat` said of it."""
 
     source: str
-    path: str  # relative to the workspace, forward slashes
+    path: str  # display path: workspace-relative, or the named root + root-relative path
     absolute: str
     size: int
     mtime_ns: int
     inode: int
     day: Date | None = None  # the date the file stands for, for windowed sources
+    root: str | None = None  # the source's root folder when outside the workspace
 
     @property
     def signature(self) -> tuple[int, int, int]:
@@ -52,31 +60,40 @@ class SourceFile(NamedTuple):
 
 class MemorySource(Protocol):
     name: str
+    label: str  # for people: "Daily Note"
     #: True when `--days` limits it (daily notes); MEMORY.md is always searched.
     windowed: bool
-    #: The workspace folder its files live in (watched for changes by the index).
-    folder: str
+    #: True when its entries are a sequence (neighbour context applies): daily notes.
+    sequence: bool
 
-    def owns(self, filename: str) -> bool:
-        """Whether a file of that name in `folder` is one of its files."""
+    def root_path(self, workspace: Path) -> Path:
+        """The folder all of its files are under."""
+
+    def folders(self, workspace: Path) -> list[Path]:
+        """Every folder its files may appear in (watched for changes by the index)."""
 
     def files(self, workspace: Path) -> list[SourceFile]:
         """Its files, cheaply: a listing and a stat, no reads."""
 
-    def file(self, workspace: Path, filename: str) -> SourceFile | None:
-        """One of its files by name, or None when it is not there (or not its own)."""
+    def file(self, workspace: Path, absolute: str) -> SourceFile | None:
+        """Its file at that absolute path, or None when it is not there (or not its own)."""
 
-    def parse(self, text: str, path: str) -> list[Entry]: ...
+    def path_of(self, workspace: Path, absolute: str) -> str | None:
+        """The display path a file of its own at that place has, or None when it is not."""
+
+    def parse(self, text: str, path: str) -> list[Entry]:
+        """Entries of one file's text (already redacted by the caller, `read_entries`)."""
 
 
 def inside_workspace(path: str | Path, workspace: str | Path) -> bool:
-    """Whether `path`, symlinks resolved, stays inside the workspace."""
+    """Whether `path`, symlinks resolved, stays inside the workspace (or any root)."""
     root = os.path.realpath(workspace)
     return os.path.commonpath([os.path.realpath(path), root]) == root
 
 
-def stat_in_workspace(path: str, workspace: Path) -> os.stat_result | None:
-    """The stat of a regular file; a symlink is followed only when it stays in the workspace."""
+def stat_in_workspace(path: str, workspace: Path | str) -> os.stat_result | None:
+    """The stat of a regular file; a symlink is followed only when it stays in the workspace
+    (or the source's root, passed as `workspace`)."""
     try:
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
@@ -88,48 +105,165 @@ def stat_in_workspace(path: str, workspace: Path) -> os.stat_result | None:
     return st if stat.S_ISREG(st.st_mode) else None
 
 
-class LongTermSource:
+class FileSource:
+    """A source of files under one root folder. A new format subclasses it with `name`,
+    `label`, `root` (workspace-relative, or absolute / `~` for a folder outside it, which
+    the caller must allow), `recursive`, `owns()` and `parse()`; `day()` when windowed."""
+
+    name = ""
+    label = ""
+    windowed = False
+    sequence = False
+    root = MEMORY_DIR
+    recursive = False
+
+    def __init__(self, **settings: object) -> None:
+        """Settings override the class's: `NotesSource(root="~/notes", name="notes")`."""
+        for key, value in settings.items():
+            if key not in ("name", "label", "root", "recursive"):
+                raise UsageError(f"a memory source has no setting {key!r}: use name, label, "
+                                 "root or recursive")
+            if not isinstance(value, bool if key == "recursive" else str) or value == "":
+                raise UsageError(f"the memory source setting {key!r} must be "
+                                 f"{'true or false' if key == 'recursive' else 'a non-empty string'}")
+            setattr(self, key, value)
+
+    def owns(self, relative: str) -> bool:
+        """Whether the file at that root-relative path (forward slashes) is its own."""
+        raise NotImplementedError
+
+    def day(self, relative: str) -> Date | None:
+        """The date a file stands for (windowed sources)."""
+        return None
+
+    def parse(self, text: str, path: str) -> list[Entry]:
+        raise NotImplementedError
+
+    # -- shared: where files are and what they are called ----------------------------
+
+    def root_path(self, workspace: Path) -> Path:
+        root = Path(os.path.expanduser(self.root))
+        return root if root.is_absolute() else Path(workspace) / root
+
+    def _layout(self, workspace: Path) -> tuple[str, str, Path | None]:
+        """(root, display prefix, link root when outside the workspace), worked out once per
+        workspace: resolving links costs a few system calls, and `file()` runs per file."""
+        cache = self.__dict__.setdefault("_layouts", {})
+        key = os.fspath(workspace)
+        if key not in cache:
+            root = self.root_path(workspace)
+            configured = Path(os.path.expanduser(self.root))
+            # A folder of the workspace stays one when it is a link (memory/ may be a synced
+            # folder elsewhere); an absolute root is inside only when it really is.
+            part = not configured.is_absolute() and not os.path.normpath(configured).startswith("..")
+            if part or inside_workspace(root, workspace):
+                prefix = os.path.relpath(root, workspace).replace(os.sep, "/")
+                cache[key] = (str(root), prefix, None)
+            else:  # named as the configuration names it, so paths stay readable
+                cache[key] = (str(root), str(self.root).rstrip("/") or "/", root)
+        return cache[key]
+
+    def outside(self, workspace: Path) -> bool:
+        return self._layout(workspace)[2] is not None
+
+    def link_root(self, workspace: Path) -> Path:
+        """Where its symlinks may point: the workspace, or its own root when outside it."""
+        return self._layout(workspace)[2] or Path(workspace)
+
+    def _display(self, workspace: Path, relative: str) -> str:
+        prefix = self._layout(workspace)[1]
+        return relative if prefix == "." else f"{prefix}/{relative}"
+
+    def folders(self, workspace: Path) -> list[Path]:
+        root = self.root_path(workspace)
+        if not self.recursive:
+            return [root]
+        return [Path(folder) for folder, _, _ in self._walk(root)]
+
+    @staticmethod
+    def _walk(root: Path):
+        """os.walk without links to folders or hidden folders (`.git`, `.obsidian`)."""
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+            yield folder, subfolders, names
+
+    def files(self, workspace: Path) -> list[SourceFile]:
+        root = self.root_path(workspace)
+        found = []
+        for folder, _, names in self._walk(root) if self.recursive else [(str(root), [], _list(root))]:
+            for name in names:
+                source_file = self.file(workspace, os.path.join(folder, name))
+                if source_file is not None:
+                    found.append(source_file)
+        return found
+
+    def path_of(self, workspace: Path, absolute: str) -> str | None:
+        root = self._layout(workspace)[0]
+        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
+        if relative.startswith("../") or relative in (".", "..") or os.path.isabs(relative):
+            return None
+        if not self.recursive and "/" in relative:
+            return None
+        return self._display(workspace, relative) if self.owns(relative) else None
+
+    def file(self, workspace: Path, absolute: str) -> SourceFile | None:
+        path = self.path_of(workspace, absolute)
+        if path is None:
+            return None
+        root, _, outside = self._layout(workspace)
+        st = stat_in_workspace(absolute, outside or workspace)
+        if st is None:
+            return None
+        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
+        return SourceFile(self.name, path, absolute, st.st_size, st.st_mtime_ns, st.st_ino,
+                          self.day(relative), str(outside) if outside else None)
+
+
+def _list(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+class LongTermSource(FileSource):
     """`memory/MEMORY.md`: curated facts, bullets under `## YYYY-MM-DD` headers."""
 
     name = LONG_TERM
-    windowed = False
-    folder = MEMORY_DIR
+    label = "Long-term Memory"
 
-    def owns(self, filename: str) -> bool:
-        return filename == LONG_TERM_FILE
+    def owns(self, relative: str) -> bool:
+        return relative == LONG_TERM_FILE
 
     def files(self, workspace: Path) -> list[SourceFile]:
-        found = self.file(workspace, LONG_TERM_FILE)
+        found = self.file(workspace, os.path.join(self._layout(workspace)[0], LONG_TERM_FILE))
         return [found] if found else []
 
-    def file(self, workspace: Path, filename: str) -> SourceFile | None:
-        path = os.path.join(workspace, MEMORY_DIR, filename)
-        st = stat_in_workspace(path, workspace) if self.owns(filename) else None
-        if st is None:
-            return None
-        return SourceFile(self.name, f"{MEMORY_DIR}/{filename}", path, st.st_size,
-                          st.st_mtime_ns, st.st_ino)
-
     def parse(self, text: str, path: str) -> list[Entry]:
-        from miniclaw.memory.parsing import parse_long_term  # only when a file changed
+        from miniclaw.memory.parsing import long_term_entries  # only when a file changed
 
-        return parse_long_term(text, path)
+        return long_term_entries(text, path, self.name)
 
 
-class DailyNoteSource:
+class DailyNoteSource(FileSource):
     """`memory/YYYY-MM-DD.md`: one note per UTC day, one entry per `## HH:MM:SS UTC` section."""
 
     name = DAILY_NOTE
+    label = "Daily Note"
     windowed = True
-    folder = MEMORY_DIR
+    sequence = True
 
-    def owns(self, filename: str) -> bool:
-        return daily_note_date(filename) is not None
+    def owns(self, relative: str) -> bool:
+        return daily_note_date(relative) is not None
+
+    def day(self, relative: str) -> Date | None:
+        return daily_note_date(relative)
 
     def files(self, workspace: Path) -> list[SourceFile]:
         # The hot path of a search without a watch (a stat per note): kept to the bare loop,
         # stat relative to the folder's descriptor so the path is not walked again each time.
-        folder = os.path.join(workspace, MEMORY_DIR)
+        folder, prefix, outside = self._layout(workspace)
+        lead, root = ("" if prefix == "." else f"{prefix}/"), (str(outside) if outside else None)
         found = []
         try:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
@@ -145,37 +279,139 @@ class DailyNoteSource:
                 except (ValueError, OSError):
                     continue
                 if stat.S_ISLNK(st.st_mode):
-                    found_link = self.file(workspace, name)
+                    found_link = self.file(workspace, f"{folder}/{name}")
                     if found_link is not None:
                         found.append(found_link)
                 elif stat.S_ISREG(st.st_mode):
-                    found.append(SourceFile(self.name, f"{MEMORY_DIR}/{name}", f"{folder}/{name}",
-                                            st.st_size, st.st_mtime_ns, st.st_ino, day))
+                    found.append(SourceFile(self.name, lead + name, f"{folder}/{name}",
+                                            st.st_size, st.st_mtime_ns, st.st_ino, day, root))
         finally:
             os.close(fd)
         return found
 
-    def file(self, workspace: Path, filename: str) -> SourceFile | None:
-        day = daily_note_date(filename)
-        path = os.path.join(workspace, MEMORY_DIR, filename)
-        st = stat_in_workspace(path, workspace) if day else None
-        if st is None:
-            return None
-        return SourceFile(self.name, f"{MEMORY_DIR}/{filename}", path, st.st_size,
-                          st.st_mtime_ns, st.st_ino, day)
-
     def parse(self, text: str, path: str) -> list[Entry]:
-        from miniclaw.memory.parsing import parse_daily_note  # only when a file changed
+        from miniclaw.memory.parsing import daily_note_entries  # only when a file changed
 
-        return parse_daily_note(text, path, daily_note_date(path.rsplit("/", 1)[-1]))
+        return daily_note_entries(text, path, daily_note_date(path.rsplit("/", 1)[-1]), self.name)
 
 
 SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource())
 SOURCE_NAMES = tuple(source.name for source in SOURCES)
 
 
-def source_named(name: str) -> MemorySource:
-    for source in SOURCES:
+def source_named(name: str, sources: Sequence[MemorySource] = SOURCES) -> MemorySource:
+    for source in sources:
         if source.name == name:
             return source
     raise KeyError(name)
+
+
+def source_label(name: str, sources: Sequence[MemorySource] = SOURCES) -> str:
+    """What people call a source's entries ("Daily Note"); its name when it has no label."""
+    try:
+        return source_named(name, sources).label or name
+    except KeyError:
+        return name
+
+
+def source_windowed(name: str, sources: Sequence[MemorySource] = SOURCES) -> bool:
+    """Whether a source's files stand for days (their title already gives the date)."""
+    try:
+        return source_named(name, sources).windowed
+    except KeyError:
+        return False
+
+
+def check_roots(sources: Sequence[MemorySource], workspace: Path,
+                allowed: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """UsageError unless every source's root is in the workspace or under an allowed root:
+    miniclaw reads nothing outside the workspace that the caller did not name."""
+    names = [source.name for source in sources]
+    if len(set(names)) != len(names):
+        raise UsageError(f"two memory sources share a name: {', '.join(names)}")
+    roots = [Path(os.path.expanduser(root)).absolute() for root in allowed]
+    for source in sources:
+        root = source.root_path(workspace)
+        outside = getattr(source, "outside", None)
+        if not (outside(workspace) if outside else not inside_workspace(root, workspace)):
+            continue
+        if not any(inside_workspace(root, allowed_root) for allowed_root in roots):
+            raise UsageError(f"the memory source {source.name!r} reads {root}, outside the "
+                             "workspace: add that folder to the allowed roots (\"roots\" in "
+                             "config.json) to search it")
+
+
+def read_entries(source: MemorySource, text: str, path: str) -> list[Entry]:
+    """A file's entries, as every reader gets them: private parts removed from the text
+    before the source parses it, and again from each record (a format may encode a tag the
+    line scan cannot see), each entry stamped with the source's name. The one place that
+    calls `source.parse`, so no source can forget privacy."""
+    return redacted_entries(source.name, lambda visible: source.parse(visible, path), text)
+
+
+def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str) -> list[Entry]:
+    """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped."""
+    from miniclaw.memory.privacy import may_hold_private, visible_text
+
+    entries = parse(visible_text(text))
+    # A record can only spell a tag the file does not show if the file names "private"
+    # somehow (escaped brackets), or folds to it (fullwidth letters): else skip the check.
+    recheck = not text.isascii() or _PRIVATE_WORD.search(text) is not None
+    make = Entry._make
+    out = []
+    for entry in entries:
+        if recheck and may_hold_private(entry.text):
+            clean = visible_text(entry.text).strip()
+            if not clean:
+                continue
+            entry = entry._replace(text=clean)
+        meta = entry.meta
+        if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
+            entry = entry._replace(meta=Meta(meta))
+        out.append(entry if entry.source == name else make((entry[0], name, *entry[2:])))
+    return out
+
+
+_PRIVATE_WORD = re.compile("private", re.IGNORECASE)
+
+
+def configured_sources(workspace: Path) -> tuple[tuple[MemorySource, ...], tuple[str, ...]]:
+    """(sources, allowed roots) config.json names for this workspace, else (SOURCES, ()).
+
+    `{"workspaces": {"~/.miniclaw/workspace": {"sources": ["long_term", "daily_note",
+    {"class": "my_notes:NotesSource", "root": "~/notes"}], "roots": ["~/notes"]}}}`: a
+    built-in source by name, or a class by `module:Class` with its settings."""
+    from miniclaw import config
+
+    settings = config.workspace_settings(workspace)
+    listed = settings.get("sources")
+    roots = settings.get("roots", [])
+    where = f"{config.config_path()}: the workspace's"
+    if not isinstance(roots, list) or not all(isinstance(r, str) and r for r in roots):
+        raise UsageError(f'{where} "roots" must be a list of folders')
+    if listed is None:
+        return SOURCES, tuple(roots)
+    if not isinstance(listed, list) or not listed:
+        raise UsageError(f'{where} "sources" must be a non-empty list')
+    return tuple(_configured(item, where) for item in listed), tuple(roots)
+
+
+def _configured(item: object, where: str) -> MemorySource:
+    if isinstance(item, str):
+        try:
+            return source_named(item)
+        except KeyError:
+            raise UsageError(f"{where} source {item!r} is not built in; choose from "
+                             f"{', '.join(SOURCE_NAMES)}, or name a class") from None
+    if not isinstance(item, dict) or not isinstance(item.get("class"), str):
+        raise UsageError(f'{where} sources must be names or objects like {{"class": '
+                         '"module:Class", "root": "~/notes"}')
+    import importlib
+
+    settings = dict(item)
+    module_name, _, class_name = settings.pop("class").partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise UsageError(f"{where} source class {item['class']!r} cannot be loaded: {exc}") from None
+    return cls(**settings)

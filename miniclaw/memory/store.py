@@ -31,7 +31,7 @@ from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, S
                                     check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
-from miniclaw.memory.sources import DailyNoteSource
+from miniclaw.memory.sources import DailyNoteSource, MemorySource, check_roots
 
 # Parsing and writing are imported inside the methods that need them: a search through an
 # up-to-date index parses nothing, and start-up time is part of the product.
@@ -59,7 +59,12 @@ class MemoryStore:
 
     def __init__(self, workspace: str | os.PathLike[str], *,
                  index_path: str | os.PathLike[str] | None = None,
-                 now: Callable[[], datetime] = utc_now) -> None:
+                 now: Callable[[], datetime] = utc_now,
+                 sources: Sequence[MemorySource] | None = None,
+                 roots: Iterable[str | os.PathLike[str]] = ()) -> None:
+        """`sources`: what is searched (default: the workspace's list in config.json, else
+        MEMORY.md and the daily notes); `roots`: the folders outside the workspace that
+        sources may read (an explicit allow-list; config.json's `"roots"` by default)."""
         self.workspace = Path(workspace).expanduser().absolute()
         self.memory_dir = self.workspace / config.MEMORY_DIR
         self.long_term_path = self.memory_dir / config.LONG_TERM_FILE
@@ -67,6 +72,8 @@ class MemoryStore:
         self._now = now
         self._index_path = Path(index_path) if index_path else None
         self._index: SearchIndex | None = None
+        self._sources = tuple(sources) if sources is not None else None
+        self._roots = tuple(roots)
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -81,10 +88,23 @@ class MemoryStore:
         return self.now().date()
 
     @property
+    def sources(self) -> tuple[MemorySource, ...]:
+        """The memory sources searched, their roots checked against the allow-list."""
+        if self._sources is None:
+            from miniclaw.memory.sources import configured_sources
+
+            self._sources, self._roots = configured_sources(self.workspace)
+            check_roots(self._sources, self.workspace, self._roots)
+        elif self._roots is not None:
+            check_roots(self._sources, self.workspace, self._roots)
+        self._roots = None  # checked
+        return self._sources
+
+    @property
     def index(self) -> SearchIndex:
         if self._index is None:
             path = self._index_path or config.index_path(self.workspace)
-            self._index = SearchIndex(path, self.workspace)
+            self._index = SearchIndex(path, self.workspace, self.sources)
         return self._index
 
     def close(self) -> None:

@@ -38,11 +38,10 @@ from itertools import chain, repeat
 from typing import NamedTuple
 
 from miniclaw.memory.entry import Entry
-from miniclaw.errors import MemoryFileError
 from miniclaw.memory.database import IndexRowError
 from miniclaw.memory.files import (MAX_FILE_BYTES, NotMemoryFileError, OutsideWorkspaceError,
                                    decode, open_in_workspace, read_fd)
-from miniclaw.memory.sources import MemorySource, SourceFile
+from miniclaw.memory.sources import MemorySource, SourceFile, read_entries
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
@@ -88,7 +87,7 @@ def content_hash(text: str) -> bytes:
 def _entry_keys(entries: list[Entry]) -> list[tuple[tuple, tuple]]:
     """Each entry's identity (text hash, occurrence of that text so far in the file) and
     its data, in the `entries` table's column order (ordinal, line_start, line_end, date,
-    time, category, tags, content)."""
+    time, category, tags, meta, content)."""
     days: dict = {None: None}  # a note's entries share one date: format it once
     seen: Counter = Counter()
     keys = []
@@ -100,9 +99,17 @@ def _entry_keys(entries: list[Entry]) -> list[tuple[tuple, tuple]]:
         digest = content_hash(entry.text)
         keys.append(((digest, seen[digest]), (ordinal, entry.line_start, entry.line_end, day,
                                               entry.time, entry.category, " ".join(entry.tags),
+                                              _meta_json(entry.meta) if entry.meta else None,
                                               entry.text)))
         seen[digest] += 1
     return keys
+
+
+def _meta_json(meta) -> str:
+    """A source's metadata as stored: one JSON object, keys sorted so equal maps compare equal."""
+    import json
+
+    return json.dumps(dict(meta), sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _postings(terms: list[str], entry_id: int,
@@ -133,17 +140,25 @@ _NOT_A_NOTE = {errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EINVAL, errno.ENX
 
 def _open(source_file: SourceFile, workspace: str) -> tuple[int, os.stat_result] | None:
     """A descriptor of the note and its fstat, or None when it is not a regular file in the
-    workspace now. A symlink (the scan allows those that stay in the workspace) is resolved,
-    checked and its target opened, again without following links (`files.open_in_workspace`)."""
+    workspace (or its source's root) now. A symlink (the scan allows those that stay there)
+    is resolved, checked and its target opened, again without following links
+    (`files.open_in_workspace`). A file that cannot be opened (permissions) raises
+    `_Unreadable`."""
     try:
-        fd, st, _ = open_in_workspace(Path(source_file.absolute), workspace, name=source_file.path)
+        fd, st, _ = open_in_workspace(Path(source_file.absolute), source_file.root or workspace,
+                                      name=source_file.path)
         return fd, st
     except (NotMemoryFileError, OutsideWorkspaceError):
         return None
     except OSError as exc:
         if exc.errno in _NOT_A_NOTE:
             return None
-        raise MemoryFileError(f"cannot read {source_file.path}: {exc.strerror or exc}") from exc
+        raise _Unreadable(f"cannot read {source_file.path}: {exc.strerror or exc}; "
+                          "it is not searched until it can be read") from exc
+
+
+class _Unreadable(Exception):
+    """A memory file that is there but cannot be read: a warning, never a failed search."""
 
 
 def _read(source_file: SourceFile, workspace: str) -> tuple[SourceFile, bytes | None] | None:
@@ -160,13 +175,18 @@ def _read(source_file: SourceFile, workspace: str) -> tuple[SourceFile, bytes | 
     except NotMemoryFileError:  # over the limit, or grew past it while read
         return source_file, None
     except OSError as exc:
-        raise MemoryFileError(f"cannot read {source_file.path}: {exc.strerror or exc}") from exc
+        raise _Unreadable(f"cannot read {source_file.path}: {exc.strerror or exc}; "
+                          "it is not searched until it can be read") from exc
     finally:
         os.close(fd)
 
 
 def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Parsed:
-    found = _read(source_file, workspace)
+    try:
+        found = _read(source_file, workspace)
+    except _Unreadable as exc:
+        # No entries, and racy: checked again next time (a chmod does not change the mtime).
+        return _Parsed(source_file, [], [], str(exc), True)
     if found is None:
         return _Parsed(source_file, None, [], None, False)
     source_file, raw = found
@@ -176,7 +196,7 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
                    "smaller notes")
         return _Parsed(source_file, [], [], warning, False)
     text, warning = decode(raw, source_file.path)
-    entries = source.parse(text, source_file.path)
+    entries = read_entries(source, text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns
     # A little in the future (a synced file from a machine whose clock is ahead) is racy
     # too: that writer may write again within the same tick. Further ahead (`touch -d 2030`)
@@ -268,7 +288,8 @@ class _Rows:
     _FILES = ("INSERT INTO files (id, path, source, size, mtime_ns, inode, racy, day,"
               " entry_count, term_count, warning) VALUES ")
     _ENTRIES = ("INSERT INTO entries (id, file_id, source, path, hash, occurrence, ordinal,"
-                " line_start, line_end, date, time, category, tags, content, length, term_ids)"
+                " line_start, line_end, date, time, category, tags, meta, content, length,"
+                " term_ids)"
                 " VALUES ")
     _TERMS = "INSERT INTO terms (id, term) VALUES "
     _POSTINGS = "INSERT INTO postings (term_id, entry_id, tf) VALUES "
@@ -384,7 +405,7 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     else:
         for row in conn.execute(
                 "SELECT id, term_ids, hash, occurrence, ordinal, line_start, line_end, date,"
-                " time, category, tags FROM entries WHERE file_id = ?", (file_id,)):
+                " time, category, tags, meta FROM entries WHERE file_id = ?", (file_id,)):
             old[row[2], row[3]] = row[0], row[1], row[2], row[4:]
 
     removed = []
@@ -396,7 +417,7 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
              if key in old and old[key][3] != data[:-1]]
     if moved:  # same text, new place or annotations: postings and derived data stay
         conn.executemany("UPDATE entries SET ordinal = ?, line_start = ?, line_end = ?,"
-                         " date = ?, time = ?, category = ?, tags = ? WHERE id = ?", moved)
+                         " date = ?, time = ?, category = ?, tags = ?, meta = ? WHERE id = ?", moved)
     postings_before = len(rows.postings)
     added = 0
     term_ids = rows.terms.of(chain.from_iterable(

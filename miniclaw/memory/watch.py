@@ -1,8 +1,8 @@
-"""Knowing what changed without looking: an inotify watch on the memory folder (Linux).
+"""Knowing what changed without looking: an inotify watch on every source folder (Linux).
 
 A process that searches many times (the chat loop, a server, a benchmark) would otherwise
-stat every note before every search, which costs O(files). The watch tells which names in the
-folder changed since the last look, so a search re-checks only those.
+stat every note before every search, which costs O(files). The watch tells which paths in the
+source folders changed since the last look, so a search re-checks only those.
 
 It is trusted only where it is exact: Linux, a local filesystem (a network mount does not
 report other machines' writes), no symlinks in the folder (a write to a link's target is not
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable
 from pathlib import Path
 
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
 _IN_DELETE_SELF, _IN_MOVE_SELF = 0x400, 0x800
-_IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR = 0x4000, 0x8000, 0x01000000
+_IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR, _IN_ISDIR = 0x4000, 0x8000, 0x01000000, 0x40000000
 _MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO
          | _IN_CREATE | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR)
 _UNKNOWN = _IN_Q_OVERFLOW | _IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF
@@ -53,17 +54,22 @@ def filesystem_type(path: str) -> str | None:
 
 
 class FolderWatch:
-    """The names that changed in one folder since the last call to `changes()`."""
+    """The paths that changed in a set of folders (every source's) since the last call to
+    `changes()`: one inotify descriptor, one watch per folder."""
 
-    def __init__(self, folder: Path) -> None:
-        self.path = str(folder)
-        self.folder = os.path.realpath(folder)
+    def __init__(self, folders: Iterable[Path] | Path) -> None:
+        if isinstance(folders, (str, os.PathLike)):
+            folders = [folders]
+        self.paths = [str(folder) for folder in folders]
         self._fd: int | None = None
-        self._identity: tuple[int, int] | None = None
+        self._watched: dict[int, str] = {}  # watch descriptor -> the folder's path as given
+        self._identity: list[tuple[int, int] | None] = []
 
     def start(self) -> bool:
         """Begin watching; False (and no watch) where the watch could not be exact."""
-        if not os.path.isdir(self.folder) or filesystem_type(self.folder) not in LOCAL_FILESYSTEMS:
+        if not self.paths or not all(
+                os.path.isdir(path) and filesystem_type(os.path.realpath(path)) in LOCAL_FILESYSTEMS
+                for path in self.paths):
             return False
         try:
             import ctypes
@@ -72,34 +78,43 @@ class FolderWatch:
             fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
             if fd < 0:
                 return False
-            if libc.inotify_add_watch(fd, os.fsencode(self.folder), _MASK) < 0:
-                os.close(fd)
-                return False
+            self._fd = fd
+            for path in self.paths:
+                wd = libc.inotify_add_watch(fd, os.fsencode(os.path.realpath(path)), _MASK)
+                if wd < 0:
+                    self.close()
+                    return False
+                self._watched[wd] = path
         except (OSError, AttributeError):
+            self.close()
             return False
-        self._fd = fd
         self._identity = self._folder_identity()
-        with os.scandir(self.folder) as entries:
-            if any(entry.is_symlink() for entry in entries):
-                self.close()
-                return False
+        for path in self.paths:
+            with os.scandir(path) as entries:
+                if any(entry.is_symlink() for entry in entries):
+                    self.close()
+                    return False
         return True
 
-    def _folder_identity(self) -> tuple[int, int] | None:
-        """Which folder the watched path names now: the workspace may have been moved away
+    def _folder_identity(self) -> list[tuple[int, int] | None]:
+        """Which folders the watched paths name now: the workspace may have been moved away
         and another put in its place, which no event on the old folder reports."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino)
+        found = []
+        for path in self.paths:
+            try:
+                st = os.stat(path)
+            except OSError:
+                found.append(None)
+            else:
+                found.append((st.st_dev, st.st_ino))
+        return found
 
     @property
     def active(self) -> bool:
         return self._fd is not None
 
     def changes(self) -> set[str] | None:
-        """Names changed since the last call, or None when that cannot be known."""
+        """Paths changed since the last call, or None when that cannot be known."""
         if self._fd is None:
             return None
         names: set[str] = set()
@@ -114,15 +129,17 @@ class FolderWatch:
                 break
             offset = 0
             while offset + _EVENT.size <= len(data):
-                _, mask, _, length = _EVENT.unpack_from(data, offset)
+                wd, mask, _, length = _EVENT.unpack_from(data, offset)
                 raw = data[offset + _EVENT.size : offset + _EVENT.size + length]
                 offset += _EVENT.size + length
                 name = os.fsdecode(raw.rstrip(b"\0"))
-                if mask & _UNKNOWN or not name:
+                folder = self._watched.get(wd)
+                # A new or moved folder may hold files no watch covers: look at everything.
+                if mask & (_UNKNOWN | _IN_ISDIR) or not name or folder is None:
                     unknown = True
                 else:
-                    names.add(name)
-        if not unknown and any(os.path.islink(os.path.join(self.folder, n)) for n in names):
+                    names.add(os.path.join(folder, name))
+        if not unknown and any(os.path.islink(path) for path in names):
             unknown = True  # a new symlink: its target's writes would go unseen
         if unknown:
             self.close()
@@ -133,3 +150,4 @@ class FolderWatch:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self._watched = {}

@@ -1023,8 +1023,10 @@ class _SwappedAfterScan:
         from miniclaw.memory.sources import DailyNoteSource
 
         self._source, self._restore, self._replace = DailyNoteSource(), restore, replace
-        self.name, self.windowed, self.folder = self._source.name, True, self._source.folder
-        self.owns, self.file, self.parse = self._source.owns, self._source.file, self._source.parse
+        source = self._source
+        self.name, self.label, self.windowed, self.sequence = source.name, source.label, True, True
+        self.root_path, self.folders, self.path_of = source.root_path, source.folders, source.path_of
+        self.file, self.parse = source.file, source.parse
 
     def files(self, workspace: Path):
         self._restore()
