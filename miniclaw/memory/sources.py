@@ -93,6 +93,7 @@ class LongTermSource:
 
     name = LONG_TERM
     windowed = False
+    sequence = False  # facts, not a conversation: no neighbour context
     folder = MEMORY_DIR
 
     def owns(self, filename: str) -> bool:
@@ -121,6 +122,7 @@ class DailyNoteSource:
 
     name = DAILY_NOTE
     windowed = True
+    sequence = True  # entries in the order written: neighbour context applies
     folder = MEMORY_DIR
 
     def owns(self, filename: str) -> bool:
