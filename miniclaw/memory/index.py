@@ -439,6 +439,13 @@ class SearchIndex(IndexDatabase):
             out[entry_id].append(tuple(rest))
         return out
 
+    def matching(self, source: MemorySource, filters: Filters) -> list[int]:
+        """Every entry of `source` that passes the filters: for a retriever that scores
+        each entry itself (a vector search by brute force) rather than through postings."""
+        where, params = self._where(filters, source.name, source.windowed)
+        sql = f"SELECT e.id FROM entries e WHERE {where} ORDER BY e.id"
+        return [row[0] for row in self._run(lambda c: c.execute(sql, params).fetchall())]
+
     def filter_ids(self, entry_ids: Sequence[int], filters: Filters) -> list[int]:
         """The given entries that pass the filters."""
         if not entry_ids:
