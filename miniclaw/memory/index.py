@@ -90,6 +90,14 @@ _MAX_LINE = 2**31
 _CLOCK = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
+# The same check and reading of a stored time, in SQL, for `neighbours` (`{0}`: the table).
+_CLOCK_SQL = ("({0}.time IS NULL OR (typeof({0}.time) = 'text'"
+              " AND {0}.time GLOB '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]'))")
+_SECONDS_SQL = ("(CAST(substr({0}.time, 1, 2) AS INTEGER) * 3600"
+                " + CAST(substr({0}.time, 4, 2) AS INTEGER) * 60"
+                " + CAST(substr({0}.time, 7, 2) AS INTEGER))")
+
+
 def _clock(value: object) -> str | None:
     """An entry's time as stored (`HH:MM:SS` or NULL); anything else is damage."""
     if value is None or (type(value) is str and _CLOCK.fullmatch(value)):
@@ -419,24 +427,32 @@ class SearchIndex(IndexDatabase):
             "SELECT term, COUNT(*) FROM term_postings WHERE term >= ? AND term < ? GROUP BY term",
             (first, first + "\U0010ffff")).fetchall()))
 
-    def neighbours(self, entry_ids: Sequence[int], reach: int) -> dict[int, list[tuple]]:
-        """(entry id, offset, own time, its time) of the entries up to `reach` places before
-        and after each given one in its file (offset -1 is the one right before)."""
+    def neighbours(self, entry_ids: Sequence[int], reach: int,
+                   max_gap_s: int) -> dict[int, list[tuple[int, int]]]:
+        """(entry id, offset) of the entries up to `reach` places before and after each given
+        one in its file (offset -1 is the one right before), written at most `max_gap_s`
+        seconds from it (an entry without a time is close to any).
+
+        The times are compared inside SQLite: a search looks at hundreds of neighbours, and
+        reading each one's time into Python was most of a search on long conversations. A
+        stored time that is not `HH:MM:SS` is damage, as in `row_to_entry`."""
         if not entry_ids:
             return {}
         ids = _id_list(entry_ids)
-        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, e.time, n.time FROM entries e"
-               " JOIN entries n ON n.file_id = e.file_id"
+        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, CASE"
+               f" WHEN NOT ({_CLOCK_SQL.format('e')} AND {_CLOCK_SQL.format('n')}) THEN NULL"
+               " WHEN e.time IS NULL OR n.time IS NULL THEN 1"
+               f" ELSE abs({_SECONDS_SQL.format('e')} - {_SECONDS_SQL.format('n')}) <= ? END"
+               " FROM entries e JOIN entries n ON n.file_id = e.file_id"
                " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
                f" AND n.id != e.id WHERE e.id IN ({ids})")
-        out: dict[int, list[tuple]] = {i: [] for i in entry_ids}
-
-        def work(conn):
-            return [(entry_id, other, offset, _clock(mine), _clock(theirs)) for
-                    entry_id, other, offset, mine, theirs in conn.execute(sql, (reach, reach))]
-
-        for entry_id, *rest in self._run(work):
-            out[entry_id].append(tuple(rest))
+        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
+        rows = self._run(lambda c: c.execute(sql, (max_gap_s, reach, reach)).fetchall())
+        for entry_id, other, offset, close in rows:
+            if close is None:
+                raise IndexRowError("an index row holds a damaged time")
+            if close:
+                out[entry_id].append((other, offset))
         return out
 
     def matching(self, source: MemorySource, filters: Filters) -> list[int]:

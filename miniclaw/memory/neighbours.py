@@ -19,18 +19,6 @@ from miniclaw.memory.entry import Entry
 MAX_GAP_S = 30 * 60
 
 
-def _seconds(clock: str | None) -> int | None:
-    if not clock:
-        return None
-    hours, minutes, seconds = clock.split(":")
-    return int(hours) * 3600 + int(minutes) * 60 + int(seconds)
-
-
-def _close_in_time(a: str | None, b: str | None) -> bool:
-    first, second = _seconds(a), _seconds(b)
-    return first is None or second is None or abs(first - second) <= MAX_GAP_S
-
-
 def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry], filters,
                          shares: tuple[tuple[int, float], ...],
                          parts_of: Callable[[list[int]], dict[int, dict[str, float]]],
@@ -41,30 +29,30 @@ def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry]
     `own` holds the candidates' own scores; their neighbours that pass the filters and hold
     a query word join the candidates. `shares` are (offset, share of that neighbour's
     score); `parts_of` is the retriever's score of entries by part (`Retriever.parts`).
-    Runs in a worker thread (it queries the index).
+    Runs in a worker thread (it queries the index). Only a neighbour that holds a query
+    word can join, so only such newcomers have their own neighbours looked up (on long
+    conversations, looking up every neighbour's neighbours was most of a search's time).
     """
     weight = dict(shares)
     reach = max(abs(offset) for offset in weight)
     candidates = list(entries)
-    around = {i: [(n, offset) for n, offset, mine, theirs in found
-                  if _close_in_time(mine, theirs)]
-              for i, found in index.neighbours(candidates, reach).items()}
+    around = index.neighbours(candidates, reach, MAX_GAP_S)
     extra = {n for found in around.values() for n, _ in found} - own.keys()
-    newcomers = index.filter_ids(sorted(extra), filters)
-    around.update({i: [(n, offset) for n, offset, mine, theirs in found
-                       if _close_in_time(mine, theirs)]
-                   for i, found in index.neighbours(newcomers, reach).items()})
-    needed = {n for found in around.values() for n, _ in found} | set(newcomers)
-    parts = parts_of(sorted(needed | own.keys()))
-    base = dict(own)
-    base.update({i: sum(parts[i].values()) for i in needed - own.keys()})
+    parts = parts_of(sorted(extra | own.keys()))
+    newcomers = [i for i in index.filter_ids(sorted(extra), filters)
+                 if sum(parts[i].values()) > 0]
+    around.update(index.neighbours(newcomers, reach, MAX_GAP_S))
+    further = {n for i in newcomers for n, _ in around[i]} - parts.keys()
+    parts.update(parts_of(sorted(further)))
     boosted = dict(own)
     for entry_id in candidates + newcomers:
-        mine = parts.get(entry_id, {})
+        mine = parts[entry_id]
+        base = own[entry_id] if entry_id in own else sum(mine.values())
         share = sum(weight.get(offset, 0.0) * _missing_part(parts[n], mine)
                     for n, offset in around[entry_id])
-        boosted[entry_id] = base.get(entry_id, 0.0) + share
-    boosted = {i: score for i, score in boosted.items() if base.get(i, 0.0) > 0}
+        boosted[entry_id] = base + share
+    boosted = {i: score for i, score in boosted.items()
+               if (own[i] if i in own else sum(parts[i].values())) > 0}
     joined = [i for i in newcomers if i in boosted]
     return boosted, {**entries, **index.entries(joined)}
 
