@@ -93,13 +93,15 @@ def check_days(days: int | None) -> int | None:
     return days
 
 
+# A stored time is `HH:MM:SS`: with its digits mapped 0->9, 1->8, ..., ascending order of the
+# mapped text is descending order of the time (and no time, "", comes first), in C.
+_LATER_FIRST = str.maketrans("0123456789", "9876543210")
+
+
 def _order_key(score: float, entry: Entry) -> tuple:
     day = entry.date.toordinal() if entry.date else 0
-    return (-round(score, 9), -day, _negated(entry.time or ""), entry.path, entry.line_start)
-
-
-def _negated(text: str) -> tuple[int, ...]:
-    return tuple(-ord(ch) for ch in text)
+    return (-round(score, 9), -day, (entry.time or "").translate(_LATER_FIRST), entry.path,
+            entry.line_start)
 
 
 class MemoryRanker:
