@@ -124,6 +124,31 @@ def row_to_entry(row: Sequence) -> Entry:
                  tuple(tags.split()))
 
 
+class Place(NamedTuple):
+    """Where an entry sits, all a ranking needs to order candidates: reading it leaves the
+    text (thousands of characters in a long turn) in the index until a result shows it."""
+
+    date: Date | None
+    time: str | None
+    path: str
+    line_start: int
+
+
+def row_to_place(row: Sequence) -> Place:
+    """A `Place` from (id, date, time, path, line_start); a damaged value raises
+    IndexRowError, as in `row_to_entry`."""
+    _, day, clock, path, line_start = row
+    if not (type(path) is str and type(line_start) is int and 0 < line_start < _MAX_LINE
+            and (day is None or type(day) is str)):
+        raise IndexRowError(f"an index row of {path!r} holds values of the wrong type")
+    _clock(clock)
+    try:
+        day = Date.fromisoformat(day) if day else None
+    except ValueError as exc:
+        raise IndexRowError(f"an index row of {path!r} holds the date {day!r}") from exc
+    return Place(day, clock, path, line_start)
+
+
 EXACT_MEDIAN_UP_TO = 5_000
 
 
@@ -482,6 +507,14 @@ class SearchIndex(IndexDatabase):
         ids = _id_list(entry_ids)
         return self._run(lambda c: {row[0]: row_to_entry(row) for row in c.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})")})
+
+    def places(self, entry_ids: Sequence[int]) -> dict[int, Place]:
+        """Where each given entry sits (no text): what ordering candidates needs."""
+        if not entry_ids:
+            return {}
+        ids = _id_list(entry_ids)
+        return self._run(lambda c: {row[0]: row_to_place(row) for row in c.execute(
+            f"SELECT id, date, time, path, line_start FROM entries WHERE id IN ({ids})")})
 
     def term_frequencies(self, entry_ids: Sequence[int], terms: Iterable[str]) -> dict[int, dict[str, int]]:
         """For `--explain`: how often each query term occurs in each given entry."""

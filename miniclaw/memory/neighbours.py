@@ -14,17 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from miniclaw.memory.entry import Entry
-
 MAX_GAP_S = 30 * 60
 
 
-def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry], filters,
+def add_neighbour_scores(index, own: dict[int, float], filters,
                          shares: tuple[tuple[int, float], ...],
                          parts_of: Callable[[list[int]], dict[int, dict[str, float]]],
-                         ) -> tuple[dict[int, float], dict[int, Entry]]:
-    """(scores with neighbour shares added, entries): the neighbour stage over any
-    retriever's candidates of one sequence source.
+                         ) -> dict[int, float]:
+    """The candidates' scores with neighbour shares added, and the neighbours that joined:
+    the neighbour stage over any retriever's candidates of one sequence source.
 
     `own` holds the candidates' own scores; their neighbours that pass the filters and hold
     a query word join the candidates. `shares` are (offset, share of that neighbour's
@@ -35,7 +33,7 @@ def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry]
     """
     weight = dict(shares)
     reach = max(abs(offset) for offset in weight)
-    candidates = list(entries)
+    candidates = list(own)
     around = index.neighbours(candidates, reach, MAX_GAP_S)
     extra = {n for found in around.values() for n, _ in found} - own.keys()
     parts = parts_of(sorted(extra | own.keys()))
@@ -53,8 +51,7 @@ def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry]
         boosted[entry_id] = base + share
     boosted = {i: score for i, score in boosted.items()
                if (own[i] if i in own else sum(parts[i].values())) > 0}
-    joined = [i for i in newcomers if i in boosted]
-    return boosted, {**entries, **index.entries(joined)}
+    return boosted
 
 
 def _missing_part(theirs: dict[str, float], mine: dict[str, float]) -> float:

@@ -25,7 +25,7 @@ from miniclaw.errors import UsageError
 from miniclaw.memory.date_cue import DateSpan, named_dates
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
-from miniclaw.memory.index import Filters, SearchIndex
+from miniclaw.memory.index import Filters, Place, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.hints import search_hints
@@ -49,7 +49,7 @@ class _Found(NamedTuple):
 
     scores: tuple[dict[int, float], ...]
     totals: tuple[int, ...]  # entries that matched
-    entries: dict[int, Entry]
+    places: dict[int, Place]
 
 
 class SearchOptions(NamedTuple):
@@ -98,10 +98,10 @@ def check_days(days: int | None) -> int | None:
 _LATER_FIRST = str.maketrans("0123456789", "9876543210")
 
 
-def _order_key(score: float, entry: Entry) -> tuple:
-    day = entry.date.toordinal() if entry.date else 0
-    return (-round(score, 9), -day, (entry.time or "").translate(_LATER_FIRST), entry.path,
-            entry.line_start)
+def _order_key(score: float, place: Place) -> tuple:
+    day = place.date.toordinal() if place.date else 0
+    return (-round(score, 9), -day, (place.time or "").translate(_LATER_FIRST), place.path,
+            place.line_start)
 
 
 class MemoryRanker:
@@ -144,17 +144,17 @@ class MemoryRanker:
         found = await asyncio.gather(*(
             asyncio.to_thread(self._search_source, source, mode, request, k, phrases)
             for source in selected))
-        entries = {i: entry for part in found for i, entry in part.entries.items()}
-        own, shares = _fuse(mode, found, entries)
+        places = {i: place for part in found for i, place in part.places.items()}
+        own, shares = _fuse(mode, found, places)
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
-        dated = _date_bonus(own, entries, spans, mode.date_weight)
+        dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
         # The sources were read in separate snapshots: keep only entries that have a score.
-        ranked = sorted((i for i in entries if i in own),
-                        key=lambda i: _order_key(own[i], entries[i]))[: options.limit]
-        explained = {}
-        if options.explain:
-            explained = await asyncio.to_thread(self._explain, mode, ranked, request, shares)
+        ranked = sorted((i for i in places if i in own),
+                        key=lambda i: _order_key(own[i], places[i]))[: options.limit]
+        entries, explained = await asyncio.to_thread(
+            self._finish, ranked, options.explain, mode, request, shares)
+        ranked = [i for i in ranked if i in entries]  # gone since: the index was rebuilt
         shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
@@ -205,33 +205,41 @@ class MemoryRanker:
         with self.index.snapshot():
             found = [self._retrieve(source, mode, retriever, request, k, phrases)
                      for retriever in mode.retrievers]
-        entries = {i: entry for _, _, part in found for i, entry in part.items()}
+        places = {i: place for _, _, part in found for i, place in part.items()}
         return _Found(tuple(scores for scores, _, _ in found),
-                      tuple(total for _, total, _ in found), entries)
+                      tuple(total for _, total, _ in found), places)
 
     def _retrieve(self, source, mode: SearchMode, retriever: Retriever, request: Request,
                   k: int, phrases: tuple[tuple[str, ...], ...]
-                  ) -> tuple[dict[int, float], int, dict[int, Entry]]:
-        """(scores, entries matched, entries) of one retriever in one source."""
+                  ) -> tuple[dict[int, float], int, dict[int, Place | Entry]]:
+        """(scores, entries matched, where each candidate sits) of one retriever in one
+        source. Texts are read only to check phrases; results read theirs at the end."""
         fetch = max(k, PHRASE_CANDIDATES) if phrases else k
         found = retriever.retrieve(self.index, source, request, fetch)
         scores, total = found.scores, found.total
-        entries = self.index.entries(list(scores))
         if phrases:
+            entries = self.index.entries(list(scores))
             kept = [i for i in scores if self._has_phrases(entries[i], phrases)]
             total = len(kept)
             scores = {i: scores[i] for i in kept[:k]}
-            entries = {i: entries[i] for i in scores}
         if mode.neighbor_weights and scores and source.sequence:
-            before = set(scores)
-            scores, entries = add_neighbour_scores(
-                self.index, scores, entries, request.filters, mode.neighbor_weights,
+            before = scores
+            scores = add_neighbour_scores(
+                self.index, scores, request.filters, mode.neighbor_weights,
                 lambda ids: retriever.parts(self.index, ids, request))
             if phrases:  # neighbours that join must hold the phrases too
+                joined = self.index.entries([i for i in scores if i not in before])
                 scores = {i: score for i, score in scores.items()
-                          if i in before or self._has_phrases(entries[i], phrases)}
-                entries = {i: entries[i] for i in scores}
-        return scores, total, entries
+                          if i in before or self._has_phrases(joined[i], phrases)}
+        return scores, total, self.index.places(list(scores))
+
+    def _finish(self, ranked: list[int], explain: bool, mode: SearchMode, request: Request,
+                shares: dict[int, tuple[float, ...]] | None
+                ) -> tuple[dict[int, Entry], dict[int, dict[str, float]]]:
+        """The results' entries (read only now: a long turn's text is large), and with
+        `explain` each one's score by part (one worker thread)."""
+        entries = self.index.entries(ranked)
+        return entries, self._explain(mode, ranked, request, shares) if explain else {}
 
     def _explain(self, mode: SearchMode, ranked: list[int], request: Request,
                  shares: dict[int, tuple[float, ...]] | None) -> dict[int, dict[str, float]]:
@@ -264,7 +272,7 @@ class MemoryRanker:
                             entry.time, spans, explanation=explanation)
 
 
-def _fuse(mode: SearchMode, found: list[_Found], entries: dict[int, Entry]
+def _fuse(mode: SearchMode, found: list[_Found], places: dict[int, Place]
           ) -> tuple[dict[int, float], dict[int, tuple[float, ...]] | None]:
     """(score of each candidate, each one's shares by retriever or None): one retriever's
     scores as they are; several retrievers' rankings fused by reciprocal rank."""
@@ -272,7 +280,7 @@ def _fuse(mode: SearchMode, found: list[_Found], entries: dict[int, Entry]
              for n in range(len(mode.retrievers))]
     if len(lists) == 1:
         return lists[0], None
-    rankings = [sorted(scores, key=lambda i: _order_key(scores[i], entries[i]))
+    rankings = [sorted(scores, key=lambda i: _order_key(scores[i], places[i]))
                 for scores in lists]
     shares = reciprocal_rank_fusion(rankings)
     return {i: sum(parts) for i, parts in shares.items()}, shares
@@ -281,14 +289,14 @@ def _fuse(mode: SearchMode, found: list[_Found], entries: dict[int, Entry]
 DATE_SLACK_DAYS = 1  # a note written the day after still tells of the day named
 
 
-def _date_bonus(scores: dict[int, float], entries: dict[int, Entry], spans: list[DateSpan],
+def _date_bonus(scores: dict[int, float], places: dict[int, Place], spans: list[DateSpan],
                 weight: float) -> dict[int, float]:
     """What each matching entry dated in (or next to) a span the query names gains: a share
     `weight` of its score. Only entries that already match are candidates."""
     if not spans or not weight:
         return {}
     return {i: weight * score for i, score in scores.items()
-            if (day := entries[i].date) is not None
+            if (day := places[i].date) is not None
             and min(span.distance(day) for span in spans) <= DATE_SLACK_DAYS}
 
 
