@@ -471,11 +471,14 @@ class SearchIndex(IndexDatabase):
                " FROM entries e JOIN entries n ON n.file_id = e.file_id"
                " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
                f" AND n.id != e.id WHERE e.id IN ({ids})")
-        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
-        rows = self._run(lambda c: c.execute(sql, (max_gap_s, reach, reach)).fetchall())
-        for entry_id, other, offset, close in rows:
-            if close is None:
+        def work(conn):  # decodes inside `_run`, so damage is handled as damage
+            rows = conn.execute(sql, (max_gap_s, reach, reach)).fetchall()
+            if any(close is None for *_, close in rows):
                 raise IndexRowError("an index row holds a damaged time")
+            return rows
+
+        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
+        for entry_id, other, offset, close in self._run(work):
             if close:
                 out[entry_id].append((other, offset))
         return out

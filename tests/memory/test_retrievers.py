@@ -160,3 +160,4 @@ async def test_no_neighbour_context_in_a_source_that_is_not_a_sequence(store, wo
     assert "neighbours" not in dict(booked.explanation)
     answers = [hit.content for hit in found.results if hit.content.startswith("Anna")]
     assert answers == ["Anna: a trip to Rome", "Anna: the trip is booked for the whole family"]
+
