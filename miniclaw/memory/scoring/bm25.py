@@ -7,8 +7,9 @@ On top of textbook BM25 (k1, b, Lucene's always-positive idf):
   made ranking worse), so a query of only stop words finds nothing;
 - a term found in more than `common_share` of all entries (a speaker's own name, "today")
   is weighted down further, since it tells entries apart poorly;
-- in sequence sources (daily notes) a matching entry gains a share of its neighbours' scores for the query terms
-  it lacks: a question often matches the turn before or after the one holding the answer;
+- in sequence sources (daily notes) a matching entry gains a share of its neighbours' scores
+  for the query terms it lacks: a question often matches the turn before or after the one
+  holding the answer (`neighbours.py`, a stage run by the ranker with these shares);
 - a matching entry dated on a day the query names gains `date_weight` of its score.
 """
 
