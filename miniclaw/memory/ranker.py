@@ -154,7 +154,8 @@ class MemoryRanker:
                         key=lambda i: _order_key(own[i], places[i]))[: options.limit]
         entries, explained = await asyncio.to_thread(
             self._finish, ranked, options.explain, mode, request, shares)
-        ranked = [i for i in ranked if i in entries]  # gone since: the index was rebuilt
+        # Read in another snapshot: an entry changed or gone since is left out.
+        ranked = [i for i in ranked if i in entries and _place(entries[i]) == places[i]]
         shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
@@ -211,7 +212,7 @@ class MemoryRanker:
 
     def _retrieve(self, source, mode: SearchMode, retriever: Retriever, request: Request,
                   k: int, phrases: tuple[tuple[str, ...], ...]
-                  ) -> tuple[dict[int, float], int, dict[int, Place | Entry]]:
+                  ) -> tuple[dict[int, float], int, dict[int, Place]]:
         """(scores, entries matched, where each candidate sits) of one retriever in one
         source. Texts are read only to check phrases; results read theirs at the end."""
         fetch = max(k, PHRASE_CANDIDATES) if phrases else k
@@ -270,6 +271,10 @@ class MemoryRanker:
         return RankedMemory(entry.text, excerpt, score, entry.source, entry.date, entry.path,
                             entry.line_start, entry.line_end, entry.category, entry.tags,
                             entry.time, spans, explanation=explanation)
+
+
+def _place(entry: Entry) -> Place:
+    return Place(entry.date, entry.time, entry.path, entry.line_start)
 
 
 def _fuse(mode: SearchMode, found: list[_Found], places: dict[int, Place]
