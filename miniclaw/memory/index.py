@@ -97,6 +97,14 @@ _MAX_LINE = 2**31
 _CLOCK = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
+# The same check and reading of a stored time, in SQL, for `neighbours` (`{0}`: the table).
+_CLOCK_SQL = ("({0}.time IS NULL OR (typeof({0}.time) = 'text'"
+              " AND {0}.time GLOB '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]'))")
+_SECONDS_SQL = ("(CAST(substr({0}.time, 1, 2) AS INTEGER) * 3600"
+                " + CAST(substr({0}.time, 4, 2) AS INTEGER) * 60"
+                " + CAST(substr({0}.time, 7, 2) AS INTEGER))")
+
+
 def _clock(value: object) -> str | None:
     """An entry's time as stored (`HH:MM:SS` or NULL); anything else is damage."""
     if value is None or (type(value) is str and _CLOCK.fullmatch(value)):
@@ -134,6 +142,31 @@ def _meta(value: object, path: str) -> Mapping[str, object]:
     if type(meta) is not dict:
         raise IndexRowError(f"an index row of {path!r} holds damaged metadata")
     return Meta(meta)
+
+
+class Place(NamedTuple):
+    """Where an entry sits, all a ranking needs to order candidates: reading it leaves the
+    text (thousands of characters in a long turn) in the index until a result shows it."""
+
+    date: Date | None
+    time: str | None
+    path: str
+    line_start: int
+
+
+def row_to_place(row: Sequence) -> Place:
+    """A `Place` from (id, date, time, path, line_start); a damaged value raises
+    IndexRowError, as in `row_to_entry`."""
+    _, day, clock, path, line_start = row
+    if not (type(path) is str and type(line_start) is int and 0 < line_start < _MAX_LINE
+            and (day is None or type(day) is str)):
+        raise IndexRowError(f"an index row of {path!r} holds values of the wrong type")
+    _clock(clock)
+    try:
+        day = Date.fromisoformat(day) if day else None
+    except ValueError as exc:
+        raise IndexRowError(f"an index row of {path!r} holds the date {day!r}") from exc
+    return Place(day, clock, path, line_start)
 
 
 EXACT_MEDIAN_UP_TO = 5_000
@@ -454,25 +487,43 @@ class SearchIndex:
             "SELECT term, COUNT(*) FROM term_postings WHERE term >= ? AND term < ? GROUP BY term",
             (first, first + "\U0010ffff")).fetchall()))
 
-    def neighbours(self, entry_ids: Sequence[int], reach: int) -> dict[int, list[tuple]]:
-        """(entry id, offset, own time, its time) of the entries up to `reach` places before
-        and after each given one in its file (offset -1 is the one right before)."""
+    def neighbours(self, entry_ids: Sequence[int], reach: int,
+                   max_gap_s: int) -> dict[int, list[tuple[int, int]]]:
+        """(entry id, offset) of the entries up to `reach` places before and after each given
+        one in its file (offset -1 is the one right before), written at most `max_gap_s`
+        seconds from it (an entry without a time is close to any).
+
+        The times are compared inside SQLite: a search looks at hundreds of neighbours, and
+        reading each one's time into Python was most of a search on long conversations. A
+        stored time that is not `HH:MM:SS` is damage, as in `row_to_entry`."""
         if not entry_ids:
             return {}
         ids = _id_list(entry_ids)
-        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, e.time, n.time FROM entries e"
-               " JOIN entries n ON n.file_id = e.file_id"
+        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, CASE"
+               f" WHEN NOT ({_CLOCK_SQL.format('e')} AND {_CLOCK_SQL.format('n')}) THEN NULL"
+               " WHEN e.time IS NULL OR n.time IS NULL THEN 1"
+               f" ELSE abs({_SECONDS_SQL.format('e')} - {_SECONDS_SQL.format('n')}) <= ? END"
+               " FROM entries e JOIN entries n ON n.file_id = e.file_id"
                " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
                f" AND n.id != e.id WHERE e.id IN ({ids})")
-        out: dict[int, list[tuple]] = {i: [] for i in entry_ids}
+        def work(conn):  # decodes inside `_run`, so damage is handled as damage
+            rows = conn.execute(sql, (max_gap_s, reach, reach)).fetchall()
+            if any(close is None for *_, close in rows):
+                raise IndexRowError("an index row holds a damaged time")
+            return rows
 
-        def work(conn):
-            return [(entry_id, other, offset, _clock(mine), _clock(theirs)) for
-                    entry_id, other, offset, mine, theirs in conn.execute(sql, (reach, reach))]
-
-        for entry_id, *rest in self._run(work):
-            out[entry_id].append(tuple(rest))
+        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
+        for entry_id, other, offset, close in self._run(work):
+            if close:
+                out[entry_id].append((other, offset))
         return out
+
+    def matching(self, source: MemorySource, filters: Filters) -> list[int]:
+        """Every entry of `source` that passes the filters: for a retriever that scores
+        each entry itself (a vector search by brute force) rather than through postings."""
+        where, params = self._where(filters, source.name, source.windowed)
+        sql = f"SELECT e.id FROM entries e WHERE {where} ORDER BY e.id"
+        return [row[0] for row in self._run(lambda c: c.execute(sql, params).fetchall())]
 
     def filter_ids(self, entry_ids: Sequence[int], filters: Filters) -> list[int]:
         """The given entries that pass the filters."""
@@ -494,6 +545,14 @@ class SearchIndex:
         ids = _id_list(entry_ids)
         return self._run(lambda c: {row[0]: row_to_entry(row) for row in c.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})")})
+
+    def places(self, entry_ids: Sequence[int]) -> dict[int, Place]:
+        """Where each given entry sits (no text): what ordering candidates needs."""
+        if not entry_ids:
+            return {}
+        ids = _id_list(entry_ids)
+        return self._run(lambda c: {row[0]: row_to_place(row) for row in c.execute(
+            f"SELECT id, date, time, path, line_start FROM entries WHERE id IN ({ids})")})
 
     def term_frequencies(self, entry_ids: Sequence[int], terms: Iterable[str]) -> dict[int, dict[str, int]]:
         """For `--explain`: how often each query term occurs in each given entry."""

@@ -1,9 +1,10 @@
-"""Neighbour context: an entry of a sequence source (daily notes) gains a share of the scores of the entries
-around it, when they were written close together in time.
+"""Neighbour context: a stage over any retriever's candidates, for sources whose entries
+are a sequence (`sequence = True`: daily notes, not MEMORY.md). An entry gains a share of
+the scores of the entries around it, when they were written close together in time.
 
 Why: in a conversation or a stream of notes, a question often matches the entry before or
 after the one that answers it. An entry gains a share of its neighbours' scores for the
-query terms it does not hold itself. The shares come from the scorer (`neighbor_weights`, by
+query terms it does not hold itself. The shares come from the mode (`neighbor_weights`, by
 offset); entries written more than `MAX_GAP_S` apart are not each other's context.
 Only an entry that holds a query word itself is lifted: people add unrelated notes in bursts,
 and an entry written next to a match is not a result for that alone (issue 13).
@@ -11,56 +12,46 @@ and an entry written next to a match is not a result for that alone (issue 13).
 
 from __future__ import annotations
 
-from miniclaw.memory.entry import Entry
+from collections.abc import Callable
 
 MAX_GAP_S = 30 * 60
 
 
-def _seconds(clock: str | None) -> int | None:
-    if not clock:
-        return None
-    hours, minutes, seconds = clock.split(":")
-    return int(hours) * 3600 + int(minutes) * 60 + int(seconds)
-
-
-def _close_in_time(a: str | None, b: str | None) -> bool:
-    first, second = _seconds(a), _seconds(b)
-    return first is None or second is None or abs(first - second) <= MAX_GAP_S
-
-
-def add_neighbour_scores(index, own: dict[int, float], entries: dict[int, Entry], filters,
-                         weights: dict[str, float], scorer,
-                         avgdl: float) -> tuple[dict[int, float], dict[int, Entry]]:
-    """(scores with neighbour shares added, entries).
+def add_neighbour_scores(index, own: dict[int, float], filters,
+                         shares: tuple[tuple[int, float], ...],
+                         parts_of: Callable[[list[int]], dict[int, dict[str, float]]],
+                         ) -> dict[int, float]:
+    """The candidates' scores with neighbour shares added, and the neighbours that joined:
+    the neighbour stage over any retriever's candidates of one sequence source.
 
     `own` holds the candidates' own scores; their neighbours that pass the filters and hold
-    a query word join the candidates. Runs in a worker thread (it queries the index).
+    a query word join the candidates. `shares` are (offset, share of that neighbour's
+    score); `parts_of` is the retriever's score of entries by part (`Retriever.parts`).
+    Runs in a worker thread (it queries the index). Only a neighbour that holds a query
+    word can join, so only such newcomers have their own neighbours looked up (on long
+    conversations, looking up every neighbour's neighbours was most of a search's time).
     """
-    shares = dict(scorer.neighbor_weights)  # offset -> share of that neighbour's score
-    reach = max(abs(offset) for offset in shares)
-    sequences = {source.name for source in index.sources if source.sequence}
-    daily = [i for i, entry in entries.items() if entry.source in sequences]
-    around = {i: [(n, offset) for n, offset, mine, theirs in found
-                  if _close_in_time(mine, theirs)]
-              for i, found in index.neighbours(daily, reach).items()}
+    weight = dict(shares)
+    reach = max(abs(offset) for offset in weight)
+    candidates = list(own)
+    around = index.neighbours(candidates, reach, MAX_GAP_S)
     extra = {n for found in around.values() for n, _ in found} - own.keys()
-    newcomers = index.filter_ids(sorted(extra), filters)
-    around.update({i: [(n, offset) for n, offset, mine, theirs in found
-                       if _close_in_time(mine, theirs)]
-                   for i, found in index.neighbours(newcomers, reach).items()})
-    needed = {n for found in around.values() for n, _ in found} | set(newcomers)
-    parts = index.contributions(sorted(needed | own.keys()), weights, scorer.term_score_sql, avgdl)
-    base = dict(own)
-    base.update({i: sum(parts[i].values()) for i in needed - own.keys()})
+    parts = parts_of(sorted(extra | own.keys()))
+    newcomers = [i for i in index.filter_ids(sorted(extra), filters)
+                 if sum(parts[i].values()) > 0]
+    around.update(index.neighbours(newcomers, reach, MAX_GAP_S))
+    further = {n for i in newcomers for n, _ in around[i]} - parts.keys()
+    parts.update(parts_of(sorted(further)))
     boosted = dict(own)
-    for entry_id in daily + newcomers:
-        mine = parts.get(entry_id, {})
-        share = sum(shares.get(offset, 0.0) * _missing_part(parts[n], mine)
+    for entry_id in candidates + newcomers:
+        mine = parts[entry_id]
+        base = own[entry_id] if entry_id in own else sum(mine.values())
+        share = sum(weight.get(offset, 0.0) * _missing_part(parts[n], mine)
                     for n, offset in around[entry_id])
-        boosted[entry_id] = base.get(entry_id, 0.0) + share
-    boosted = {i: score for i, score in boosted.items() if base.get(i, 0.0) > 0}
-    joined = [i for i in newcomers if i in boosted]
-    return boosted, {**entries, **index.entries(joined)}
+        boosted[entry_id] = base + share
+    boosted = {i: score for i, score in boosted.items()
+               if (own[i] if i in own else sum(parts[i].values())) > 0}
+    return boosted
 
 
 def _missing_part(theirs: dict[str, float], mine: dict[str, float]) -> float:

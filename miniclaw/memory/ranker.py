@@ -1,11 +1,15 @@
 """MemoryRanker: find the entries that best match a query, across every memory source.
 
-The design card's shape: tokenize the query, bring the index up to date, then search each
-source (MEMORY.md and the daily notes in the window) concurrently with `asyncio.gather`,
-each in a worker thread since SQLite blocks, and merge by score, then date (newest first).
-Scores come from the chosen scoring mode and use corpus statistics shared by all sources,
-so a MEMORY.md bullet and a note compare fairly. Ties beyond the date are broken by path
-and line, so the same files and query always give the same order.
+The design card's shape: parse the query, bring the index up to date and plan the terms
+(prefixes, spelling, corpus statistics), then search each source (MEMORY.md and the daily
+notes in the window) concurrently with `asyncio.gather`, each in a worker thread since
+SQLite blocks. In a source, each retriever of the mode (`scoring/`) returns its candidates,
+and in a sequence source the neighbour stage adds context; the sources' candidates merge,
+several retrievers' lists are fused by reciprocal rank, the date-cue stage lifts entries
+dated when the query says, and the order is score, then date (newest first). Scores use
+corpus statistics shared by all sources, so a MEMORY.md bullet and a note compare fairly.
+Ties beyond the date are broken by path and line, so the same files and query always give
+the same order (docs/ARCHITECTURE.md, "Searching").
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ from miniclaw.memory.date_cue import DateSpan, named_dates
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.database import IndexReplaced
-from miniclaw.memory.index import Filters, SearchIndex
+from miniclaw.memory.index import Filters, Place, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.hints import search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
-from miniclaw.memory.scoring import CorpusStats, Scorer, get_scorer
+from miniclaw.memory.scoring import CorpusStats, Request, Retriever, SearchMode, get_mode
+from miniclaw.memory.scoring.fusion import reciprocal_rank_fusion
 
 log = logging.getLogger("miniclaw")
 
@@ -41,11 +46,11 @@ PHRASE_CANDIDATES = 500  # entries per source checked for a phrase
 
 
 class _Found(NamedTuple):
-    """What one source's search found."""
+    """What one source's search found, by each retriever of the mode (in its order)."""
 
-    scores: dict[int, float]
-    entries: dict[int, Entry]
-    total: int  # entries that matched
+    scores: tuple[dict[int, float], ...]
+    totals: tuple[int, ...]  # entries that matched
+    places: dict[int, Place]
 
 
 class SearchOptions(NamedTuple):
@@ -89,13 +94,15 @@ def check_days(days: int | None) -> int | None:
     return days
 
 
-def _order_key(score: float, entry: Entry) -> tuple:
-    day = entry.date.toordinal() if entry.date else 0
-    return (-round(score, 9), -day, _negated(entry.time or ""), entry.path, entry.line_start)
+# A stored time is `HH:MM:SS`: with its digits mapped 0->9, 1->8, ..., ascending order of the
+# mapped text is descending order of the time (and no time, "", comes first), in C.
+_LATER_FIRST = str.maketrans("0123456789", "9876543210")
 
 
-def _negated(text: str) -> tuple[int, ...]:
-    return tuple(-ord(ch) for ch in text)
+def _order_key(score: float, place: Place) -> tuple:
+    day = place.date.toordinal() if place.date else 0
+    return (-round(score, 9), -day, (place.time or "").translate(_LATER_FIRST), place.path,
+            place.line_start)
 
 
 class MemoryRanker:
@@ -131,34 +138,33 @@ class MemoryRanker:
 
     async def _search(self, text: str, options: SearchOptions) -> SearchResults:
         query = parse_query(text, require=options.require, exclude=options.exclude)
-        scorer = get_scorer(options.mode)
+        mode = get_mode(options.mode)
         filters = self.filters(options)
 
-        plan = await asyncio.to_thread(self._prepare, query, scorer, options.correct)
-        weights = scorer.weights(plan.terms, plan.stats)
+        plan = await asyncio.to_thread(self._prepare, query, mode.retrievers[0], options.correct)
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
+        request = Request(query, tuple(plan.terms), plan.stats, filters)
         phrases = tuple(fix(phrase) for phrase in query.phrases)
-        spans = named_dates(query.text, self.today()) if scorer.date_weight else []
-        wide = scorer.neighbor_weights or spans
+        spans = named_dates(query.text, self.today()) if mode.date_weight else []
+        wide = mode.neighbor_weights or spans or len(mode.retrievers) > 1
         k = max(options.limit, _CANDIDATES) if wide else options.limit
         selected = [s for s in self.index.sources if s.name in filters.sources]
         found = await asyncio.gather(*(
-            asyncio.to_thread(self._search_source, source, filters, weights, scorer,
-                              plan.stats.avg_length, k, phrases)
+            asyncio.to_thread(self._search_source, source, mode, request, k, phrases)
             for source in selected))
-        own = {i: score for part in found for i, score in part.scores.items()}
-        entries = {i: entry for part in found for i, entry in part.entries.items()}
-        total = sum(part.total for part in found)
-        dated = _date_bonus(own, entries, spans, scorer.date_weight)
+        places = {i: place for part in found for i, place in part.places.items()}
+        own, shares = _fuse(mode, found, places)
+        total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
+        dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
         # The sources were read in separate snapshots: keep only entries that have a score.
-        ranked = sorted((i for i in entries if i in own),
-                        key=lambda i: _order_key(own[i], entries[i]))[: options.limit]
-        explained = {}
-        if options.explain:
-            explained = await asyncio.to_thread(self.index.contributions, ranked, weights,
-                                                scorer.term_score_sql, plan.stats.avg_length)
+        ranked = sorted((i for i in places if i in own),
+                        key=lambda i: _order_key(own[i], places[i]))[: options.limit]
+        entries, explained = await asyncio.to_thread(
+            self._finish, ranked, options.explain, mode, request, shares)
+        # Read in another snapshot: an entry changed or gone since is left out.
+        ranked = [i for i in ranked if i in entries and _place(entries[i]) == places[i]]
         shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
@@ -167,19 +173,19 @@ class MemoryRanker:
                              window=options.days if filters.window_start is not None and any(
                                  s.windowed for s in selected) else None,
                              missing_words=_typed_words(query.text, plan.missing))
-        return SearchResults(query.text, scorer.name, total, results, corrections, hints)
+        return SearchResults(query.text, mode.name, total, results, corrections, hints)
 
-    def _prepare(self, query: Query, scorer: Scorer, correct: bool = True) -> _Plan:
+    def _prepare(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
         """Refresh the index, report damaged files, expand prefixes, correct spellings, and
         read the corpus statistics (one worker thread)."""
         self.index.refresh()
         with self.index.snapshot():
-            return self._plan(query, scorer, correct)
+            return self._plan(query, planner, correct)
 
-    def _plan(self, query: Query, scorer: Scorer, correct: bool = True) -> _Plan:
+    def _plan(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
         for warning in self.index.warnings():
             log.warning("%s", warning)
-        terms = scorer.scored_terms(list(query.terms))
+        terms = planner.scored_terms(list(query.terms))
         expanded = [t for prefix in query.prefixes for t in self.index.terms_starting(prefix)]
         count, avgdl, df = self.index.corpus(terms + expanded)
         prefixed = {t for prefix in query.prefixes for t in tokenize(prefix)}
@@ -200,38 +206,59 @@ class MemoryRanker:
         used = list(dict.fromkeys([replaced.get(t, t) for t in terms] + expanded))
         return _Plan(used, CorpusStats(count, avgdl, df), replaced, missing)
 
-    def _search_source(self, source, filters: Filters, weights: dict[str, float],
-                       scorer: Scorer, avgdl: float, k: int,
+    def _search_source(self, source, mode: SearchMode, request: Request, k: int,
                        phrases: tuple[tuple[str, ...], ...] = ()) -> _Found:
-        """One source's best entries, with neighbour context where the mode has it
-        (runs in a worker thread). Phrases are checked here, on the entries' text, among
-        up to `PHRASE_CANDIDATES` entries holding all their words: inside the ranking, so
-        `-n 5` still gives five results when five match."""
+        """One source's best entries by each retriever of the mode, with neighbour context
+        in a sequence source (runs in a worker thread). Phrases are checked here, on the
+        entries' text, among up to `PHRASE_CANDIDATES` entries holding all their words:
+        inside the ranking, so `-n 5` still gives five results when five match."""
         with self.index.snapshot():
-            return self._search_in_snapshot(source, filters, weights, scorer, avgdl, k, phrases)
+            found = [self._retrieve(source, mode, retriever, request, k, phrases)
+                     for retriever in mode.retrievers]
+        places = {i: place for _, _, part in found for i, place in part.items()}
+        return _Found(tuple(scores for scores, _, _ in found),
+                      tuple(total for _, total, _ in found), places)
 
-    def _search_in_snapshot(self, source, filters: Filters, weights: dict[str, float],
-                            scorer: Scorer, avgdl: float, k: int,
-                            phrases: tuple[tuple[str, ...], ...]) -> _Found:
+    def _retrieve(self, source, mode: SearchMode, retriever: Retriever, request: Request,
+                  k: int, phrases: tuple[tuple[str, ...], ...]
+                  ) -> tuple[dict[int, float], int, dict[int, Place]]:
+        """(scores, entries matched, where each candidate sits) of one retriever in one
+        source. Texts are read only to check phrases; results read theirs at the end."""
         fetch = max(k, PHRASE_CANDIDATES) if phrases else k
-        rows = self.index.top(source, filters, weights, scorer.term_score_sql, avgdl, fetch)
-        entries = self.index.entries([row[0] for row in rows])
-        total = rows[0][2] if rows else 0
+        found = retriever.retrieve(self.index, source, request, fetch)
+        scores, total = found.scores, found.total
         if phrases:
-            rows = [row for row in rows if self._has_phrases(entries[row[0]], phrases)]
-            total = len(rows)
-            rows = rows[:k]
-            entries = {row[0]: entries[row[0]] for row in rows}
-        scores = {entry_id: score for entry_id, score, _ in rows}
-        if scorer.neighbor_weights and scores:
-            before = set(scores)
-            scores, entries = add_neighbour_scores(
-                self.index, scores, entries, filters, weights, scorer, avgdl)
+            entries = self.index.entries(list(scores))
+            kept = [i for i in scores if self._has_phrases(entries[i], phrases)]
+            total = len(kept)
+            scores = {i: scores[i] for i in kept[:k]}
+        if mode.neighbor_weights and scores and source.sequence:
+            before = scores
+            scores = add_neighbour_scores(
+                self.index, scores, request.filters, mode.neighbor_weights,
+                lambda ids: retriever.parts(self.index, ids, request))
             if phrases:  # neighbours that join must hold the phrases too
+                joined = self.index.entries([i for i in scores if i not in before])
                 scores = {i: score for i, score in scores.items()
-                          if i in before or self._has_phrases(entries[i], phrases)}
-                entries = {i: entries[i] for i in scores}
-        return _Found(scores, entries, total)
+                          if i in before or self._has_phrases(joined[i], phrases)}
+        return scores, total, self.index.places(list(scores))
+
+    def _finish(self, ranked: list[int], explain: bool, mode: SearchMode, request: Request,
+                shares: dict[int, tuple[float, ...]] | None
+                ) -> tuple[dict[int, Entry], dict[int, dict[str, float]]]:
+        """The results' entries (read only now: a long turn's text is large), and with
+        `explain` each one's score by part (one worker thread)."""
+        entries = self.index.entries(ranked)
+        return entries, self._explain(mode, ranked, request, shares) if explain else {}
+
+    def _explain(self, mode: SearchMode, ranked: list[int], request: Request,
+                 shares: dict[int, tuple[float, ...]] | None) -> dict[int, dict[str, float]]:
+        """Each result's score by part: by query term for one retriever (what it lacks is
+        neighbour context), by retriever when several were fused."""
+        if shares is None:
+            return mode.retrievers[0].parts(self.index, ranked, request)
+        names = [retriever.name for retriever in mode.retrievers]
+        return {i: dict(zip(names, shares[i])) for i in ranked}
 
     @staticmethod
     def _has_phrases(entry: Entry, phrases: tuple[tuple[str, ...], ...]) -> bool:
@@ -255,17 +282,35 @@ class MemoryRanker:
                             entry.time, spans, explanation=explanation)
 
 
+def _place(entry: Entry) -> Place:
+    return Place(entry.date, entry.time, entry.path, entry.line_start)
+
+
+def _fuse(mode: SearchMode, found: list[_Found], places: dict[int, Place]
+          ) -> tuple[dict[int, float], dict[int, tuple[float, ...]] | None]:
+    """(score of each candidate, each one's shares by retriever or None): one retriever's
+    scores as they are; several retrievers' rankings fused by reciprocal rank."""
+    lists = [{i: score for part in found for i, score in part.scores[n].items()}
+             for n in range(len(mode.retrievers))]
+    if len(lists) == 1:
+        return lists[0], None
+    rankings = [sorted(scores, key=lambda i: _order_key(scores[i], places[i]))
+                for scores in lists]
+    shares = reciprocal_rank_fusion(rankings)
+    return {i: sum(parts) for i, parts in shares.items()}, shares
+
+
 DATE_SLACK_DAYS = 1  # a note written the day after still tells of the day named
 
 
-def _date_bonus(scores: dict[int, float], entries: dict[int, Entry], spans: list[DateSpan],
+def _date_bonus(scores: dict[int, float], places: dict[int, Place], spans: list[DateSpan],
                 weight: float) -> dict[int, float]:
     """What each matching entry dated in (or next to) a span the query names gains: a share
     `weight` of its score. Only entries that already match are candidates."""
     if not spans or not weight:
         return {}
     return {i: weight * score for i, score in scores.items()
-            if (day := entries[i].date) is not None
+            if (day := places[i].date) is not None
             and min(span.distance(day) for span in spans) <= DATE_SLACK_DAYS}
 
 

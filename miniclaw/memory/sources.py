@@ -231,6 +231,7 @@ class LongTermSource(FileSource):
 
     name = LONG_TERM
     label = "Long-term Memory"
+    sequence = False  # facts, not a conversation: no neighbour context
 
     def owns(self, relative: str) -> bool:
         return relative == LONG_TERM_FILE
@@ -251,7 +252,7 @@ class DailyNoteSource(FileSource):
     name = DAILY_NOTE
     label = "Daily Note"
     windowed = True
-    sequence = True
+    sequence = True  # entries in the order written: neighbour context applies
 
     def owns(self, relative: str) -> bool:
         return daily_note_date(relative) is not None

@@ -251,7 +251,7 @@ def test_a_search_that_another_process_updates_the_index_under_does_not_fail(tmp
     update while a search is between two of its statements (after reading the corpus totals,
     before the document frequencies). Real files, a real subprocess, a real SQLite file; the
     only hook is a trace callback saying when the search has reached that point."""
-    from miniclaw.memory import index as index_module
+    from miniclaw.memory import database as database_module
 
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
@@ -259,7 +259,7 @@ def test_a_search_that_another_process_updates_the_index_under_does_not_fail(tmp
     (ws / "memory/MEMORY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert cli(env, "--workspace", str(ws), "memory", "index").returncode == 0
     others: list = []
-    connect = index_module.SearchIndex._connect_checked
+    connect = database_module.IndexDatabase._connect_checked
 
     def traced(self):
         conn = connect(self)
@@ -272,7 +272,7 @@ def test_a_search_that_another_process_updates_the_index_under_does_not_fail(tmp
         conn.set_trace_callback(trace)
         return conn
 
-    monkeypatch.setattr(index_module.SearchIndex, "_connect_checked", traced)
+    monkeypatch.setattr(database_module.IndexDatabase, "_connect_checked", traced)
 
     async def search():
         async with MemoryStore(ws) as store:

@@ -1,30 +1,67 @@
-"""Scoring modes by name. A new mode is one module here plus one line in `_MODES`."""
+"""Search modes by name: which retrievers run, fused how, with which stages.
+
+A mode is one retriever (`bm25`, `keyword`: `TermRetriever`s) or several fused by
+reciprocal rank (`fusion.py`). A new retriever is a class with the `Retriever` shape
+(`base.py`), registered under a mode name with `register_mode`, from any module: miniclaw
+itself needs no edit (docs/ARCHITECTURE.md, "Adding a retriever").
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from miniclaw.errors import UsageError
-from miniclaw.memory.scoring.base import CorpusStats, Scorer
+from miniclaw.memory.scoring.base import (Candidates, CorpusStats, Request, Retriever, Scorer,
+                                          TermRetriever)
 from miniclaw.memory.scoring.bm25 import BM25Scorer
 from miniclaw.memory.scoring.keyword import KeywordScorer
 
 DEFAULT_MODE = "bm25"
 
-_MODES: dict[str, type] = {
+
+@dataclass(frozen=True, slots=True)
+class SearchMode:
+    """What a search runs: its retrievers (fused when more than one) and the stages'
+    parameters (neighbour context in sequence sources, the date cue)."""
+
+    name: str
+    retrievers: tuple[Retriever, ...]
+    neighbor_weights: tuple[tuple[int, float], ...] = ()
+    date_weight: float = 0.0
+
+    @classmethod
+    def of(cls, retriever: Retriever, name: str | None = None) -> SearchMode:
+        """A one-retriever mode, with the stage parameters the retriever carries."""
+        return cls(name or retriever.name, (retriever,),
+                   tuple(getattr(retriever, "neighbor_weights", ())),
+                   float(getattr(retriever, "date_weight", 0.0)))
+
+
+_MODES: dict[str, Callable[[], Retriever | SearchMode]] = {
     KeywordScorer.name: KeywordScorer,
     BM25Scorer.name: BM25Scorer,
 }
-MODE_NAMES = tuple(_MODES)
+MODE_NAMES = tuple(_MODES)  # the built-in modes
 
 
-def get_scorer(mode: str | None) -> Scorer:
-    """The scorer for a mode name (None: the best available)."""
+def register_mode(name: str, make: Callable[[], Retriever | SearchMode]) -> None:
+    """Make `make()` (a retriever, or a SearchMode of several) the mode called `name`."""
+    _MODES[name.strip().lower()] = make
+
+
+def get_mode(mode: str | None) -> SearchMode:
+    """The search mode for a mode name (None: the default)."""
     name = DEFAULT_MODE if mode is None else mode.strip().lower()
     try:
-        return _MODES[name]()
+        make = _MODES[name]
     except KeyError:
         raise UsageError(
-            f"unknown ranking mode {mode!r}; choose one of: {', '.join(MODE_NAMES)}"
+            f"unknown ranking mode {mode!r}; choose one of: {', '.join(_MODES)}"
         ) from None
+    made = make()
+    return made if isinstance(made, SearchMode) else SearchMode.of(made, name)
 
 
-__all__ = ["CorpusStats", "Scorer", "get_scorer", "DEFAULT_MODE", "MODE_NAMES"]
+__all__ = ["Candidates", "CorpusStats", "Request", "Retriever", "Scorer", "SearchMode",
+           "TermRetriever", "get_mode", "register_mode", "DEFAULT_MODE", "MODE_NAMES"]

@@ -7,8 +7,9 @@ On top of textbook BM25 (k1, b, Lucene's always-positive idf):
   made ranking worse), so a query of only stop words finds nothing;
 - a term found in more than `common_share` of all entries (a speaker's own name, "today")
   is weighted down further, since it tells entries apart poorly;
-- in daily notes a matching entry gains a share of its neighbours' scores for the query terms
-  it lacks: a question often matches the turn before or after the one holding the answer;
+- in sequence sources (daily notes) a matching entry gains a share of its neighbours' scores
+  for the query terms it lacks: a question often matches the turn before or after the one
+  holding the answer (`neighbours.py`, a stage run by the ranker with these shares);
 - a matching entry dated on a day the query names gains `date_weight` of its score.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from miniclaw.memory.scoring.base import CorpusStats
+from miniclaw.memory.scoring.base import CorpusStats, TermRetriever
 from miniclaw.memory.tokenizer import is_stop_word
 
 
@@ -27,7 +28,9 @@ NEIGHBOR_WEIGHTS = ((-2, 0.175), (-1, 0.42), (1, 0.28), (2, 0.105))
 DATE_WEIGHT = 0.3
 
 
-class BM25Scorer:
+class BM25Scorer(TermRetriever):
+    """The bm25 retriever (its stages: neighbour context and the date cue)."""
+
     name = "bm25"
     summary = "BM25 relevance with shared corpus statistics (default)"
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from miniclaw.memory.scoring.base import CorpusStats
+from miniclaw.memory.scoring.base import CorpusStats, TermRetriever
 
 
-class KeywordScorer:
+class KeywordScorer(TermRetriever):
     name = "keyword"
     summary = "count of query words found in the entry (the original simple ranker)"
     neighbor_weights = ()

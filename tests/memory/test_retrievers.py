@@ -1,0 +1,163 @@
+"""The retriever seam (issue 12 item 3): a retriever defined here, outside miniclaw, is
+registered as a mode and fused with BM25; neighbour context is a stage for sequence sources.
+
+`HashedEmbedding` stands in for a semantic retriever: a deterministic bag of "concepts"
+(a word, or the concept a small synonym table maps it to) hashed into a vector, scored by
+cosine in Python over every entry that passes the filters.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+
+import pytest
+
+from miniclaw.memory.scoring import (BM25Scorer, Candidates, SearchMode, get_mode,
+                                     register_mode)
+from miniclaw.memory.scoring.fusion import RRF_K, reciprocal_rank_fusion
+from miniclaw.memory.sources import DailyNoteSource
+from miniclaw.memory.tokenizer import is_stop_word, tokenize
+from tests.conftest import long_term, write
+
+DIMENSIONS = 64
+CONCEPTS = {"car": "vehicle", "automobil": "vehicle", "auto": "vehicle"}  # stemmed terms
+
+
+def embed(text: str) -> list[float]:
+    vector = [0.0] * DIMENSIONS
+    words = Counter(CONCEPTS.get(t, t) for t in tokenize(text) if not is_stop_word(t))
+    for word, count in words.items():
+        vector[zlib.crc32(word.encode()) % DIMENSIONS] += count
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b))
+
+
+class HashedEmbedding:
+    """A fake embedding retriever: every entry that passes the filters, by cosine."""
+
+    name = "hashed"
+    summary = "hashed bag-of-concepts vectors (a test double for a semantic retriever)"
+
+    def scored_terms(self, terms):
+        return terms
+
+    def _similarities(self, index, entry_ids, request):
+        query = embed(request.query.text)
+        return {i: cosine(query, embed(entry.text))
+                for i, entry in index.entries(list(entry_ids)).items()}
+
+    def retrieve(self, index, source, request, k):
+        similar = self._similarities(index, index.matching(source, request.filters), request)
+        kept = sorted((i for i, s in similar.items() if s > 0), key=lambda i: (-similar[i], i))
+        return Candidates({i: similar[i] for i in kept[:k]}, len(kept))
+
+    def parts(self, index, entry_ids, request):
+        similar = self._similarities(index, entry_ids, request)
+        return {i: {self.name: similar.get(i, 0.0)} for i in entry_ids}
+
+
+@pytest.fixture
+def hybrid():
+    """The mode `hybrid`: BM25 and the fake embedding, fused (registered from this module)."""
+    from miniclaw.memory import scoring
+
+    register_mode("hybrid", lambda: SearchMode("hybrid", (BM25Scorer(), HashedEmbedding())))
+    register_mode("hashed", HashedEmbedding)
+    yield "hybrid"
+    for name in ("hybrid", "hashed"):
+        scoring._MODES.pop(name)
+
+
+FACTS = ["repair repair repair the fence", "repair repair kit", "car repair booked",
+         "car wash on Sunday", "tea with Sam"]
+
+
+async def test_an_embedding_retriever_fused_with_bm25_changes_the_order(store, workspace,
+                                                                         hybrid):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    query = "automobile repair"
+    bm25 = [hit.content for hit in await store.search_memories(query, mode="bm25")]
+    meaning = [hit.content for hit in await store.search_memories(query, mode="hashed")]
+    fused = await store.search(query, mode=hybrid)
+    # BM25 sees only "repair" (no entry says "automobile"); the embedding reads "car" as a
+    # vehicle too, so it puts the car repair first and finds the car wash.
+    assert bm25 == ["repair repair repair the fence", "repair repair kit", "car repair booked"]
+    assert meaning[:2] == ["car repair booked", "repair repair repair the fence"]
+    assert "car wash on Sunday" in meaning and "tea with Sam" not in meaning
+    order = [hit.content for hit in fused.results]
+    assert order != bm25
+    assert order.index("car repair booked") < order.index("repair repair kit")
+    assert "car wash on Sunday" in order and "tea with Sam" not in order
+    assert fused.mode == "hybrid"
+    # A fused score is the sum of the reciprocal ranks: explained by retriever.
+    explained = await store.search(query, mode=hybrid, explain=True)
+    top = explained.results[0]
+    assert set(dict(top.explanation)) == {"bm25", "hashed"}
+    assert sum(dict(top.explanation).values()) == pytest.approx(top.score)
+
+
+async def test_one_retriever_keeps_its_own_scores(store, workspace, hybrid):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    plain = await store.search("repair", mode="bm25")
+    wrapped = SearchMode.of(BM25Scorer(), "bm25-again")
+    register_mode("bm25-again", lambda: wrapped)
+    try:
+        again = await store.search("repair", mode="bm25-again")
+    finally:
+        from miniclaw.memory import scoring
+        scoring._MODES.pop("bm25-again")
+    assert [(h.content, h.score) for h in again.results] == \
+        [(h.content, h.score) for h in plain.results]
+    assert again.total == plain.total == 3
+
+
+async def test_filters_reach_every_retriever(store, workspace, hybrid):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    fused = await store.search("automobile repair", mode=hybrid, exclude=["wash"])
+    assert "car wash on Sunday" not in [hit.content for hit in fused.results]
+
+
+def test_reciprocal_rank_fusion_sums_the_shares_of_each_list():
+    shares = reciprocal_rank_fusion([[1, 2], [2, 3]])
+    assert shares == {1: (1 / (RRF_K + 1), 0.0), 2: (1 / (RRF_K + 2), 1 / (RRF_K + 1)),
+                      3: (0.0, 1 / (RRF_K + 2))}
+
+
+def test_a_retriever_is_a_mode_by_itself():
+    mode = get_mode("bm25")
+    assert [r.name for r in mode.retrievers] == ["bm25"]
+    assert mode.neighbor_weights and mode.date_weight
+    assert get_mode("keyword").neighbor_weights == ()
+
+
+def _turns(workspace):
+    write(workspace, "memory/2026-02-14.md",
+          "# Daily Note - 2026-02-14\n\n## 09:00:00 UTC\n\nSam: any news about Lisbon?\n"
+          "\n---\n\n## 09:01:00 UTC\n\nAnna: the trip is booked for the whole family\n")
+    write(workspace, "memory/2026-02-13.md",
+          "# Daily Note - 2026-02-13\n\n## 09:00:00 UTC\n\nAnna: a trip to Rome\n")
+
+
+async def test_neighbour_context_applies_to_a_sequence_source(store, workspace):
+    _turns(workspace)
+    found = await store.search("Lisbon trip", explain=True)
+    booked = next(h for h in found.results if h.content.startswith("Anna: the trip"))
+    assert "neighbours" in dict(booked.explanation)
+
+
+async def test_no_neighbour_context_in_a_source_that_is_not_a_sequence(store, workspace,
+                                                                        monkeypatch):
+    monkeypatch.setattr(DailyNoteSource, "sequence", False)
+    _turns(workspace)
+    found = await store.search("Lisbon trip", explain=True)
+    booked = next(h for h in found.results if h.content.startswith("Anna: the trip"))
+    assert "neighbours" not in dict(booked.explanation)
+    answers = [hit.content for hit in found.results if hit.content.startswith("Anna")]
+    assert answers == ["Anna: a trip to Rome", "Anna: the trip is booked for the whole family"]
+
