@@ -177,6 +177,8 @@ def rank(
                 exclude=exclude or (), explain=explain, correct=correct)
 
     found = run(work())
+    for line in render.warning_lines(found):
+        typer.echo(line, err=True)
     if form == "json":
         typer.echo(render.search_json(found))
     elif form == "markdown":

@@ -24,7 +24,7 @@ from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.index import Filters, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
 from miniclaw.memory.results import RankedMemory, SearchResults
-from miniclaw.memory.hints import search_hints
+from miniclaw.memory.hints import SearchWarning, search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
@@ -70,6 +70,7 @@ class _Plan(NamedTuple):
     stats: CorpusStats
     replaced: dict[str, str]  # term that matched nothing -> the indexed term used instead
     missing: list[str]  # terms that matched nothing and had no close spelling
+    warnings: tuple[SearchWarning, ...] = ()  # files indexed with a problem
 
 
 def check_limit(limit: int) -> int:
@@ -158,18 +159,19 @@ class MemoryRanker:
                              window=options.days if filters.window_start is not None and any(
                                  s.windowed for s in selected) else None,
                              missing_words=_typed_words(query.text, plan.missing))
-        return SearchResults(query.text, scorer.name, total, results, corrections, hints)
+        return SearchResults(query.text, scorer.name, total, results, corrections, hints,
+                             plan.warnings)
 
     def _prepare(self, query: Query, scorer: Scorer, correct: bool = True) -> _Plan:
-        """Refresh the index, report damaged files, expand prefixes, correct spellings, and
+        """Refresh the index, note damaged files, expand prefixes, correct spellings, and
         read the corpus statistics (one worker thread)."""
         self.index.refresh()
         with self.index.snapshot():
             return self._plan(query, scorer, correct)
 
     def _plan(self, query: Query, scorer: Scorer, correct: bool = True) -> _Plan:
-        for warning in self.index.warnings():
-            log.warning("%s", warning)
+        warnings = tuple(SearchWarning("file", path=path, message=message)
+                         for path, message in self.index.warnings())
         terms = scorer.scored_terms(list(query.terms))
         expanded = [t for prefix in query.prefixes for t in self.index.terms_starting(prefix)]
         count, avgdl, df = self.index.corpus(terms + expanded)
@@ -189,7 +191,7 @@ class MemoryRanker:
         if replaced:
             df.update(self.index.corpus(list(replaced.values()))[2])
         used = list(dict.fromkeys([replaced.get(t, t) for t in terms] + expanded))
-        return _Plan(used, CorpusStats(count, avgdl, df), replaced, missing)
+        return _Plan(used, CorpusStats(count, avgdl, df), replaced, missing, warnings)
 
     def _search_source(self, source, filters: Filters, weights: dict[str, float],
                        scorer: Scorer, avgdl: float, k: int,

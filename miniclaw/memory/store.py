@@ -166,7 +166,7 @@ class MemoryStore:
             if open_at_end(before):
                 raise files.MemoryFileError(
                     f"{rel} has a <private> block that is never closed before line {line}; "
-                    "close it with </private> so new memories stay visible")
+                    "close it with </private> so new memories stay visible", path=rel)
             written.append((text_after, line))
             return new
 
@@ -207,7 +207,7 @@ class MemoryStore:
             if current and open_at_end(split_lines(existing)):
                 raise files.MemoryFileError(
                     f"{rel} ends inside a <private> block that is never closed; close it with "
-                    "</private> so new notes stay visible")
+                    "</private> so new notes stay visible", path=rel)
             written.append((current, append_daily(current, day, lines)))
             return written[0][1]
 
@@ -321,7 +321,7 @@ class MemoryStore:
         """Bring the index up to date (every search does this too); `rebuild` starts over."""
         self.require_workspace()
         report = await asyncio.to_thread(self.index.refresh, rebuild=rebuild, progress=progress)
-        for warning in await asyncio.to_thread(self.index.warnings):
+        for _, warning in await asyncio.to_thread(self.index.warnings):
             log.warning("%s", warning)
         return report
 
