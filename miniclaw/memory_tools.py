@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
 from miniclaw.errors import MiniclawError, UsageError
-from miniclaw.memory.ranker import DEFAULT_LIMIT as SEARCH_LIMIT
-from miniclaw.memory.ranker import MAX_DAYS, MAX_LIMIT
+from miniclaw.memory.options import DEFAULT_LIMIT as SEARCH_LIMIT
+from miniclaw.memory.options import MAX_DAYS, MAX_LIMIT
 
 MAX_WRITES_PER_TURN = 10  # a turn rarely has more than two or three things worth keeping
 MAX_WRITES_PER_SESSION = 100
@@ -324,12 +324,8 @@ class MemoryTools:
         return await self._run[name](check_arguments(spec, arguments))
 
     async def _search(self, args: dict) -> dict:
-        today = self.store.today()
-        since, until = (_day(args[key], today, key) for key in ("since", "until"))
-        found = await self.store.search(
-            args["query"], limit=args["limit"], days=args["days"], since=since, until=until,
-            category=args["category"], tags=args["tags"] or (), sources=args["sources"],
-            mode=args["mode"])
+        # The tool's arguments are the search's (memory/options.py), days and all
+        found = await self.store.search(args.pop("query"), **args)
         return found.to_dict(TOOL_WORDING)
 
     async def _add(self, args: dict) -> dict:

@@ -23,6 +23,8 @@ from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.index import Filters, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
+from miniclaw.memory.options import (DEFAULT_DAYS, DEFAULT_LIMIT, MAX_DAYS,  # noqa: F401
+                                     MAX_LIMIT, SearchOptions, check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.hints import SearchWarning, search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
@@ -32,9 +34,6 @@ from miniclaw.memory.scoring import CorpusStats, Scorer, get_scorer
 
 log = logging.getLogger("miniclaw")
 
-DEFAULT_LIMIT = 5
-MAX_LIMIT = 20
-DEFAULT_DAYS = 30
 _CANDIDATES = 50  # entries per source considered before neighbours are added
 PHRASE_CANDIDATES = 500  # entries per source checked for a phrase
 
@@ -47,22 +46,6 @@ class _Found(NamedTuple):
     total: int  # entries that matched
 
 
-class SearchOptions(NamedTuple):
-    limit: int = DEFAULT_LIMIT
-    days: int | None = DEFAULT_DAYS
-    since: Date | None = None
-    until: Date | None = None
-    category: str | None = None
-    tags: tuple[str, ...] = ()
-    sources: tuple[str, ...] | None = None
-    mode: str | None = None
-    require: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    explain: bool = False
-    correct: bool = True  # replace a misspelt word that matches nothing by its closest term
-    excerpts: bool = True  # False: each excerpt is the entry's start (the context's many)
-
-
 class _Plan(NamedTuple):
     """The query as it will run: terms after prefix expansion and spelling corrections."""
 
@@ -71,22 +54,6 @@ class _Plan(NamedTuple):
     replaced: dict[str, str]  # term that matched nothing -> the indexed term used instead
     missing: list[str]  # terms that matched nothing and had no close spelling
     warnings: tuple[SearchWarning, ...] = ()  # files indexed with a problem
-
-
-def check_limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"the result limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
-    return limit
-
-
-MAX_DAYS = 36_500  # a century: further back is "all history"
-
-
-def check_days(days: int | None) -> int | None:
-    if days is not None and (isinstance(days, bool) or not isinstance(days, int)
-                             or not 1 <= days <= MAX_DAYS):
-        raise UsageError(f"the number of days must be between 1 and {MAX_DAYS}, not {days!r}")
-    return days
 
 
 def _order_key(score: float, entry: Entry) -> tuple:
