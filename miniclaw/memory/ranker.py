@@ -126,8 +126,8 @@ class MemoryRanker:
                              window=options.days if filters.window_start is not None and any(
                                  s.windowed for s in selected) else None,
                              missing_words=_typed_words(query.text, plan.missing))
-        return SearchResults(query.text, scorer.name, total, results, corrections, hints,
-                             plan.warnings)
+        return SearchResults(query=query.text, mode=scorer.name, total=total, results=results,
+                             corrections=corrections, hints=hints, warnings=plan.warnings)
 
     def _prepare(self, query: Query, scorer: Scorer, correct: bool = True) -> _Plan:
         """Refresh the index, note damaged files, expand prefixes, correct spellings, and
@@ -210,9 +210,11 @@ class MemoryRanker:
                 explanation += (("neighbours", rest),)
             if dated:
                 explanation += (("date", dated),)
-        return RankedMemory(entry.text, excerpt, score, entry.source, entry.date, entry.path,
-                            entry.line_start, entry.line_end, entry.category, entry.tags,
-                            entry.time, spans, explanation=explanation)
+        return RankedMemory(content=entry.text, excerpt=excerpt, score=score,
+                            source=entry.source, date=entry.date, path=entry.path,
+                            line_start=entry.line_start, line_end=entry.line_end,
+                            category=entry.category, tags=entry.tags, time=entry.time,
+                            highlights=spans, explanation=explanation)
 
 
 DATE_SLACK_DAYS = 1  # a note written the day after still tells of the day named

@@ -3,15 +3,15 @@
 `RankedMemory` is one result (the entry's text and place, its score, the excerpt that
 matched); `SearchResults` is the whole answer, with how many entries matched, the spelling
 corrections made, hints for a better search and warnings about files (data: hints.py).
-Their `to_dict` is the JSON contract
-of docs/ARCHITECTURE.md, which scripts rely on: fields are only ever added.
+Their `to_dict` is the JSON contract of docs/ARCHITECTURE.md, which scripts rely on: fields
+are only ever added. Records that grow are dataclasses (frozen, slots), built by keyword.
 """
 
 from __future__ import annotations
 
 from datetime import date as Date
 from collections.abc import Mapping
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from miniclaw.memory.entry import citation
 from miniclaw.memory.hints import Hint, SearchWarning, describe
@@ -23,7 +23,8 @@ def describe_corrections(corrections: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{typed} → {used}" for typed, used in corrections)
 
 
-class RankedMemory(NamedTuple):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedMemory:
     """One search result: the entry, its score and the excerpt that matched."""
 
     content: str
@@ -63,7 +64,8 @@ class RankedMemory(NamedTuple):
         return out
 
 
-class SearchResults(NamedTuple):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResults:
     """What a search found: the top results, how many matched in all, and how."""
 
     query: str

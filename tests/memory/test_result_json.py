@@ -42,3 +42,21 @@ async def test_search_json_is_byte_identical_to_the_recorded_output(store, memor
     found = await store.search(**SEARCHES[name])
     expected = (GOLDEN / f"{name}.json").read_text(encoding="utf-8")
     assert search_json(found) + "\n" == expected
+
+
+def test_results_are_frozen_records_built_by_keyword():
+    import dataclasses
+    from datetime import date
+
+    from miniclaw.memory.results import RankedMemory, SearchResults
+
+    hit = RankedMemory(content="a", excerpt="a", score=1.0, source="long_term",
+                       date=date(2026, 1, 5), path="memory/MEMORY.md", line_start=4,
+                       line_end=4, category=None, tags=())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hit.score = 2.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RankedMemory("a", "a", 1.0, "long_term", None, "memory/MEMORY.md", 4, 4, None, ())
+    found = SearchResults(query="a", mode="bm25", total=1, results=[hit])
+    assert found.to_dict()["results"][0]["citation"] == "memory/MEMORY.md:4"
+    assert not hasattr(hit, "__dict__")  # slots: no per-result dict
