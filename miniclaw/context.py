@@ -183,6 +183,8 @@ class ContextBuilder:
         identity, memories, *notes = await asyncio.gather(
             self._identity(), self._memories(message, limit),
             *(self.store.read_day(day) for day in days))
+        for warning in memories.warnings:  # once per prompt, for the person running it
+            log.warning("%s", warning.params["message"])
         history = _history(self.store.short_term.recent(), message)
         most = self.memory_limit or max(budget_tokens // MEMORY_TOKENS, 1)
         while True:  # ask for more memories while all that were found fit
@@ -234,12 +236,13 @@ class ContextBuilder:
                 query, SearchOptions(limit=limit, days=self.memory_days, excerpts=False))
         except QueryError:  # prose with no searchable word in it ("?!", only stop words)
             return _Found([], ())
-        return _Found(found.results, found.corrections)
+        return _Found(found.results, found.corrections, found.warnings)
 
 
 class _Found(NamedTuple):
     results: list[RankedMemory]
     corrections: tuple[tuple[str, str], ...]
+    warnings: tuple = ()  # hints.SearchWarning: files the search could not use as it should
 
 
 def as_query(message: str) -> str:

@@ -11,7 +11,9 @@
 Library code raises these and never prints or exits; the CLI maps them to one line on
 stderr and an exit code in one place (`miniclaw.cli.app`). Low-level errors (`OSError`,
 `sqlite3.Error`, `httpx.HTTPError`) are converted where they first appear, with
-`raise ... from exc`.
+`raise ... from exc`. An error says what it concerns as data too: `path` (a memory file,
+relative to the workspace) or `query` (the search text), None when it is about neither, so
+a program can act on it without reading the message.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ class MiniclawError(Exception):
     """Base of every error miniclaw raises on purpose."""
 
     exit_code = 1
+
+    def __init__(self, message: str = "", *, path: str | None = None,
+                 query: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.query = query
 
 
 class UsageError(MiniclawError):

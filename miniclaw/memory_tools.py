@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
 from miniclaw.errors import MiniclawError, UsageError
-from miniclaw.memory.ranker import DEFAULT_LIMIT as SEARCH_LIMIT
-from miniclaw.memory.ranker import MAX_DAYS, MAX_LIMIT
+from miniclaw.memory.options import DEFAULT_LIMIT as SEARCH_LIMIT
+from miniclaw.memory.options import MAX_DAYS, MAX_LIMIT
 
 MAX_WRITES_PER_TURN = 10  # a turn rarely has more than two or three things worth keeping
 MAX_WRITES_PER_SESSION = 100
@@ -87,6 +87,17 @@ _RESULT_SCHEMA = {"type": "object", "properties": {
                                "older clients)"},
 }, "required": ["rank", "score", "source", "path", "line_start", "citation", "content"]}
 
+# The hints in the search tool's own terms, its arguments (the kinds are in memory/hints.py);
+# the kinds not named here read as hints.WORDING.
+TOOL_WORDING = {
+    "widen_days": "omit days to search all history (only the last {days} days of daily "
+                  "notes were searched)",
+    "narrow_category": "category '{category}' (found among these results)",
+    "narrow_tag": "tags ['{tag}'] (found among these results)",
+}
+_KINDS = {"type": "array", "items": {"type": "object", "properties": {"kind": _STR},
+                                     "required": ["kind"]}}
+
 _DAY = ("a day: YYYY-MM-DD, 'today', 'yesterday', '7d' (7 days ago) or '2w'")
 
 
@@ -138,6 +149,10 @@ SEARCH = ToolSpec(
             "from": _STR, "to": _STR}, "required": ["from", "to"]},
             "description": "words searched instead of misspelt ones"},
         "suggestions": {**_STRINGS, "description": "what to try for more results"},
+        "hints": {**_KINDS, "description": "the suggestions as data: a kind (widen_days, "
+                                           "drop_word, narrow_category, ...) and its values"},
+        "warnings": {**_KINDS, "description": "memory files the search could not use as it "
+                                              "should: kind 'file', path, message"},
         "results": {"type": "array", "items": _RESULT_SCHEMA},
     }, "required": ["query", "mode", "total", "corrections", "suggestions", "results"]},
 )
@@ -309,13 +324,9 @@ class MemoryTools:
         return await self._run[name](check_arguments(spec, arguments))
 
     async def _search(self, args: dict) -> dict:
-        today = self.store.today()
-        since, until = (_day(args[key], today, key) for key in ("since", "until"))
-        found = await self.store.search(
-            args["query"], limit=args["limit"], days=args["days"], since=since, until=until,
-            category=args["category"], tags=args["tags"] or (), sources=args["sources"],
-            mode=args["mode"])
-        return found.to_dict()
+        # The tool's arguments are the search's (memory/options.py), days and all
+        found = await self.store.search(args.pop("query"), **args)
+        return found.to_dict(TOOL_WORDING)
 
     async def _add(self, args: dict) -> dict:
         self.writes.spend()

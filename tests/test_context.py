@@ -98,8 +98,9 @@ _text = st.one_of(st.lists(_words, min_size=1, max_size=300).map(" ".join),
 
 
 def _memory(i: int, text: str) -> RankedMemory:
-    return RankedMemory(text, text[:150], 1.0 / (i + 1), "long_term", TODAY, "memory/MEMORY.md",
-                        4 + i, 4 + i, None, ())
+    return RankedMemory(content=text, excerpt=text[:150], score=1.0 / (i + 1),
+                        source="long_term", date=TODAY, path="memory/MEMORY.md",
+                        line_start=4 + i, line_end=4 + i, category=None, tags=())
 
 
 @settings(max_examples=150, deadline=None)

@@ -129,6 +129,8 @@ class ChatSession:
                            "Noted (all of it is private, so it will not show in searches).")
         elif name == "search":
             found = await self.store.search(arg, limit=SEARCH_LIMIT, days=None)
+            for warning in found.warnings:  # a damaged file: said, the search still answers
+                self._err.line(f"Warning: {warning.params['message']}")
             self._out.line(self._format_search(found))
         else:
             raise UsageError(f"there is no command /{name}: /help lists them")

@@ -58,7 +58,7 @@ def chat(
         # way out; so /search in the chat is not coloured (its codes would be removed too).
         return ChatSession.open(workspace, make_provider(settings), out=Printable(sys.stdout),
                                 err=Printable(sys.stderr), budget=budget,
-                                format_search=lambda found: search_text(found, Style(False)))
+                                format_search=lambda found: search_text(found, Style(False), {}))
 
     if once is not None:
         async def answer_once() -> None:

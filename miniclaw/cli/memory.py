@@ -156,8 +156,8 @@ def rank(
     Example: miniclaw memory rank -q '"atlas budget" -draft' --since 2026-01-01 -n 5
     """
     from miniclaw.cli import render
-    from miniclaw.dates import parse_day
     from miniclaw.errors import UsageError
+    from miniclaw.memory.options import SearchOptions
 
     if all_history and days is not None:
         raise UsageError("choose one of --days or --all")
@@ -168,21 +168,27 @@ def rank(
 
     async def work():
         async with _store(ctx) as store:
-            today = store.today()
-            first = parse_day(since, today, flag="--since") if since is not None else None
-            last = parse_day(until, today, flag="--until") if until is not None else None
-            return await store.search(
-                query, limit=limit, days=window, since=first, until=last, category=category,
-                tags=tag or (), sources=source, mode=mode, require=require or (),
-                exclude=exclude or (), explain=explain, correct=correct)
+            options = SearchOptions.build(
+                store.today(), names=_FLAGS, limit=limit, days=window, since=since,
+                until=until, category=category, tags=tag, sources=source, mode=mode,
+                require=require, exclude=exclude, explain=explain, correct=correct)
+            return await store.search(query, options)
 
     found = run(work())
+    for line in render.warning_lines(found):
+        typer.echo(line, err=True)
     if form == "json":
         typer.echo(render.search_json(found))
     elif form == "markdown":
         typer.echo(render.search_markdown(found))
     else:
         typer.echo(render.search_text(found, _style()))
+
+
+# The search arguments (memory/options.py) by the names of rank's options, for its errors.
+_FLAGS = {"since": "--since", "until": "--until", "tags": "--tag", "sources": "--source",
+          "category": "--category", "mode": "--mode", "require": "--require",
+          "exclude": "--exclude"}
 
 
 def _output_format(output: str | None, json_out: bool) -> str:

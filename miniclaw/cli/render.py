@@ -76,8 +76,34 @@ def to_json(payload: dict) -> str:
     return utf8(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
+# The hints in the CLI's own terms, its flags (the kinds are in memory/hints.py); the kinds
+# not named here read as hints.WORDING.
+CLI_WORDING = {
+    "widen_days": "search all history with --all (only the last {days} days of daily notes "
+                  "were searched)",
+    "drop_requirement": "drop a requirement (+word, --require, \"phrase\"): every result must "
+                        "hold all of them",
+    "narrow_category": "--category {category} (found among these results)",
+    "narrow_tag": "--tag {tag} (found among these results)",
+}
+
+
 def search_json(found) -> str:
-    return to_json(found.to_dict())
+    return to_json(found.to_dict(CLI_WORDING))
+
+
+def suggestions(found, wording=CLI_WORDING) -> list[str]:
+    """The hints of a search in words: the CLI's flags by default, plain words with `{}`."""
+    from miniclaw.memory.hints import describe
+
+    return [describe(hint, wording) for hint in found.hints]
+
+
+def warning_lines(found) -> list[str]:
+    """`Warning: ...` for each file the search could not use as it should (for stderr)."""
+    from miniclaw.memory.hints import describe
+
+    return [printable(f"Warning: {describe(warning)}") for warning in found.warnings]
 
 
 def _corrections(found) -> str:
@@ -90,13 +116,13 @@ def _explanation(hit) -> str:
     return " + ".join(f"{part} {value:.2f}" for part, value in hit.explanation)
 
 
-def search_text(found, style: Style) -> str:
+def search_text(found, style: Style, wording=CLI_WORDING) -> str:
     lines = [style(f'Search Results for: "{found.query}"', "bold"), ""]
     if found.corrections:
         lines += [printable(f"Searched instead: {_corrections(found)}"), ""]
     if not found.results:
         lines += ["No memories matched.", "Suggestions:"]
-        lines += [printable(f"  - {hint}") for hint in found.suggestions]
+        lines += [printable(f"  - {hint}") for hint in suggestions(found, wording)]
         return "\n".join(lines)
     for rank, hit in enumerate(found.results, 1):
         day = hit.date.isoformat() if hit.date else "undated"
@@ -132,7 +158,7 @@ def search_markdown(found) -> str:
                 lines.append(f"_why: {_explanation(hit)}_")
             lines.append("")
     if not found.results:
-        lines += ["No matches.", ""] + [f"- {hint}" for hint in found.suggestions] + [""]
+        lines += ["No matches.", ""] + [f"- {hint}" for hint in suggestions(found)] + [""]
     noun = "match" if len(found.results) == 1 else "matches"
     files = "file" if len(by_file) == 1 else "files"
     lines.append(f"Found {len(found.results)} {noun} across {len(by_file)} {files}.")

@@ -18,6 +18,7 @@ _EXPORTS = {
     "DAILY_NOTE": "entry", "LONG_TERM": "entry", "Entry": "entry",
     "IndexStatus": "index", "RefreshReport": "index", "SearchIndex": "index",
     "MemoryRanker": "ranker", "RankedMemory": "results", "SearchResults": "results",
+    "SearchOptions": "options", "Hint": "hints", "SearchWarning": "hints",
     "DEFAULT_MODE": "scoring", "MODE_NAMES": "scoring",
     "ShortTermMemory": "short_term", "Turn": "short_term",
     "MemoryStore": "store",
@@ -41,7 +42,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
+    from miniclaw.memory.hints import Hint, SearchWarning
     from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
+    from miniclaw.memory.options import SearchOptions
     from miniclaw.memory.ranker import MemoryRanker
     from miniclaw.memory.results import RankedMemory, SearchResults
     from miniclaw.memory.scoring import DEFAULT_MODE, MODE_NAMES

@@ -84,7 +84,8 @@ def check_appendable(raw: bytes, name: str) -> None:
     the result would be unreadable, and the new memory invisible."""
     if any(raw.startswith(bom) for bom, _ in _BOMS) or b"\x00" in raw:
         raise MemoryFileError(f"{name} is not UTF-8 text (UTF-16, or NUL bytes): miniclaw "
-                              "writes UTF-8, so save it as UTF-8 first; nothing was written")
+                              "writes UTF-8, so save it as UTF-8 first; nothing was written",
+                              path=name)
 
 
 def read_bytes(path: str | Path, workspace: str | Path | None = None,
@@ -97,11 +98,13 @@ def read_bytes(path: str | Path, workspace: str | Path | None = None,
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise MemoryFileError(f"cannot read {name or path}: {exc.strerror or exc}") from exc
+        raise MemoryFileError(f"cannot read {name or path}: {exc.strerror or exc}",
+                              path=name) from exc
     try:
         return read_fd(fd, st, name or str(path), capped=capped)
     except OSError as exc:
-        raise MemoryFileError(f"cannot read {name or path}: {exc.strerror or exc}") from exc
+        raise MemoryFileError(f"cannot read {name or path}: {exc.strerror or exc}",
+                              path=name) from exc
     finally:
         os.close(fd)
 
@@ -117,12 +120,13 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY, *,
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, FILE_MODE)
     except OSError as exc:
         if exc.errno in (errno.EISDIR, errno.ENXIO):  # a folder opened to write, a FIFO
-            raise NotMemoryFileError(f"{name} is not a regular file") from exc
+            raise NotMemoryFileError(f"{name} is not a regular file", path=name) from exc
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotMemoryFileError(f"{name} is not a regular file (a FIFO, device or folder)")
+            raise NotMemoryFileError(f"{name} is not a regular file (a FIFO, device or folder)",
+                                     path=name)
     except BaseException:
         os.close(fd)
         raise
@@ -144,12 +148,13 @@ def open_in_workspace(path: Path, workspace: str | Path | None, flags: int = os.
     target = Path(os.path.realpath(path))
     if workspace is not None and not inside_workspace(target, workspace):
         raise OutsideWorkspaceError(f"{name} is a symlink out of the workspace; miniclaw does "
-                                    "not read or write through it")
+                                    "not read or write through it", path=name)
     try:
         fd, st = open_regular(target, flags, name=name)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # a loop, or swapped for a link since it was resolved
-            raise NotMemoryFileError(f"{name} is a symlink loop or changed while opened") from exc
+            raise NotMemoryFileError(f"{name} is a symlink loop or changed while opened",
+                                     path=name) from exc
         raise
     return fd, st, target
 
@@ -209,7 +214,8 @@ def _fsync_dir(folder: Path) -> None:
 
 def _write_error(name: str | Path, exc: OSError) -> MemoryFileError:
     reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-    return MemoryFileError(f"cannot write {name}: {reason}; the file was left unchanged")
+    return MemoryFileError(f"cannot write {name}: {reason}; the file was left unchanged",
+                           path=str(name))
 
 
 def check_size(name: str, new_size: int) -> None:
@@ -219,7 +225,7 @@ def check_size(name: str, new_size: int) -> None:
     if new_size > MAX_FILE_BYTES:
         raise MemoryFileError(f"{name} would grow past {limit_mb} MB, the largest memory file "
                               "miniclaw searches; split it into smaller files (nothing was "
-                              "written)")
+                              "written)", path=name)
     if new_size > NEAR_LIMIT_BYTES:
         log.warning("%s is now %.1f MB, near the %d MB limit of a searchable memory file: "
                     "split it soon (adds that go past the limit are refused)",
@@ -239,10 +245,11 @@ def open_for_write(path: Path, workspace: Path, name: str,
             return (*open_in_workspace(path, workspace, flags | os.O_CREAT | os.O_EXCL,
                                        name=name), True)
     except NotMemoryFileError as exc:
-        raise NotMemoryFileError(f"{exc}; nothing was written") from exc
+        raise NotMemoryFileError(f"{exc}; nothing was written", path=name) from exc
     except PermissionError as exc:
         if os.path.lexists(path):
-            raise MemoryFileError(f"{name} is read-only: make it writable to add memories") from exc
+            raise MemoryFileError(f"{name} is read-only: make it writable to add memories",
+                                  path=name) from exc
         raise _write_error(name, exc) from exc
     except OSError as exc:
         raise _write_error(name, exc) from exc

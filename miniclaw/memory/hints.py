@@ -1,45 +1,120 @@
-"""What to try next when a search finds little: a pure function of the search and its results.
+"""What to try next when a search finds little, and what went wrong on the way: as data.
 
-Agents act on these (they are in the JSON), people read them under the results. Each says
-what to change and why: widen the window (`--all`), drop a word no memory holds, drop a
-requirement, use fewer words, or narrow by a category or tag that the partial matches have.
+A `Hint` says what to change (widen the window, drop a word no memory holds, drop a
+requirement, use fewer words, narrow by a category or tag that the partial matches have); a
+`SearchWarning` says what a search could not use as it should (a memory file with bad bytes,
+too large, or front matter hiding text). Both are a `kind` and parameters, so each caller
+words them in its own terms: the CLI names its flags (`cli/render.py`), the memory tools
+their arguments (`memory_tools.py`), people and the chat get `describe`'s plain wording. In
+JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
+
+    rarer_words                        the query held only words too common to be indexed
+    widen_days         days            only the last `days` days of daily notes were searched
+    drop_word          word            no memory holds this word (as typed)
+    drop_requirement                   +word, a phrase or a required word limits the results
+    fewer_words                        many words: fewer would match more
+    other_words                        nothing better to suggest
+    narrow_category    category        a category found among the results
+    narrow_tag         tag             a tag found among the results
+    file (warning)     path, message   a memory file was indexed with a problem (message
+                                       names it, never its private text)
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from miniclaw.memory.query import Query
-from miniclaw.memory.results import RankedMemory
+if TYPE_CHECKING:
+    from miniclaw.memory.query import Query
+    from miniclaw.memory.results import RankedMemory
+
+
+class Hint:
+    """One suggestion: `Hint("widen_days", days=30)`. Immutable. A plain slotted class, not a
+    dataclass: it never grows fields, and a dataclass costs ~0.5 ms of every CLI start."""
+
+    __slots__ = ("kind", "params")
+    kind: str
+    params: Mapping[str, object]
+
+    def __init__(self, kind: str, /, **params: object) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "params", MappingProxyType(params))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self) and self.kind == other.kind
+                and dict(self.params) == dict(other.params))
+
+    def __hash__(self) -> int:
+        return hash((self.kind, tuple(sorted(self.params.items()))))
+
+    def __repr__(self) -> str:
+        args = "".join(f", {key}={value!r}" for key, value in self.params.items())
+        return f"{type(self).__name__}({self.kind!r}{args})"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, **self.params}
+
+
+class SearchWarning(Hint):
+    """Something a search could not use as it should: `SearchWarning("file", path=...,
+    message=...)`. Returned with the results, never logged by the library."""
+
+    __slots__ = ()
+
+
+# How people read a hint (the chat, the API's `SearchResults.suggestions`): no CLI flags.
+WORDING: Mapping[str, str] = {
+    "rarer_words": "search for rarer words: very common words (the, of, what...) are not "
+                   "indexed",
+    "widen_days": "search all history (only the last {days} days of daily notes were searched)",
+    "drop_word": "drop '{word}': no memory contains it",
+    "drop_requirement": "drop a requirement (+word or \"phrase\"): every result must hold all "
+                        "of them",
+    "fewer_words": "use fewer words",
+    "other_words": "try broader or different words",
+    "narrow_category": "narrow to the category {category} (found among these results)",
+    "narrow_tag": "narrow to the tag {tag} (found among these results)",
+    "file": "{message}",
+}
+
+
+def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
+    """The hint in words: `wording`'s template for its kind if it has one, else the plain
+    one; an unknown kind (from a newer miniclaw) is its name."""
+    template = (wording or {}).get(hint.kind) or WORDING.get(hint.kind)
+    return template.format(**hint.params) if template else hint.kind.replace("_", " ")
 
 
 def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
-                 window: int | None, missing_words: Sequence[str]) -> tuple[str, ...]:
+                 window: int | None, missing_words: Sequence[str]) -> tuple[Hint, ...]:
     """Suggestions when fewer than `limit` results came back (none otherwise). `window` is
     the number of days of daily notes searched, None when it was not limited."""
     if len(results) >= limit:
         return ()
-    hints: list[str] = []
+    hints: list[Hint] = []
     if not query.has_words:
-        hints.append("search for rarer words: very common words (the, of, what...) are not "
-                     "indexed")
+        hints.append(Hint("rarer_words"))
     if window is not None:
-        hints.append(f"search all history with --all (only the last {window} days of daily "
-                     "notes were searched)")
+        hints.append(Hint("widen_days", days=window))
     for word in missing_words:
-        hints.append(f"drop '{word}': no memory contains it")
+        hints.append(Hint("drop_word", word=word))
     if query.required or query.phrases:
-        hints.append("drop a requirement (+word, --require, \"phrase\"): every result must "
-                     "hold all of them")
+        hints.append(Hint("drop_requirement"))
     if len(query.terms) > 2:
-        hints.append("use fewer words")
+        hints.append(Hint("fewer_words"))
     if not results or not hints:
-        hints.append("try broader or different words")
+        hints.append(Hint("other_words"))
     categories = Counter(hit.category for hit in results if hit.category)
     tags = Counter(tag for hit in results for tag in hit.tags)
     for category, _ in categories.most_common(2):
-        hints.append(f"--category {category} (found among these results)")
+        hints.append(Hint("narrow_category", category=category))
     for tag, _ in tags.most_common(3):
-        hints.append(f"--tag {tag} (found among these results)")
+        hints.append(Hint("narrow_tag", tag=tag))
     return tuple(hints)

@@ -363,12 +363,12 @@ class SearchIndex:
 
     # -- reading -------------------------------------------------------------------------
 
-    def warnings(self) -> list[str]:
-        """Warnings recorded for indexed files (bad bytes), re-reported on every search."""
+    def warnings(self) -> list[tuple[str, str]]:
+        """(path, warning) recorded for indexed files (bad bytes), returned by every search."""
         rows = self._run(lambda c: c.execute(
-            "SELECT warning FROM files INDEXED BY files_with_warning WHERE warning IS NOT NULL"
-            " ORDER BY path").fetchall())
-        return [row[0] for row in rows]
+            "SELECT path, warning FROM files INDEXED BY files_with_warning"
+            " WHERE warning IS NOT NULL ORDER BY path").fetchall())
+        return [(path, warning) for path, warning in rows]
 
     def corpus(self, terms: Iterable[str]) -> tuple[int, float, dict[str, int]]:
         """(entries, typical entry length, document frequency of each term) over all sources.

@@ -89,6 +89,14 @@ def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str
     `require` and `exclude` are the CLI's `--require`/`--exclude`: each is plain text (no
     operators) whose every word must, or must not, appear.
     """
+    try:
+        return _parse(text, require, exclude)
+    except QueryError as exc:
+        exc.query = text if isinstance(text, str) else None
+        raise
+
+
+def _parse(text: str, require: Sequence[str], exclude: Sequence[str]) -> Query:
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty: give at least one word to search for")
     if len(text) > MAX_QUERY_CHARS:

@@ -15,7 +15,6 @@ the same order (docs/ARCHITECTURE.md, "Searching").
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from datetime import date as Date
 from datetime import timedelta
@@ -28,19 +27,17 @@ from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.database import IndexReplaced
 from miniclaw.memory.index import Filters, Place, SearchIndex
 from miniclaw.memory.neighbours import add_neighbour_scores
+from miniclaw.memory.options import (DEFAULT_DAYS, DEFAULT_LIMIT, MAX_DAYS,  # noqa: F401
+                                     MAX_LIMIT, SearchOptions, check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
-from miniclaw.memory.hints import search_hints
+from miniclaw.memory.hints import SearchWarning, search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
 from miniclaw.memory.scoring import CorpusStats, Request, Retriever, SearchMode, get_mode
 from miniclaw.memory.scoring.fusion import reciprocal_rank_fusion
 
-log = logging.getLogger("miniclaw")
 
-DEFAULT_LIMIT = 5
-MAX_LIMIT = 20
-DEFAULT_DAYS = 30
 _CANDIDATES = 50  # entries per source considered before neighbours are added
 PHRASE_CANDIDATES = 500  # entries per source checked for a phrase
 
@@ -53,22 +50,6 @@ class _Found(NamedTuple):
     places: dict[int, Place]
 
 
-class SearchOptions(NamedTuple):
-    limit: int = DEFAULT_LIMIT
-    days: int | None = DEFAULT_DAYS
-    since: Date | None = None
-    until: Date | None = None
-    category: str | None = None
-    tags: tuple[str, ...] = ()
-    sources: tuple[str, ...] | None = None
-    mode: str | None = None
-    require: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    explain: bool = False
-    correct: bool = True  # replace a misspelt word that matches nothing by its closest term
-    excerpts: bool = True  # False: each excerpt is the entry's start (the context's many)
-
-
 class _Plan(NamedTuple):
     """The query as it will run: terms after prefix expansion and spelling corrections."""
 
@@ -76,22 +57,7 @@ class _Plan(NamedTuple):
     stats: CorpusStats
     replaced: dict[str, str]  # term that matched nothing -> the indexed term used instead
     missing: list[str]  # terms that matched nothing and had no close spelling
-
-
-def check_limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"the result limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
-    return limit
-
-
-MAX_DAYS = 36_500  # a century: further back is "all history"
-
-
-def check_days(days: int | None) -> int | None:
-    if days is not None and (isinstance(days, bool) or not isinstance(days, int)
-                             or not 1 <= days <= MAX_DAYS):
-        raise UsageError(f"the number of days must be between 1 and {MAX_DAYS}, not {days!r}")
-    return days
+    warnings: tuple[SearchWarning, ...] = ()  # files indexed with a problem
 
 
 # A stored time is `HH:MM:SS`: with its digits mapped 0->9, 1->8, ..., ascending order of the
@@ -173,18 +139,19 @@ class MemoryRanker:
                              window=options.days if filters.window_start is not None and any(
                                  s.windowed for s in selected) else None,
                              missing_words=_typed_words(query.text, plan.missing))
-        return SearchResults(query.text, mode.name, total, results, corrections, hints)
+        return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
+                             corrections=corrections, hints=hints, warnings=plan.warnings)
 
     def _prepare(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
-        """Refresh the index, report damaged files, expand prefixes, correct spellings, and
+        """Refresh the index, note damaged files, expand prefixes, correct spellings, and
         read the corpus statistics (one worker thread)."""
         self.index.refresh()
         with self.index.snapshot():
             return self._plan(query, planner, correct)
 
     def _plan(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
-        for warning in self.index.warnings():
-            log.warning("%s", warning)
+        warnings = tuple(SearchWarning("file", path=path, message=message)
+                         for path, message in self.index.warnings())
         terms = planner.scored_terms(list(query.terms))
         expanded = [t for prefix in query.prefixes for t in self.index.terms_starting(prefix)]
         count, avgdl, df = self.index.corpus(terms + expanded)
@@ -204,7 +171,7 @@ class MemoryRanker:
         if replaced:
             df.update(self.index.corpus(list(replaced.values()))[2])
         used = list(dict.fromkeys([replaced.get(t, t) for t in terms] + expanded))
-        return _Plan(used, CorpusStats(count, avgdl, df), replaced, missing)
+        return _Plan(used, CorpusStats(count, avgdl, df), replaced, missing, warnings)
 
     def _search_source(self, source, mode: SearchMode, request: Request, k: int,
                        phrases: tuple[tuple[str, ...], ...] = ()) -> _Found:
@@ -277,9 +244,11 @@ class MemoryRanker:
                 explanation += (("neighbours", rest),)
             if dated:
                 explanation += (("date", dated),)
-        return RankedMemory(entry.text, excerpt, score, entry.source, entry.date, entry.path,
-                            entry.line_start, entry.line_end, entry.category, entry.tags,
-                            entry.time, spans, explanation=explanation)
+        return RankedMemory(content=entry.text, excerpt=excerpt, score=score,
+                            source=entry.source, date=entry.date, path=entry.path,
+                            line_start=entry.line_start, line_end=entry.line_end,
+                            category=entry.category, tags=entry.tags, time=entry.time,
+                            highlights=spans, explanation=explanation)
 
 
 def _place(entry: Entry) -> Place:

@@ -2,16 +2,19 @@
 
 `RankedMemory` is one result (the entry's text and place, its score, the excerpt that
 matched); `SearchResults` is the whole answer, with how many entries matched, the spelling
-corrections made and suggestions for a better search. Their `to_dict` is the JSON contract
-of docs/ARCHITECTURE.md, which scripts rely on: fields are only ever added.
+corrections made, hints for a better search and warnings about files (data: hints.py).
+Their `to_dict` is the JSON contract of docs/ARCHITECTURE.md, which scripts rely on: fields
+are only ever added. Records that grow are dataclasses (frozen, slots), built by keyword.
 """
 
 from __future__ import annotations
 
 from datetime import date as Date
-from typing import NamedTuple
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from miniclaw.memory.entry import citation
+from miniclaw.memory.hints import Hint, SearchWarning, describe
 
 
 def describe_corrections(corrections: tuple[tuple[str, str], ...]) -> str:
@@ -20,7 +23,8 @@ def describe_corrections(corrections: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{typed} → {used}" for typed, used in corrections)
 
 
-class RankedMemory(NamedTuple):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedMemory:
     """One search result: the entry, its score and the excerpt that matched."""
 
     content: str
@@ -60,7 +64,8 @@ class RankedMemory(NamedTuple):
         return out
 
 
-class SearchResults(NamedTuple):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResults:
     """What a search found: the top results, how many matched in all, and how."""
 
     query: str
@@ -68,13 +73,23 @@ class SearchResults(NamedTuple):
     total: int
     results: list[RankedMemory]
     corrections: tuple[tuple[str, str], ...] = ()  # (word as typed, word searched instead)
-    suggestions: tuple[str, ...] = ()  # what to try when results are few
+    hints: tuple[Hint, ...] = ()  # what to try when results are few (hints.py)
+    warnings: tuple[SearchWarning, ...] = ()  # files the search could not use as it should
 
-    def to_dict(self) -> dict:
-        """The JSON object of docs/ARCHITECTURE.md, with the corrections and suggestions."""
+    @property
+    def suggestions(self) -> tuple[str, ...]:
+        """The hints in plain words (no CLI flags), for people."""
+        return tuple(describe(hint) for hint in self.hints)
+
+    def to_dict(self, wording: Mapping[str, str] | None = None) -> dict:
+        """The JSON object of docs/ARCHITECTURE.md: `suggestions` are the hints in words
+        (the caller's `wording` for their kinds, see hints.py), `hints` and `warnings` the
+        same as data."""
         return {
             "query": self.query, "mode": self.mode, "total": self.total,
             "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
-            "suggestions": list(self.suggestions),
+            "suggestions": [describe(hint, wording) for hint in self.hints],
+            "hints": [hint.to_dict() for hint in self.hints],
+            "warnings": [warning.to_dict() for warning in self.warnings],
             "results": [hit.to_dict(rank) for rank, hit in enumerate(self.results, 1)],
         }

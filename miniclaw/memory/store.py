@@ -27,8 +27,8 @@ from miniclaw.errors import UsageError, WorkspaceNotFoundError
 from miniclaw.memory import files
 from miniclaw.memory.entry import Entry, clean_category, clean_tag
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
-from miniclaw.memory.ranker import (DEFAULT_DAYS, DEFAULT_LIMIT, MemoryRanker, SearchOptions,
-                                    check_days, check_limit)
+from miniclaw.memory.options import SearchOptions, check_days
+from miniclaw.memory.ranker import MemoryRanker
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
 from miniclaw.memory.sources import DailyNoteSource, MemorySource, check_roots
@@ -186,7 +186,7 @@ class MemoryStore:
             if open_at_end(before):
                 raise files.MemoryFileError(
                     f"{rel} has a <private> block that is never closed before line {line}; "
-                    "close it with </private> so new memories stay visible")
+                    "close it with </private> so new memories stay visible", path=rel)
             written.append((text_after, line))
             return new
 
@@ -227,7 +227,7 @@ class MemoryStore:
             if current and open_at_end(split_lines(existing)):
                 raise files.MemoryFileError(
                     f"{rel} ends inside a <private> block that is never closed; close it with "
-                    "</private> so new notes stay visible")
+                    "</private> so new notes stay visible", path=rel)
             written.append((current, append_daily(current, day, lines)))
             return written[0][1]
 
@@ -296,44 +296,31 @@ class MemoryStore:
     def ranker(self) -> MemoryRanker:
         return MemoryRanker(self.index, self.today)
 
-    async def search(self, query: str, *, limit: int = DEFAULT_LIMIT,
-                     days: int | None = DEFAULT_DAYS, since: Date | None = None,
-                     until: Date | None = None, category: str | None = None,
-                     tags: Sequence[str] = (), sources: Sequence[str] | None = None,
-                     mode: str | None = None, require: Sequence[str] = (),
-                     exclude: Sequence[str] = (), explain: bool = False,
-                     correct: bool = True) -> SearchResults:
+    async def search(self, query: str, options: SearchOptions | None = None,
+                     **arguments: object) -> SearchResults:
         """Search with the full answer: results, total matches, the mode used, spelling
-        corrections and suggestions; `explain` breaks each score down by term; `correct`
-        False searches a misspelt word as typed.
+        corrections, hints and warnings (hints.py).
 
-        `query` may use the query language (`"phrase"`, `+word`, `-word`, `word*`);
-        `require`/`exclude` are words every result must / must not hold. `since`/`until`
-        (dates) replace the `days` window and filter every dated entry, MEMORY.md's too.
+        `query` may use the query language (`"phrase"`, `+word`, `-word`, `word*`). The
+        arguments are `SearchOptions`' fields (memory/options.py: limit, days, since, until,
+        category, tags, sources, mode, require, exclude, explain, correct), as values callers
+        naturally have (`since="yesterday"`, `tags="work"`), or one `SearchOptions`; a value
+        that cannot be read is a `UsageError` naming its argument.
         """
-        if category is not None:
-            category = clean_category(category)
-        clean_tags = tuple(clean_tag(tag) for tag in tags)
-        options = SearchOptions(limit, days, since, until, category, clean_tags,
-                                tuple(sources) if sources is not None else None, mode,
-                                tuple(require), tuple(exclude), explain, correct)
-        check_limit(limit)  # the ranker takes more for the context builder
+        if options is None:
+            options = SearchOptions.build(self.today(), **arguments)
+        elif arguments:
+            raise UsageError("give the search options or arguments, not both")
         ranker = self.ranker()
         ranker.filters(options)  # bad options are usage errors, before the disk is touched
         self.require_workspace()
         return await ranker.search(query, options)
 
-    async def search_memories(self, query: str, *, limit: int = DEFAULT_LIMIT,
-                              days: int | None = DEFAULT_DAYS, since: Date | None = None,
-                              until: Date | None = None, category: str | None = None,
-                              tags: Sequence[str] = (), sources: Sequence[str] | None = None,
-                              mode: str | None = None, require: Sequence[str] = (),
-                              exclude: Sequence[str] = (),
-                              correct: bool = True) -> list[RankedMemory]:
-        """The best `limit` memories for `query`, best first (docs/ARCHITECTURE.md's contract)."""
-        found = await self.search(query, limit=limit, days=days, since=since, until=until,
-                                  category=category, tags=tags, sources=sources, mode=mode,
-                                  require=require, exclude=exclude, correct=correct)
+    async def search_memories(self, query: str, options: SearchOptions | None = None,
+                              **arguments: object) -> list[RankedMemory]:
+        """The best `limit` memories for `query`, best first (docs/ARCHITECTURE.md's contract);
+        the arguments are `search`'s."""
+        found = await self.search(query, options, **arguments)
         return found.results
 
     async def refresh_index(self, *, rebuild: bool = False,
@@ -343,7 +330,7 @@ class MemoryStore:
         index = self.index
         report, warnings = await asyncio.to_thread(index.retrying, lambda: (
             index.refresh(rebuild=rebuild, progress=progress), index.warnings()))
-        for warning in warnings:
+        for _, warning in warnings:
             log.warning("%s", warning)
         return report
 

@@ -309,8 +309,10 @@ def test_rank_json_is_the_design_object_and_nothing_else(runner, filled):
     result = run(runner, filled, "memory", "rank", "-q", "coffee", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    # docs/ARCHITECTURE.md's object, with the spelling corrections and suggestions of the query issue.
-    assert set(data) == {"query", "mode", "total", "corrections", "suggestions", "results"}
+    # docs/ARCHITECTURE.md's object, with the spelling corrections and suggestions of the query
+    # issue, and the hints and warnings as data of issue 12.
+    assert set(data) == {"query", "mode", "total", "corrections", "suggestions", "hints",
+                         "warnings", "results"}
     assert data["query"] == "coffee"
     assert isinstance(data["mode"], str) and data["mode"]
     assert isinstance(data["total"], int) and data["total"] >= 2
@@ -356,8 +358,10 @@ def test_rank_json_without_results(runner, filled):
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert (data["query"], data["total"], data["results"]) == ("xylophone", 0, [])
-    # docs/ARCHITECTURE.md's object, with the spelling corrections and suggestions of the query issue.
-    assert set(data) == {"query", "mode", "total", "corrections", "suggestions", "results"}
+    # docs/ARCHITECTURE.md's object, with the spelling corrections and suggestions of the query
+    # issue, and the hints and warnings as data of issue 12.
+    assert set(data) == {"query", "mode", "total", "corrections", "suggestions", "hints",
+                         "warnings", "results"}
 
 
 @pytest.mark.parametrize("args", [

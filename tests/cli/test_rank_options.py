@@ -22,7 +22,8 @@ from miniclaw.cli import app
 from tests.cli.test_cli import RESULT_FIELDS
 from tests.conftest import daily_note, write
 
-TOP_KEYS = {"query", "mode", "total", "corrections", "suggestions", "results"}
+TOP_KEYS = {"query", "mode", "total", "corrections", "suggestions", "hints", "warnings",
+            "results"}
 RESULT_KEYS = RESULT_FIELDS  # the documented result fields, defined once in test_cli
 HOURS = ["09:00:00", "13:00:00", "17:00:00", "21:00:00", "05:00:00", "01:00:00"]
 

@@ -142,10 +142,10 @@ async def test_private_text_is_never_returned(memories, today):
         answers += [added, await call(session, "memory_status")]
         for resource in (await session.list_resources()).resources:
             answers.append((await session.read_resource(resource.uri)).contents[0].text)
-    for answer in answers:  # a search echoes its query (and its words in suggestions), a
+    for answer in answers:  # a search echoes its query (and its words in suggestions, hints), a
         # context its message: the caller's own text, not memory
         if isinstance(answer, dict):
-            for echo in ("query", "message", "suggestions"):
+            for echo in ("query", "message", "suggestions", "hints"):
                 answer.pop(echo, None)
             answer["prompt"] = answer.get("prompt", "").replace(f"vendor password {SECRET}", "")
     everything = json.dumps(answers, ensure_ascii=False)

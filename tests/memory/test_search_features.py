@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory import MemoryStore
+from miniclaw.memory.hints import Hint
 from tests.conftest import NOW, daily_note, long_term, write
 
 
@@ -483,19 +484,22 @@ async def test_corrected_required_word_is_required_under_its_new_spelling(store,
 async def test_suggestions_when_fewer_results_than_the_limit_mention_all(store, atlas):
     found = await store.search("helmet", limit=5)
     assert len(found.results) == 1
-    assert any("--all" in hint for hint in found.suggestions)
+    assert Hint("widen_days", days=30) in found.hints
+    # the library names no CLI flag: its plain wording, and the CLI's own in cli/render.py
+    assert "search all history (only the last 30 days" in found.suggestions[0]
+    assert not any("--" in hint for hint in found.suggestions)
 
 
 async def test_suggestions_do_not_mention_all_when_all_history_was_searched(store, atlas):
     found = await store.search("helmet", limit=5, days=None)
     assert len(found.results) == 1
-    assert not any("--all" in hint for hint in found.suggestions)
+    assert not any(hint.kind == "widen_days" for hint in found.hints)
 
 
 async def test_no_suggestions_when_the_limit_is_reached(store, atlas):
     found = await store.search("atlas", limit=3)
     assert len(found.results) == 3
-    assert found.suggestions == ()
+    assert found.hints == () and found.suggestions == ()
 
 
 # -- explain ---------------------------------------------------------------------------------

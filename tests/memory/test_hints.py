@@ -1,0 +1,91 @@
+"""Hints and warnings are data (issue 12): the library returns a kind and parameters, never
+CLI flags and never a log line per search; each caller words them in its own terms."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from miniclaw.cli.render import Style, search_json, search_text, warning_lines
+from miniclaw.memory.hints import Hint, SearchWarning, describe
+from miniclaw.memory_tools import MemoryTools
+from tests.conftest import long_term, write
+from tests.memory.test_search_features import write_note
+
+BAD_NOTE = b"## 09:00:00 UTC\n\nzanzibar \xff ferry\n"
+
+
+@pytest.fixture
+def damaged(workspace):
+    write(workspace, "memory/MEMORY.md", long_term(
+        ("2026-01-05", ["Prefers dark roast coffee\n<!-- @category: preference -->"])))
+    write_note(workspace, "2026-02-13", "Sam likes coffee at nine")
+    (workspace / "memory/2026-02-12.md").write_bytes(BAD_NOTE)
+    return workspace
+
+
+@pytest.fixture
+def miniclaw_log(caplog, monkeypatch):
+    monkeypatch.setattr(logging.getLogger("miniclaw"), "propagate", True)
+    caplog.set_level(logging.DEBUG, logger="miniclaw")
+    return caplog
+
+
+async def test_a_damaged_file_is_a_returned_warning_with_results_and_no_log_line(
+        store, damaged, miniclaw_log):
+    found = await store.search("zanzibar", days=None)
+    assert [hit.content for hit in found.results] == ["zanzibar \ufffd ferry"]
+    [warning] = found.warnings
+    assert warning.kind == "file" and warning.params["path"] == "memory/2026-02-12.md"
+    assert "memory/2026-02-12.md" in warning.params["message"]
+    assert "UTF-8" in warning.params["message"]
+    assert not [r for r in miniclaw_log.records if r.levelno >= logging.WARNING]
+    assert found.to_dict()["warnings"] == [{"kind": "file", "path": "memory/2026-02-12.md",
+                                           "message": warning.params["message"]}]
+    assert warning_lines(found) == [f"Warning: {warning.params['message']}"]
+
+
+async def test_hints_are_kinds_and_parameters_worded_by_each_caller(store, damaged):
+    found = await store.search("coffee", days=30)
+    assert found.hints == (Hint("widen_days", days=30), Hint("narrow_category",
+                                                            category="preference"))
+    assert [hint.to_dict() for hint in found.hints] == [
+        {"kind": "widen_days", "days": 30}, {"kind": "narrow_category", "category": "preference"}]
+    # the library and the chat: plain words; the CLI: its flags; the tools: their arguments
+    assert found.suggestions == (
+        "search all history (only the last 30 days of daily notes were searched)",
+        "narrow to the category preference (found among these results)")
+    cli = json.loads(search_json(found))["suggestions"]
+    assert cli == ["search all history with --all (only the last 30 days of daily notes were "
+                   "searched)", "--category preference (found among these results)"]
+    tools = (await MemoryTools(store).call("search_memory", {"query": "coffee", "days": 30}))
+    assert tools["hints"] == [hint.to_dict() for hint in found.hints]
+    assert tools["suggestions"][0].startswith("omit days to search all history")
+    assert not any("--" in text for text in tools["suggestions"] + list(found.suggestions))
+
+
+async def test_no_results_suggest_in_plain_words_in_the_chat(store, damaged):
+    found = await store.search("+walrus coffee", days=None)
+    text = search_text(found, Style(False), {})
+    assert "drop 'walrus': no memory contains it" in text
+    assert "drop a requirement (+word or \"phrase\")" in text and "--require" not in text
+
+
+def test_a_hint_is_a_frozen_record_equal_by_kind_and_parameters():
+    hint = Hint("drop_word", word="zanzibar")
+    assert hint == Hint("drop_word", word="zanzibar") != Hint("drop_word", word="ferry")
+    assert hint != SearchWarning("drop_word", word="zanzibar")
+    assert len({hint, Hint("drop_word", word="zanzibar")}) == 1
+    assert repr(hint) == "Hint('drop_word', word='zanzibar')"
+    with pytest.raises(AttributeError):
+        hint.kind = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        hint.params["word"] = "x"  # type: ignore[index]
+
+
+def test_every_kind_has_plain_wording_and_an_unknown_kind_reads_as_its_name():
+    assert describe(Hint("fewer_words")) == "use fewer words"
+    assert describe(Hint("some_new_kind", n=1)) == "some new kind"
+    assert describe(Hint("widen_days", days=7), {"widen_days": "--all ({days})"}) == "--all (7)"
