@@ -9,6 +9,11 @@ It prints, after building the index once:
                 `initialize` alone
   sdk import    median wall time of `python -c "import mcp.server.lowlevel, mcp.server.stdio"`,
                 the floor of any server on the official SDK (alternated with the starts)
+  import CPU    median CPU seconds (user + system, so less sensitive to a loaded machine than
+                wall time) of a bare `python -c pass`, of importing what the server needs of
+                miniclaw (the CLI, the tools, the store), of the SDK's protocol types alone
+                (`mcp_types.methods`: the pydantic models any server on the SDK parses every
+                message with) and of the SDK's server modules: where the first answer's time goes
   mcp warm p50  p50/p95 of a search_memory call through the server, same queries, after one
                 warm-up call: a line written on stdin to its answer read on stdout (no client
                 library in the way), and its ratio to the library p50
@@ -97,6 +102,25 @@ def first_answers(ws: Path, env: dict, query: str) -> tuple[float, float, float]
     return statistics.median(to_init), statistics.median(to_search), statistics.median(sdk)
 
 
+IMPORTS = {"python": "pass",
+           "miniclaw": "import miniclaw.cli, miniclaw.memory_tools, miniclaw.memory.store",
+           "protocol types": "import mcp_types.methods",
+           "SDK server": "import mcp.server.lowlevel, mcp.server.stdio"}
+
+
+def import_cpu(env: dict) -> dict[str, float]:
+    """Median CPU seconds of each of IMPORTS in a fresh process, the kinds alternated."""
+    spent: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for _ in range(RUNS):
+        for name, code in IMPORTS.items():
+            before = os.times()
+            subprocess.run([sys.executable, "-c", code], check=True, env=env)
+            after = os.times()
+            spent[name].append(after.children_user + after.children_system
+                               - before.children_user - before.children_system)
+    return {name: statistics.median(seconds) for name, seconds in spent.items()}
+
+
 async def warm_pairs(store: MemoryStore, ws: Path, env: dict,
                      queries: list[str]) -> tuple[list[float], list[float]]:
     """Seconds of each query in this process's store and through the server, alternated
@@ -138,6 +162,7 @@ async def main() -> None:
             await store.rebuild_index()
             time.sleep(2.1)  # files written under 2 s ago are re-checked by every search
             to_init, to_search, sdk = first_answers(ws, env, queries[0])
+            cpu = import_cpu(env)
             alone, served = await warm_pairs(store, ws, env, queries)
     library = pct(alone, 0.5)
     p50, p95 = pct(served, 0.5), pct(served, 0.95)
@@ -145,6 +170,8 @@ async def main() -> None:
           f"{to_search * 1e3:.0f} ms (initialize {to_init * 1e3:.0f} ms; SDK import alone "
           f"{sdk * 1e3:.0f} ms) | mcp warm p50 "
           f"{p50 * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms | mcp/library {p50 / library:.2f} |")
+    print("import CPU (median s): " + ", ".join(f"{name} {seconds:.2f}"
+                                                 for name, seconds in cpu.items()))
 
 
 if __name__ == "__main__":
