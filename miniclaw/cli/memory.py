@@ -38,7 +38,7 @@ def _style():
 @memory_app.command("add")
 def add(
     ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="The text to remember.", show_default=False)],
+    text: Annotated[str | None, typer.Argument(help="The text to remember; - (or none, from a pipe) reads it from stdin.", show_default=False)] = None,
     long: Annotated[bool, typer.Option("--long", help="Add to long-term memory (MEMORY.md).")] = False,
     daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
     category: Annotated[str | None, typer.Option("--category", "-c", help="One category, e.g. decision, preference.")] = None,
@@ -49,11 +49,13 @@ def add(
 
     Text that starts with "-" goes after "--": miniclaw memory add -- "-5 degrees at dawn".
     Example: miniclaw memory add "Prefers dark roast coffee" --long --category preference
+    Example: git log -1 --format=%B | miniclaw memory add -
     """
     from miniclaw.errors import UsageError
 
     if long and daily:
         raise UsageError("choose one of --long or --daily, not both")
+    text = _text_or_stdin(text)
 
     async def work():
         async with _store(ctx) as store:
@@ -71,6 +73,25 @@ def add(
     else:
         where = "long-term memory" if long else "today's daily note"
         typer.echo(f"Added to {where}: {entry.citation}")
+
+
+def _text_or_stdin(text: str | None) -> str:
+    """The memory text: the argument, or all of stdin for `-` or no argument from a pipe."""
+    from miniclaw.errors import UsageError
+
+    if text is not None and text != "-":
+        return text
+    if text is None and (sys.stdin is None or sys.stdin.isatty()):
+        raise UsageError("give the text to remember: miniclaw memory add TEXT (or pipe it "
+                         "in with `memory add -`)")
+    if sys.stdin is None:
+        raise UsageError("stdin is closed: give the text to remember as an argument")
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"stdin is not valid UTF-8 text (first bad byte at offset "
+                         f"{exc.start}); nothing was written") from None
 
 
 @memory_app.command("read")
@@ -130,7 +151,8 @@ def recent(
 @memory_app.command("rank")
 def rank(
     ctx: typer.Context,
-    query: Annotated[str, typer.Option("--query", "-q", help='What to look for: words, "a phrase", +must, -mustnot, prefix*.', show_default=False)],
+    query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='What to look for: words, "a phrase", +must, -mustnot, prefix* (or -q).', show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="The query, as an option (scripts that build it).", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-20).")] = 5,
     days: Annotated[int | None, typer.Option("--days", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,
     all_history: Annotated[bool, typer.Option("--all", help="Search all history, not just the last 30 days.")] = False,
@@ -138,11 +160,11 @@ def rank(
     until: Annotated[str | None, typer.Option("--until", help="Only entries dated on or before DAY.", show_default=False)] = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only entries of this category.", show_default=False)] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only entries with this tag; repeat: all must match.", show_default=False)] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="Only long_term or daily_note; repeatable.", show_default=False)] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", metavar="[long_term|daily_note]", help="Only this source; repeatable.", show_default=False)] = None,
     require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
-    output: Annotated[str | None, typer.Option("--format", "-f", help="text (default), json or markdown.", show_default=False)] = None,
+    mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|keyword]", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
+    output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json or markdown.", show_default=False)] = None,
     json_out: JsonOption = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
     correct: Annotated[bool, typer.Option("--correct/--no-correct", help="Replace a misspelt word that matches nothing by the closest indexed spelling.")] = True,
@@ -153,12 +175,18 @@ def rank(
     --since or --until. Ranked by score, then newest date. A misspelt word that matches
     nothing is replaced by the closest indexed spelling (never a real word; --no-correct:
     never), and the output says so.
-    Example: miniclaw memory rank -q '"atlas budget" -draft' --since 2026-01-01 -n 5
+    Also `miniclaw search QUERY`: the same command.
+    Example: miniclaw search '"atlas budget" -draft' --since 2026-01-01 -n 5
     """
     from miniclaw.cli import render
     from miniclaw.dates import parse_day
     from miniclaw.errors import UsageError
 
+    if query_words is not None and query is not None:
+        raise UsageError("give the query once: as QUERY or with -q/--query, not both")
+    query = query_words if query is None else query
+    if query is None:
+        raise UsageError("give a query: miniclaw search QUERY (or -q QUERY)")
     if all_history and days is not None:
         raise UsageError("choose one of --days or --all")
     if days is not None and (since is not None or until is not None):
@@ -200,6 +228,7 @@ def _output_format(output: str | None, json_out: bool) -> str:
 def index(
     ctx: typer.Context,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start from nothing instead of updating.")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Bring the search index up to date now (searches also do this by themselves).
 
@@ -216,8 +245,18 @@ def index(
         report = run(work())
     finally:
         progress.close()
-    typer.echo(f"Indexed {report.files_parsed} file(s): {report.entries_added} entries added, "
-               f"{report.entries_removed} removed; {report.files_removed} deleted file(s) dropped.")
+    from miniclaw.cli.render import plural, to_json
+
+    if json_out:
+        typer.echo(to_json({"files_parsed": report.files_parsed,
+                            "entries_added": report.entries_added,
+                            "entries_removed": report.entries_removed,
+                            "files_removed": report.files_removed}))
+        return
+    typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
+               f"{plural(report.entries_added, 'entry', 'entries')} added, "
+               f"{report.entries_removed} removed; "
+               f"{plural(report.files_removed, 'deleted file')} dropped.")
 
 
 @memory_app.command("status")

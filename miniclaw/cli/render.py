@@ -64,6 +64,11 @@ class Style:
         return "".join(out)
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 memory`, `2 memories`: a count with its noun in the right number."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
 def format_score(score: float) -> str:
     return str(int(score)) if float(score).is_integer() else f"{score:.2f}"
 
@@ -107,7 +112,8 @@ def search_text(found, style: Style) -> str:
         if hit.explanation:
             lines.append("   " + style(f"why: {_explanation(hit)}", "dim"))
         lines.append("")
-    lines.append(f"Found {found.total} relevant memories (showing top {len(found.results)})")
+    lines.append(f"Found {plural(found.total, 'relevant memory', 'relevant memories')} "
+                 f"(showing top {len(found.results)})")
     return "\n".join(lines)
 
 
