@@ -224,6 +224,97 @@ def _output_format(output: str | None, json_out: bool) -> str:
     return form
 
 
+@memory_app.command("forget")
+def forget(
+    ctx: typer.Context,
+    citation: Annotated[str | None, typer.Argument(help="The memory to remove, as search cites it: memory/2026-02-14.md:5.", show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Forget the best matches of this search (all history) instead.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="With -q: how many of the best matches.")] = 1,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Remove a memory from its file, after showing it and asking.
+
+    The file is rewritten atomically under the memory lock; a memory whose file changed
+    since it was cited is refused. The index catches up on the next search.
+    Example: miniclaw memory forget memory/2026-02-14.md:5
+    Example: miniclaw memory forget -q "old wifi password" --yes
+    """
+    from miniclaw.cli import render
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import forget as forgetting
+
+    if (citation is None) == (query is None):
+        raise UsageError("give one of CITATION or -q QUERY")
+    if not yes and not sys.stdin.isatty():
+        raise UsageError("forgetting asks first, and stdin is not a terminal: pass --yes "
+                         "to forget without asking")
+
+    async def targets():
+        async with _store(ctx) as store:
+            if citation is not None:
+                return [await forgetting.find(store, citation)]
+            found = await store.search(query, limit=limit, days=None)
+            return [await forgetting.find(store, hit.citation) for hit in found.results]
+
+    found = run(targets())
+    style = _style()
+    if not found:
+        if json_out:
+            typer.echo(render.to_json({"forgotten": []}))
+        else:
+            typer.echo("No memories matched: nothing was forgotten.")
+        return
+    if not json_out or not yes:
+        typer.echo(render.entries_text("To forget:", found, style), err=json_out)
+    if not yes and not typer.confirm(f"Forget {render.plural(len(found), 'memory', 'memories')}?",
+                                     err=json_out):
+        raise typer.Exit(1)
+
+    async def work():
+        async with _store(ctx) as store:
+            return await forgetting.forget(store, found)
+
+    gone = run(work())
+    if json_out:
+        typer.echo(render.entries_json(gone, key="forgotten"))
+    else:
+        typer.echo(f"Forgot {render.plural(len(gone), 'memory', 'memories')}: "
+                   + ", ".join(e.citation for e in gone))
+
+
+@memory_app.command("edit")
+def edit(
+    ctx: typer.Context,
+    citation: Annotated[str, typer.Argument(help="The memory to edit: memory/2026-02-14.md:5.", show_default=False)],
+) -> None:
+    """Open a memory's file in $VISUAL or $EDITOR at its line.
+
+    Example: EDITOR=vim miniclaw memory edit memory/MEMORY.md:12
+    """
+    import os
+    import shlex
+    import subprocess
+
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import forget as forgetting
+
+    async def cited():
+        async with _store(ctx) as store:
+            return store, await forgetting.find(store, citation)
+
+    store, entry = run(cited())
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor or not editor.strip():
+        raise UsageError("set $EDITOR (or $VISUAL) to the editor to open, e.g. EDITOR=nano")
+    command = [*shlex.split(editor), f"+{entry.line_start}", str(store.workspace / entry.path)]
+    try:
+        code = subprocess.call(command)
+    except OSError as exc:
+        raise UsageError(f"cannot start the editor {command[0]!r}: {exc.strerror or exc}") from None
+    raise typer.Exit(code)
+
+
 @memory_app.command("index")
 def index(
     ctx: typer.Context,

@@ -173,8 +173,8 @@ def days_text(days: list[tuple[Date, list[Entry]]], style: Style, span: int) -> 
     return "\n\n".join(blocks)
 
 
-def entries_json(entries: list[Entry], **extra) -> str:
-    return to_json({**extra, "entries": [e.to_dict() for e in entries]})
+def entries_json(entries: list[Entry], key: str = "entries", **extra) -> str:
+    return to_json({**extra, key: [e.to_dict() for e in entries]})
 
 
 def _size(n: float) -> str:
