@@ -203,3 +203,30 @@ def test_forgetting_any_entry_keeps_private_text_hidden(workspace: Path, lines, 
     asyncio.run(scenario())
     for stray in path.parent.glob(".*.tmp"):
         raise AssertionError(f"temporary file left: {stray}")
+
+
+def test_forget_memory_tool_needs_someone_to_confirm_and_a_writable_server(notes: Path):
+    from miniclaw.memory import MemoryStore
+    from miniclaw.memory_tools import MemoryTools
+
+    async def yes(entry) -> bool:
+        return True
+
+    async def scenario():
+        async with MemoryStore(notes) as store:
+            unattended = MemoryTools(store)
+            assert "forget_memory" not in [s.name for s in unattended.specs()]
+            with pytest.raises(UsageError, match="no user is here to confirm"):
+                await unattended.call("forget_memory", {"citation": "memory/MEMORY.md:4"})
+            read_only = MemoryTools(store, read_only=True, confirm=yes)
+            assert "forget_memory" not in [s.name for s in read_only.specs()]
+            with pytest.raises(UsageError, match="read-only"):
+                await read_only.call("forget_memory", {"citation": "memory/MEMORY.md:4"})
+            assert "dark roast" in (notes / "memory/MEMORY.md").read_text()
+            confirmed = MemoryTools(store, confirm=yes)
+            assert "forget_memory" in [s.name for s in confirmed.specs()]
+            result = await confirmed.call("forget_memory", {"citation": "memory/MEMORY.md:4"})
+            assert result["forgotten"] and result["entry"]["content"] == "Prefers dark roast coffee"
+            assert "dark roast" not in (notes / "memory/MEMORY.md").read_text()
+
+    asyncio.run(scenario())
