@@ -352,7 +352,7 @@ def index(
 
 @memory_app.command("status")
 def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
-    """Show the index: where it is, its size, what it holds, and whether it is up to date.
+    """Show the workspace and its index: where, how big, what it holds, whether up to date.
 
     Example: miniclaw memory status --json
     """
@@ -364,8 +364,9 @@ def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
     finally:
         store.close()
     if json_out:
-        typer.echo(render.to_json(render.status_dict(found)))
+        typer.echo(render.to_json({"workspace": str(store.workspace), **render.status_dict(found)}))
     else:
+        typer.echo(render.printable(f"Workspace: {store.workspace}"))
         typer.echo(render.status_text(found, _style()))
 
 
