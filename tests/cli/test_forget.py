@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import stat
@@ -230,3 +231,39 @@ def test_forget_memory_tool_needs_someone_to_confirm_and_a_writable_server(notes
             assert "dark roast" not in (notes / "memory/MEMORY.md").read_text()
 
     asyncio.run(scenario())
+
+
+def test_forget_at_a_terminal_asks_and_keeps_the_memory_on_no(notes: Path):
+    """A real terminal (a pty): the memory is shown, `n` keeps it, `y` removes it."""
+    import pty
+    import select
+    import subprocess
+
+    def answer(reply: str) -> tuple[int, str]:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(notes),
+                                 "memory", "forget", "memory/MEMORY.md:7"],
+                                stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+        os.close(slave)
+        seen = ""
+        try:
+            while "Forget 1 memory? [y/N]: " not in seen:
+                ready, _, _ = select.select([master], [], [], 30)
+                assert ready, seen
+                seen += os.read(master, 4096).decode()
+            os.write(master, reply.encode() + b"\r")
+            code = proc.wait(30)
+            with contextlib.suppress(OSError):
+                while select.select([master], [], [], 0.5)[0]:
+                    seen += os.read(master, 4096).decode()
+        finally:
+            proc.kill()
+            os.close(master)
+        return code, seen
+
+    code, seen = answer("n")
+    assert code == 1 and "Allergic to peanuts" in seen
+    assert "peanuts" in (notes / "memory/MEMORY.md").read_text()
+    code, seen = answer("y")
+    assert code == 0 and "Forgot 1 memory: memory/MEMORY.md:7" in seen
+    assert "peanuts" not in (notes / "memory/MEMORY.md").read_text()
