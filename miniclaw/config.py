@@ -80,6 +80,40 @@ class LLMSettings(NamedTuple):
     deadline: float = DEFAULT_DEADLINE  # for a whole answer of `chat --once`
 
 
+# The settings config.json may hold, by section: any other key is a typo (warned about,
+# and ignored) rather than a setting that silently does nothing.
+KNOWN_SETTINGS: dict[str, frozenset[str] | None] = {
+    "llm": frozenset({"provider", "base_url", "model", "api_key", "connect_timeout",
+                      "read_timeout", "deadline"}),
+    "timezone": None,
+    "workspaces": None,  # keyed by folder; each holds "sources" and "roots" (memory/sources.py)
+}
+_warned: set[tuple[Path, str]] = set()  # each unknown key is warned about once per process
+
+
+def _warn_unknown(data: dict[str, Any], path: Path) -> None:
+    """A warning for each key of config.json that no setting reads."""
+    import difflib
+    import logging
+
+    def warn(key: str, known, where: str) -> None:
+        if (path, where + key) in _warned:
+            return
+        _warned.add((path, where + key))
+        close = difflib.get_close_matches(key, list(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(known))})"
+        logging.getLogger("miniclaw").warning("%s: unknown setting %s%r is ignored%s",
+                                              path, where, key, hint)
+
+    for key, value in data.items():
+        if key not in KNOWN_SETTINGS:
+            warn(str(key), KNOWN_SETTINGS, "")
+        elif KNOWN_SETTINGS[key] is not None and isinstance(value, dict):
+            for inner in value:
+                if inner not in KNOWN_SETTINGS[key]:
+                    warn(str(inner), KNOWN_SETTINGS[key], f"{key}.")
+
+
 def config_path() -> Path:
     return miniclaw_home() / CONFIG_FILE
 
@@ -102,6 +136,7 @@ def load_config() -> dict[str, Any]:
                          f"{exc.msg}); fix or remove it") from exc
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold one JSON object, like {{\"llm\": {{...}}}}")
+    _warn_unknown(data, path)
     return data
 
 

@@ -231,7 +231,24 @@ STATUS = ToolSpec(
     }, "required": ["workspace", "read_only", "writes_left", "entries", "up_to_date"]},
 )
 
-SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (SEARCH, ADD, READ, CONTEXT, STATUS)}
+FORGET = ToolSpec(
+    "forget_memory",
+    "Remove one entry from the user's memory files, by the citation (path:line) a search or "
+    "read returned. The user is asked to confirm first; use it only when the user asks to "
+    "forget or correct something. If the file changed since, search again for the citation.",
+    _object({
+        "citation": {"type": "string", "minLength": 3, "maxLength": 300,
+                     "description": "The entry's citation, e.g. memory/2026-02-14.md:5."},
+    }, ["citation"]),
+    {"type": "object", "properties": {
+        "forgotten": {"type": "boolean"}, "entry": ENTRY_SCHEMA,
+        "writes_left": {"type": "integer", "description": "writes this session may still make"},
+    }, "required": ["forgotten", "entry", "writes_left"]},
+    writes=True,
+)
+
+SPECS: dict[str, ToolSpec] = {spec.name: spec
+                              for spec in (SEARCH, ADD, READ, CONTEXT, STATUS, FORGET)}
 
 
 def openai_function(spec: ToolSpec) -> dict:
@@ -300,17 +317,22 @@ class MemoryTools:
     """The tools of one session (a chat, an MCP connection) over one `MemoryStore`."""
 
     def __init__(self, store, *, writes: WriteBudget | None = None,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False,
+                 confirm: Callable[[Any], Awaitable[bool]] | None = None) -> None:
         self.store = store
         self.writes = writes if writes is not None else WriteBudget()
         self.read_only = read_only
+        self.confirm = confirm  # asks the user about an entry; None: no one to ask
         self._run: dict[str, Callable[[dict], Awaitable[dict]]] = {
             "search_memory": self._search, "add_memory": self._add, "read_memory": self._read,
-            "get_context": self._context, "memory_status": self._status}
+            "get_context": self._context, "memory_status": self._status,
+            "forget_memory": self._forget}
 
     def specs(self) -> list[ToolSpec]:
-        """The tools this session offers (a read-only one offers none that write)."""
-        return [spec for spec in SPECS.values() if not (spec.writes and self.read_only)]
+        """The tools this session offers (a read-only one offers none that write, and one
+        with no user to confirm a removal does not offer forget_memory)."""
+        return [spec for spec in SPECS.values() if not (spec.writes and self.read_only)
+                and not (spec is FORGET and self.confirm is None)]
 
     async def call(self, name: str, arguments: object) -> dict:
         """Carry out one call; a bad call raises a `MiniclawError` saying what to change."""
@@ -338,6 +360,23 @@ class MemoryTools:
             raise
         return {"saved": True, "private": entry is None,
                 "entry": entry.to_dict() if entry else None, "writes_left": self.writes.left}
+
+    async def _forget(self, args: dict) -> dict:
+        from miniclaw.memory import forget
+
+        if self.confirm is None:
+            raise UsageError("forget_memory is refused: no user is here to confirm it; the "
+                             "user can run `miniclaw memory forget CITATION`")
+        entry = await forget.find(self.store, args["citation"])
+        self.writes.spend()
+        try:
+            if not await self.confirm(entry):
+                raise UsageError(f"the user chose to keep {entry.citation}: it was not removed")
+            await forget.forget(self.store, [entry])
+        except MiniclawError:
+            self.writes.refund()
+            raise
+        return {"forgotten": True, "entry": entry.to_dict(), "writes_left": self.writes.left}
 
     async def _read(self, args: dict) -> dict:
         which = args["which"].strip().lower()

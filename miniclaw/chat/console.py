@@ -2,10 +2,12 @@
 
 This is the chat's one event loop (`asyncio.Runner`, kept open for the whole session so the
 store and the HTTP client live across turns). Lines are read here in the main thread, between
-turns, not in a worker thread: so Ctrl-C and Ctrl-D at the prompt simply end the session,
-and Ctrl-C during an answer stops it and ends the session too, always with exit code 0 and
-a goodbye line. On a terminal, the prompt has line editing and history (readline); from a
-pipe, lines are read one by one, with no prompt and no banner.
+turns, not in a worker thread. At a terminal, Ctrl-C cancels the line being typed, or the
+answer being streamed (what was said is kept in the transcript, marked interrupted), and the
+session goes on; Ctrl-D (or /exit) leaves, with exit code 0 and a goodbye line. On a
+terminal, the prompt has line editing and history (readline); from a pipe, lines are read
+one by one, with no prompt and no banner, Ctrl-C ends the session, and the exit code is 1
+when a turn failed (a script must see it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ PROMPT = "you> "
 
 def run_console(open_session: Callable[[], Awaitable[ChatSession]], *, stdin: TextIO,
                 stdout: TextIO, stderr: TextIO, interactive: bool) -> int:
-    """Run a chat session on these streams; returns the exit code (0)."""
+    """Run a chat session on these streams; returns the exit code."""
     if interactive:
         try:
             import readline  # noqa: F401  (gives input() editing and history)
@@ -29,6 +31,8 @@ def run_console(open_session: Callable[[], Awaitable[ChatSession]], *, stdin: Te
             pass
     with asyncio.Runner() as runner:
         session = runner.run(open_session())
+        if interactive:
+            session.confirm = _confirm_at(stdout)
         try:
             if interactive:
                 stderr.write(f"miniclaw chat with {session.provider.describe()}\n"
@@ -36,8 +40,16 @@ def run_console(open_session: Callable[[], Awaitable[ChatSession]], *, stdin: Te
                 stderr.flush()
             while True:
                 line = _read(stdin, stdout, interactive)
-                if line is None or not runner.run(session.handle(line)):
+                if line is None:
                     break
+                try:
+                    if not runner.run(session.handle(line)):
+                        break
+                except KeyboardInterrupt:
+                    if not interactive:
+                        raise
+                    stderr.write("(interrupted)\n")
+                    stderr.flush()
                 if interactive:
                     stdout.write("\n")
         except KeyboardInterrupt:
@@ -49,16 +61,36 @@ def run_console(open_session: Callable[[], Awaitable[ChatSession]], *, stdin: Te
     stdout.flush()
     stderr.write(f"Bye.{where}\n")
     stderr.flush()
-    return 0
+    return 1 if session.failed and not interactive else 0
 
 
 def _read(stdin: TextIO, stdout: TextIO, interactive: bool) -> str | None:
-    """The next line the user typed, or None at the end of input."""
+    """The next line the user typed ("" after Ctrl-C at the prompt), or None at the end."""
     if interactive:
         try:
             return input(PROMPT)
         except EOFError:  # Ctrl-D
             stdout.write("\n")
             return None
+        except KeyboardInterrupt:  # Ctrl-C: drop the line, prompt again
+            stdout.write("^C\n")
+            return ""
     line = stdin.readline()
     return line.rstrip("\r\n") if line else None
+
+
+def _confirm_at(stdout: TextIO) -> Callable[[object], Awaitable[bool]]:
+    """Ask the person at the terminal before the model removes a memory."""
+    async def confirm(entry) -> bool:
+        from miniclaw.text import printable
+
+        stdout.write(f"\nThe assistant wants to forget {entry.citation}:\n"
+                     f"    {printable(' '.join(entry.text.split()))}\n")
+        stdout.flush()
+        try:
+            answer = input("Forget it? [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return confirm

@@ -15,12 +15,12 @@ answers and command output, `err` for errors) and reads nothing: the terminal is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TextIO
 
 from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
-from miniclaw.chat.tools import SEARCH_LIMIT, TOOLS, WriteBudget, run_tool
+from miniclaw.chat.tools import CONFIRMED_TOOLS, SEARCH_LIMIT, TOOLS, WriteBudget, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
@@ -33,10 +33,12 @@ Commands:
   /remember TEXT   save TEXT in long-term memory (memory/MEMORY.md)
   /note TEXT       add TEXT to today's daily note
   /search QUERY    search all of memory ("phrase", +must, -not, prefix*)
+  /forget CITATION remove a memory, e.g. /forget memory/2026-02-14.md:5
   /context         what the assistant saw for your last message
   /help            this list
-  /exit            end the session (Ctrl-D and Ctrl-C too)
-Anything else is a message to the assistant."""
+  /exit            end the session (Ctrl-D too)
+Anything else is a message to the assistant; start it with // to send a literal /.
+Ctrl-C cancels the line being typed, or the answer being written."""
 
 
 class _Output:
@@ -60,7 +62,8 @@ class _Output:
 class ChatSession:
     def __init__(self, store, provider: Provider, transcript: Transcript, *,
                  out: TextIO, err: TextIO, format_search: Callable[[object], str],
-                 budget: int = DEFAULT_BUDGET) -> None:
+                 budget: int = DEFAULT_BUDGET,
+                 confirm: Callable[[object], Awaitable[bool]] | None = None) -> None:
         self.store = store
         self.provider = provider
         self.transcript = transcript
@@ -70,6 +73,9 @@ class ChatSession:
         self.writes = WriteBudget()  # the model's memory writes, capped per turn and session
         self._out, self._err = _Output(out), _Output(err)
         self._format_search = format_search
+        self.confirm = confirm  # asks the person before the model forgets; None: no one to ask
+        self.failed = False  # a turn failed (a piped chat then exits 1)
+        self._said: list[str] = []  # the answer streamed so far in this turn
 
     @classmethod
     def open(cls, workspace: Path, provider: Provider, **options) -> ChatSession:
@@ -92,19 +98,27 @@ class ChatSession:
     # -- one line of input ---------------------------------------------------------------
 
     async def handle(self, line: str) -> bool:
-        """Act on one line the user typed; False when the session should end."""
+        """Act on one line the user typed; False when the session should end. An error is
+        reported on `err`, remembered in `failed`, and the session goes on."""
         text = line.strip()
         if not text:
             return True
         try:
-            if not is_utf8(text):
-                raise UsageError("that line is not valid UTF-8 text (check the terminal's "
-                                 "encoding); nothing was done with it")
-            if text.startswith("/"):
-                return await self._command(text)
-            await self.ask(text)
+            return await self.act(text)
         except MiniclawError as exc:
+            self.failed = True
             self._err.line(f"Error: {exc}")
+        return True
+
+    async def act(self, text: str, *, deadline: float | None = None) -> bool:
+        """Run a /command or answer a message (`//...` is a message starting with `/`);
+        False after /exit. Raises the `MiniclawError` of a failed turn."""
+        if not is_utf8(text):
+            raise UsageError("that line is not valid UTF-8 text (check the terminal's "
+                             "encoding); nothing was done with it")
+        if text.startswith("/") and not text.startswith("//"):
+            return await self._command(text)
+        await self.ask(text[1:] if text.startswith("//") else text, deadline=deadline)
         return True
 
     async def _command(self, text: str) -> bool:
@@ -116,8 +130,8 @@ class ChatSession:
             self._out.line(HELP)
         elif name == "context":
             self._out.line(self._context_text())
-        elif name in ("remember", "note", "search") and not arg:
-            what = "QUERY" if name == "search" else "TEXT"
+        elif name in ("remember", "note", "search", "forget") and not arg:
+            what = {"search": "QUERY", "forget": "CITATION"}.get(name, "TEXT")
             raise UsageError(f"/{name} needs text: /{name} {what}")
         elif name == "remember":
             entry = await self.store.add_long_term(arg)
@@ -132,6 +146,12 @@ class ChatSession:
             for warning in found.warnings:  # a damaged file: said, the search still answers
                 self._err.line(f"Warning: {warning.params['message']}")
             self._out.line(self._format_search(found))
+        elif name == "forget":  # the person typed the citation: that is the confirmation
+            from miniclaw.memory import forget
+
+            entry = await forget.find(self.store, arg)
+            await forget.forget(self.store, [entry])
+            self._out.line(f"Forgot {entry.citation}: {' '.join(entry.text.split())}")
         else:
             raise UsageError(f"there is no command /{name}: /help lists them")
         return True
@@ -157,6 +177,7 @@ class ChatSession:
         self.store.short_term.add("user", text)
         await self._record("user", text)
         self.writes.new_turn()
+        self._said = []
         try:
             timer = asyncio.timeout(deadline)
             try:
@@ -173,6 +194,13 @@ class ChatSession:
             if not self._out.at_line_start:
                 self._out.write("\n")
             raise
+        except asyncio.CancelledError:  # Ctrl-C: keep what was said, marked as cut short
+            partial = "".join(self._said)
+            self.store.short_term.add("assistant", partial + " [interrupted]")
+            await asyncio.shield(self._record("assistant", partial, interrupted=True))
+            if not self._out.at_line_start:
+                self._out.write("\n")
+            raise
         self.store.short_term.add("assistant", answer)
         await self._record("assistant", answer)
         return answer
@@ -186,11 +214,13 @@ class ChatSession:
         for _ in range(MAX_TOOL_ROUNDS + 1):
             said: list[str] = []
             calls: list[ToolCall] = []
-            async for event in self.provider.stream(ChatRequest(messages, TOOLS, context)):
+            tools = CONFIRMED_TOOLS if self.confirm is not None else TOOLS
+            async for event in self.provider.stream(ChatRequest(messages, tools, context)):
                 if isinstance(event, ToolCall):
                     calls.append(event)
                 else:
                     said.append(event)
+                    self._said.append(event)
                     self._out.write(event)
             parts += said
             if not calls:
@@ -199,7 +229,8 @@ class ChatSession:
                              "tool_calls": [{"id": c.id, "type": "function", "function": {
                                  "name": c.name, "arguments": c.arguments}} for c in calls]})
             for call in calls:
-                outcome = await run_tool(self.store, call.name, call.arguments, self.writes)
+                outcome = await run_tool(self.store, call.name, call.arguments, self.writes,
+                                         self.confirm)
                 self._out.line(outcome.shown)
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": outcome.result})
@@ -212,5 +243,5 @@ class ChatSession:
             self._out.write("\n")
         return "".join(parts)
 
-    async def _record(self, role: str, content: str) -> None:
-        await self.transcript.append(role, content, self.store.now())
+    async def _record(self, role: str, content: str, **marks: bool) -> None:
+        await self.transcript.append(role, content, self.store.now(), **marks)

@@ -14,11 +14,13 @@ import json
 from typing import NamedTuple
 
 from miniclaw.errors import MiniclawError
-from miniclaw.memory_tools import (ADD, MAX_WRITE_CHARS, MAX_WRITES_PER_SESSION,  # noqa: F401
-                                   MAX_WRITES_PER_TURN, SEARCH, SEARCH_LIMIT, MemoryTools,
-                                   WriteBudget, openai_function)
+from miniclaw.memory_tools import (ADD, FORGET, MAX_WRITE_CHARS,  # noqa: F401
+                                   MAX_WRITES_PER_SESSION, MAX_WRITES_PER_TURN, SEARCH,
+                                   SEARCH_LIMIT, MemoryTools, WriteBudget, openai_function)
 
 TOOLS = [openai_function(ADD), openai_function(SEARCH)]
+# Offered only in an interactive chat, where the person confirms each removal.
+CONFIRMED_TOOLS = TOOLS + [openai_function(FORGET)]
 _OFFERED = {SEARCH.name, ADD.name}
 _OLD_NAMES = {"write_memory": ADD.name}  # what the chat called add_memory before
 
@@ -29,21 +31,27 @@ class ToolOutcome(NamedTuple):
 
 
 async def run_tool(store, name: str, arguments: str,
-                   writes: WriteBudget | None = None) -> ToolOutcome:
+                   writes: WriteBudget | None = None, confirm=None) -> ToolOutcome:
     """Carry out one tool call; every failure is answered, never raised. Without a
-    `WriteBudget` (a one-off call) the caps start afresh."""
+    `WriteBudget` (a one-off call) the caps start afresh; without `confirm` (a coroutine
+    asking the person about an entry) forget_memory is not offered."""
     try:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError:
         return _refused(name, "the arguments are not valid JSON")
     tool = _OLD_NAMES.get(name, name)
-    if tool not in _OFFERED:
+    offered = _OFFERED | {FORGET.name} if confirm is not None else _OFFERED
+    if tool not in offered:
         return _refused(name, f"there is no tool called {name!r}; use "
-                              f"{' or '.join(sorted(_OFFERED))}")
+                              f"{' or '.join(sorted(offered))}")
     try:
-        result = await MemoryTools(store, writes=writes).call(tool, args)
+        result = await MemoryTools(store, writes=writes, confirm=confirm).call(tool, args)
     except MiniclawError as exc:  # bad arguments, a cap, a damaged file, a failing index
         return _refused(name, str(exc))
+    if tool == FORGET.name:
+        entry = result["entry"]
+        return ToolOutcome(f"forgot {entry['citation']}", f"[forgot {entry['citation']}: "
+                                                         f"{' '.join(entry['content'].split())}]")
     return _added(args, result) if tool == ADD.name else _found(args, result)
 
 

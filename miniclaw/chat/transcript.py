@@ -36,10 +36,12 @@ class Transcript:
         self.path = self.folder / f"{session_id}.jsonl"
         self._fd: int | None = None
 
-    async def append(self, role: str, content: str, at: datetime) -> None:
+    async def append(self, role: str, content: str, at: datetime, **marks: bool) -> None:
+        """Append one message; `marks` (interrupted=True: an answer cut short by Ctrl-C)
+        are added to its record."""
         record = {"role": role, "content": content,
                   "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                  "session_id": self.session_id}
+                  "session_id": self.session_id, **marks}
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         await asyncio.to_thread(self._write, line)
 

@@ -7,13 +7,16 @@ import os
 import sys
 
 from miniclaw.cli.app import app
-from miniclaw.cli.memory import memory_app
+from miniclaw.cli.memory import memory_app, rank
+from miniclaw.cli.index import index_app
 from miniclaw.cli import workspace as _workspace  # noqa: F401  (registers `init`)
 from miniclaw.cli import chat as _chat  # noqa: F401  (registers `chat`)
 from miniclaw.cli import context as _context  # noqa: F401  (registers `context`)
 from miniclaw.cli import mcp as _mcp  # noqa: F401  (registers `mcp`)
 
 app.add_typer(memory_app)
+app.add_typer(index_app)
+app.command("search")(rank)  # `miniclaw search QUERY`: the same command as `memory rank`
 
 _VALUE_OPTIONS = {"-w", "--workspace"}
 
@@ -39,7 +42,7 @@ def _command_path(args: list[str]) -> list[str]:
 # connections and threads are closed, so tearing down the interpreter (freeing every module
 # and object, ~15 ms, more than a search) buys nothing, and `main` ends with `os._exit`.
 # Every other command (writers, `index`, `chat`, `mcp`) exits normally, finalizers and all.
-FAST_EXIT = frozenset({("memory", "rank"), ("memory", "read"), ("memory", "recent"),
+FAST_EXIT = frozenset({("search",), ("memory", "rank"), ("memory", "read"), ("memory", "recent"),
                        ("memory", "status"), ("context",)})
 
 

@@ -111,12 +111,28 @@ def _fail(message: str, code: int, exc: BaseException) -> int:
     return code
 
 
+ROOT_HELP = """miniclaw: a personal assistant whose memory is plain Markdown you own.
+
+Long-term memory is memory/MEMORY.md, and each day has its note, memory/YYYY-MM-DD.md;
+searches keep their index (a cache) up to date by themselves.
+
+\b
+Examples:
+  miniclaw init                                    create ~/.miniclaw/workspace
+  miniclaw memory add "Prefers dark roast" --long  remember for good
+  echo "Call Sam back" | miniclaw memory add       today's note, from a pipe
+  miniclaw search "atlas budget" --all             search all history
+  miniclaw memory forget memory/2026-02-14.md:5    remove a memory
+  miniclaw chat                                    talk, with memory in the prompt
+  miniclaw --install-completion                    tab completion for your shell
+"""
+
 app = typer.Typer(
     cls=MiniclawGroup,
     name="miniclaw",
-    help="miniclaw: a personal assistant whose memory is plain Markdown you own.",
+    help=ROOT_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -31,8 +31,10 @@ def chat(
 ) -> None:
     """Chat with the assistant; each message is answered with the memories relevant to it.
 
-    Commands in the chat: /remember TEXT, /note TEXT, /search QUERY, /context, /help, /exit.
-    Works line by line from a pipe too. With no model server configured, the echo provider
+    Commands in the chat (and in --once): /remember TEXT, /note TEXT, /search QUERY,
+    /forget CITATION, /context, /help, /exit; //text sends /text to the model. Ctrl-C
+    cancels the line or the answer, Ctrl-D leaves. Works line by line from a pipe too (exit
+    code 1 when a turn failed). With no model server configured, the echo provider
     answers offline with what memory holds. The conversation is saved in
     sessions/<session-id>.jsonl in the workspace.
     Example: miniclaw chat --base-url http://127.0.0.1:11434/v1 --model llama3.2
@@ -63,8 +65,8 @@ def chat(
     if once is not None:
         async def answer_once() -> None:
             session = await open_session()
-            try:
-                await session.ask(once.strip(), deadline=settings.deadline)
+            try:  # a /command is run, not sent to the model (`//` sends a literal /)
+                await session.act(once.strip(), deadline=settings.deadline)
             finally:
                 await session.aclose()
 

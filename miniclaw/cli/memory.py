@@ -38,7 +38,7 @@ def _style():
 @memory_app.command("add")
 def add(
     ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="The text to remember.", show_default=False)],
+    text: Annotated[str | None, typer.Argument(help="The text to remember; - (or none, from a pipe) reads it from stdin.", show_default=False)] = None,
     long: Annotated[bool, typer.Option("--long", help="Add to long-term memory (MEMORY.md).")] = False,
     daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
     category: Annotated[str | None, typer.Option("--category", "-c", help="One category, e.g. decision, preference.")] = None,
@@ -49,11 +49,13 @@ def add(
 
     Text that starts with "-" goes after "--": miniclaw memory add -- "-5 degrees at dawn".
     Example: miniclaw memory add "Prefers dark roast coffee" --long --category preference
+    Example: git log -1 --format=%B | miniclaw memory add -
     """
     from miniclaw.errors import UsageError
 
     if long and daily:
         raise UsageError("choose one of --long or --daily, not both")
+    text = _text_or_stdin(text)
 
     async def work():
         async with _store(ctx) as store:
@@ -71,6 +73,25 @@ def add(
     else:
         where = "long-term memory" if long else "today's daily note"
         typer.echo(f"Added to {where}: {entry.citation}")
+
+
+def _text_or_stdin(text: str | None) -> str:
+    """The memory text: the argument, or all of stdin for `-` or no argument from a pipe."""
+    from miniclaw.errors import UsageError
+
+    if text is not None and text != "-":
+        return text
+    if text is None and (sys.stdin is None or sys.stdin.isatty()):
+        raise UsageError("give the text to remember: miniclaw memory add TEXT (or pipe it "
+                         "in with `memory add -`)")
+    if sys.stdin is None:
+        raise UsageError("stdin is closed: give the text to remember as an argument")
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"stdin is not valid UTF-8 text (first bad byte at offset "
+                         f"{exc.start}); nothing was written") from None
 
 
 @memory_app.command("read")
@@ -130,7 +151,8 @@ def recent(
 @memory_app.command("rank")
 def rank(
     ctx: typer.Context,
-    query: Annotated[str, typer.Option("--query", "-q", help='What to look for: words, "a phrase", +must, -mustnot, prefix*.', show_default=False)],
+    query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='What to look for: words, "a phrase", +must, -mustnot, prefix* (or -q).', show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="The query, as an option (scripts that build it).", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-20).")] = 5,
     days: Annotated[int | None, typer.Option("--days", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,
     all_history: Annotated[bool, typer.Option("--all", help="Search all history, not just the last 30 days.")] = False,
@@ -138,11 +160,11 @@ def rank(
     until: Annotated[str | None, typer.Option("--until", help="Only entries dated on or before DAY.", show_default=False)] = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only entries of this category.", show_default=False)] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only entries with this tag; repeat: all must match.", show_default=False)] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="Only this memory source (long_term, daily_note, or one config.json adds); repeatable.", show_default=False)] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", metavar="SOURCE", help="Only this memory source (long_term, daily_note, or one config.json adds); repeatable.", show_default=False)] = None,
     require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
-    output: Annotated[str | None, typer.Option("--format", "-f", help="text (default), json or markdown.", show_default=False)] = None,
+    mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|keyword]", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
+    output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json or markdown.", show_default=False)] = None,
     json_out: JsonOption = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
     correct: Annotated[bool, typer.Option("--correct/--no-correct", help="Replace a misspelt word that matches nothing by the closest indexed spelling.")] = True,
@@ -153,12 +175,18 @@ def rank(
     --since or --until. Ranked by score, then newest date. A misspelt word that matches
     nothing is replaced by the closest indexed spelling (never a real word; --no-correct:
     never), and the output says so.
-    Example: miniclaw memory rank -q '"atlas budget" -draft' --since 2026-01-01 -n 5
+    Also `miniclaw search QUERY`: the same command.
+    Example: miniclaw search '"atlas budget" -draft' --since 2026-01-01 -n 5
     """
     from miniclaw.cli import render
     from miniclaw.errors import UsageError
     from miniclaw.memory.options import SearchOptions
 
+    if query_words is not None and query is not None:
+        raise UsageError("give the query once: as QUERY or with -q/--query, not both")
+    query = query_words if query is None else query
+    if query is None:
+        raise UsageError("give a query: miniclaw search QUERY (or -q QUERY)")
     if all_history and days is not None:
         raise UsageError("choose one of --days or --all")
     if days is not None and (since is not None or until is not None):
@@ -202,10 +230,102 @@ def _output_format(output: str | None, json_out: bool) -> str:
     return form
 
 
+@memory_app.command("forget")
+def forget(
+    ctx: typer.Context,
+    citation: Annotated[str | None, typer.Argument(help="The memory to remove, as search cites it: memory/2026-02-14.md:5.", show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Forget the best matches of this search (all history) instead.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="With -q: how many of the best matches.")] = 1,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Remove a memory from its file, after showing it and asking.
+
+    The file is rewritten atomically under the memory lock; a memory whose file changed
+    since it was cited is refused. The index catches up on the next search.
+    Example: miniclaw memory forget memory/2026-02-14.md:5
+    Example: miniclaw memory forget -q "old wifi password" --yes
+    """
+    from miniclaw.cli import render
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import forget as forgetting
+
+    if (citation is None) == (query is None):
+        raise UsageError("give one of CITATION or -q QUERY")
+    if not yes and not sys.stdin.isatty():
+        raise UsageError("forgetting asks first, and stdin is not a terminal: pass --yes "
+                         "to forget without asking")
+
+    async def targets():
+        async with _store(ctx) as store:
+            if citation is not None:
+                return [await forgetting.find(store, citation)]
+            found = await store.search(query, limit=limit, days=None)
+            return [await forgetting.find(store, hit.citation) for hit in found.results]
+
+    found = run(targets())
+    style = _style()
+    if not found:
+        if json_out:
+            typer.echo(render.to_json({"forgotten": []}))
+        else:
+            typer.echo("No memories matched: nothing was forgotten.")
+        return
+    if not json_out or not yes:
+        typer.echo(render.entries_text("To forget:", found, style), err=json_out)
+    if not yes and not typer.confirm(f"Forget {render.plural(len(found), 'memory', 'memories')}?",
+                                     err=json_out):
+        raise typer.Exit(1)
+
+    async def work():
+        async with _store(ctx) as store:
+            return await forgetting.forget(store, found)
+
+    gone = run(work())
+    if json_out:
+        typer.echo(render.entries_json(gone, key="forgotten"))
+    else:
+        typer.echo(f"Forgot {render.plural(len(gone), 'memory', 'memories')}: "
+                   + ", ".join(e.citation for e in gone))
+
+
+@memory_app.command("edit")
+def edit(
+    ctx: typer.Context,
+    citation: Annotated[str, typer.Argument(help="The memory to edit: memory/2026-02-14.md:5.", show_default=False)],
+) -> None:
+    """Open a memory's file in $VISUAL or $EDITOR at its line.
+
+    Example: EDITOR=vim miniclaw memory edit memory/MEMORY.md:12
+    """
+    import os
+    import shlex
+    import subprocess
+
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import forget as forgetting
+
+    async def cited():
+        async with _store(ctx) as store:
+            return store, await forgetting.find(store, citation)
+
+    store, entry = run(cited())
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor or not editor.strip():
+        raise UsageError("set $EDITOR (or $VISUAL) to the editor to open, e.g. EDITOR=nano")
+    command = [*shlex.split(editor), f"+{entry.line_start}", str(store.workspace / entry.path)]
+    try:
+        code = subprocess.call(command)
+    except OSError as exc:
+        raise UsageError(f"cannot start the editor {command[0]!r}: {exc.strerror or exc}") from None
+    raise typer.Exit(code)
+
+
 @memory_app.command("index")
 def index(
     ctx: typer.Context,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start from nothing instead of updating.")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Bring the search index up to date now (searches also do this by themselves).
 
@@ -222,13 +342,23 @@ def index(
         report = run(work())
     finally:
         progress.close()
-    typer.echo(f"Indexed {report.files_parsed} file(s): {report.entries_added} entries added, "
-               f"{report.entries_removed} removed; {report.files_removed} deleted file(s) dropped.")
+    from miniclaw.cli.render import plural, to_json
+
+    if json_out:
+        typer.echo(to_json({"files_parsed": report.files_parsed,
+                            "entries_added": report.entries_added,
+                            "entries_removed": report.entries_removed,
+                            "files_removed": report.files_removed}))
+        return
+    typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
+               f"{plural(report.entries_added, 'entry', 'entries')} added, "
+               f"{report.entries_removed} removed; "
+               f"{plural(report.files_removed, 'deleted file')} dropped.")
 
 
 @memory_app.command("status")
 def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
-    """Show the index: where it is, its size, what it holds, and whether it is up to date.
+    """Show the workspace and its index: where, how big, what it holds, whether up to date.
 
     Example: miniclaw memory status --json
     """
@@ -240,8 +370,9 @@ def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
     finally:
         store.close()
     if json_out:
-        typer.echo(render.to_json(render.status_dict(found)))
+        typer.echo(render.to_json({"workspace": str(store.workspace), **render.status_dict(found)}))
     else:
+        typer.echo(render.printable(f"Workspace: {store.workspace}"))
         typer.echo(render.status_text(found, _style()))
 
 

@@ -65,6 +65,11 @@ class Style:
         return "".join(out)
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 memory`, `2 memories`: a count with its noun in the right number."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
 def format_score(score: float) -> str:
     return str(int(score)) if float(score).is_integer() else f"{score:.2f}"
 
@@ -134,7 +139,8 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
         if hit.explanation:
             lines.append("   " + style(f"why: {_explanation(hit)}", "dim"))
         lines.append("")
-    lines.append(f"Found {found.total} relevant memories (showing top {len(found.results)})")
+    lines.append(f"Found {plural(found.total, 'relevant memory', 'relevant memories')} "
+                 f"(showing top {len(found.results)})")
     return "\n".join(lines)
 
 
@@ -194,8 +200,8 @@ def days_text(days: list[tuple[Date, list[Entry]]], style: Style, span: int) -> 
     return "\n\n".join(blocks)
 
 
-def entries_json(entries: list[Entry], **extra) -> str:
-    return to_json({**extra, "entries": [e.to_dict() for e in entries]})
+def entries_json(entries: list[Entry], key: str = "entries", **extra) -> str:
+    return to_json({**extra, key: [e.to_dict() for e in entries]})
 
 
 def _size(n: float) -> str:

@@ -1,13 +1,18 @@
 """`miniclaw init`: create a workspace from the template, never overwriting a file."""
 
 
+from typing import Annotated
+
 import typer
 
 from miniclaw.cli.app import app, workspace_of
 
 
 @app.command("init")
-def init(ctx: typer.Context) -> None:
+def init(
+    ctx: typer.Context,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")] = False,
+) -> None:
     """Create the workspace (identity files and memory/MEMORY.md) where it is missing.
 
     Existing files are never overwritten. Example: miniclaw --workspace ./demo init
@@ -16,8 +21,16 @@ def init(ctx: typer.Context) -> None:
 
     workspace = workspace_of(ctx)
     results = init_workspace(workspace)
+    if json_out:
+        from miniclaw.cli.render import to_json
+
+        typer.echo(to_json({"workspace": str(workspace), "files": [
+            {"path": rel, "created": created} for rel, created in results]}))
+        return
     for rel, created in results:
         typer.echo(f"  {'created' if created else 'kept   '}  {rel}")
+    from miniclaw.cli.render import plural
+
     made = sum(created for _, created in results)
-    typer.echo(f"Workspace ready at {workspace} ({made} file(s) created, "
+    typer.echo(f"Workspace ready at {workspace} ({plural(made, 'file')} created, "
                f"{len(results) - made} already there).")

@@ -275,8 +275,13 @@ class SearchIndex:
 
         The fingerprint lists every file's signature; the index keeps the one of its last
         full refresh that left no racy file, and when the disk gives the same one, nothing
-        changed and the indexed rows need not be read at all.
+        changed and the indexed rows need not be read at all. A racy file (just written, or
+        unreadable) is re-checked by every refresh until it is settled, watched or not: a
+        watch reports changes, and a file that could not be read may not change at all.
         """
+        if names is not None:  # display paths are workspace-relative, absolute or `~/...`
+            names = names | {os.path.join(self.workspace, os.path.expanduser(path)) for (path,)
+                             in conn.execute("SELECT path FROM files WHERE racy != 0")}
         if names is None:
             disk = self.scan()
             fingerprint = "\n".join(sorted(f"{f.path}\t{f.size}\t{f.mtime_ns}\t{f.inode}"

@@ -111,7 +111,7 @@ def test_init_twice_changes_nothing(runner, tmp_path):
     result = run(runner, ws, "init")
     assert result.exit_code == 0
     assert snapshot(ws) == before
-    assert "0 file(s) created" in result.stdout
+    assert "0 files created" in result.stdout
 
 
 def test_init_on_a_file_is_a_usage_error(runner, tmp_path):
@@ -257,7 +257,7 @@ def test_rank_human_output_format(runner, filled):
     assert any(head.endswith(f"{today()} (Long-term Memory)") for head in heads)
     first = lines.index(heads[0])
     assert lines[first + 1].startswith("   ") and "coffee" in lines[first + 1].lower()
-    footer = re.fullmatch(r"Found (\d+) relevant memories \(showing top (\d+)\)", lines[-1])
+    footer = re.fullmatch(r"Found (\d+) relevant memor(?:y|ies) \(showing top (\d+)\)", lines[-1])
     assert footer, lines[-1]
     assert int(footer.group(2)) == len(heads)
     assert "Prefers dark roast coffee" in result.stdout
@@ -281,7 +281,7 @@ def test_rank_excerpt_is_at_most_150_characters(runner, workspace):
 def test_rank_limit_shows_top_n_of_total(runner, filled):
     result = run(runner, filled, "memory", "rank", "-q", "coffee atlas", "-n", "1")
     assert result.exit_code == 0, result.stderr
-    assert re.search(r"^Found (\d+) relevant memories \(showing top 1\)$", result.stdout, re.M)
+    assert re.search(r"^Found (\d+) relevant memor(?:y|ies) \(showing top 1\)$", result.stdout, re.M)
     total = int(re.search(r"^Found (\d+)", result.stdout, re.M).group(1))
     assert total >= 3
     assert "2. [Score:" not in result.stdout
@@ -342,7 +342,7 @@ def test_rank_total_is_never_less_than_the_results_shown(runner, filled):
     data = json.loads(run(runner, filled, "memory", "rank", "-q", "coffee", "--json").stdout)
     assert data["total"] >= len(data["results"]), data
     text = run(runner, filled, "memory", "rank", "-q", "coffee").stdout
-    found, shown = map(int, re.search(r"Found (\d+) relevant memories \(showing top (\d+)\)",
+    found, shown = map(int, re.search(r"Found (\d+) relevant memor(?:y|ies) \(showing top (\d+)\)",
                                       text).groups())
     assert found >= shown, text
 

@@ -73,7 +73,7 @@ def test_a_model_answer_and_a_server_error_reach_the_terminal_clean(workspace):
     with FakeModelServer(script) as server:
         proc = miniclaw(workspace, "chat", "--base-url", server.url, "--model", "m",
                         stdin=b"first\nsecond\n")
-    assert proc.returncode == 0
+    assert proc.returncode == 1  # piped, and the second turn failed
     out, err = proc.stdout.decode(), proc.stderr.decode()
     assert "Here" in out and "done" in out and "Error: " in err and "boom" in err
     assert not CONTROL.search((out + err).replace("\n", ""))
@@ -105,7 +105,7 @@ def test_a_workspace_path_that_is_not_utf8_is_still_a_path(tmp_path):
 
 def test_piped_chat_lines_that_are_not_utf8_are_refused_one_by_one(workspace):
     proc = miniclaw(workspace, "chat", stdin=b"/note caf\xe9\n/remember \xff\xfe\n/note fine\n")
-    assert proc.returncode == 0
+    assert proc.returncode == 1  # piped, and two lines were refused
     err = proc.stderr.decode()
     assert err.count("Error: that line is not valid UTF-8 text") == 2 and "Traceback" not in err
     notes = list((workspace / "memory").glob("2*.md"))

@@ -79,7 +79,7 @@ def test_a_piped_chat_remember_and_note_with_nul_are_refused_and_the_session_goe
              "/remember plain fact kept", "/note plain note kept"]
     stdin = "\n".join(lines).encode() + b"\n"
     done = cli(env, "--workspace", str(ws), "chat", input=stdin, timeout=60)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # piped, and lines were refused
     assert "Traceback" not in done.stdout + done.stderr
     errors = [line for line in (done.stdout + done.stderr).splitlines() if "Error:" in line]
     assert len(errors) == 3 and all("control character" in e for e in errors), errors

@@ -157,9 +157,12 @@ async def test_a_note_the_system_refuses_to_open_is_a_warning(store, workspace, 
     monkeypatch.setattr(files, "open_regular", open_regular)
     found = await store.search_memories("walnut")
     assert [h.content for h in found] == ["walnut bread"]
-    assert store.index.warnings() == [
+    assert store.index.warnings() == [(
+        "memory/2026-02-13.md",
         "cannot read memory/2026-02-13.md: Permission denied; it is not searched until it can "
-        "be read"]
+        "be read")]
+    results = await store.search("walnut")  # and the search returns it, as data
+    assert [(w.kind, w.params["path"]) for w in results.warnings] == [("file", "memory/2026-02-13.md")]
     refused["on"] = False  # permissions fixed: the file is read again (it was kept racy)
     assert len(await store.search_memories("walnut")) == 2
     assert store.index.warnings() == []

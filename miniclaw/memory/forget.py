@@ -1,0 +1,190 @@
+"""Forgetting: removing cited entries from their memory file, as safely as adding them.
+
+A citation (`memory/2026-02-14.md:5`, `memory/MEMORY.md:3-4`) names an entry by its lines.
+`find` reads the entry a citation names now; `forget` removes entries under the workspace's
+memory lock, through the same atomic rewrite as the writers (temp file, fsync, rename,
+owner and mode kept). It refuses, writing nothing, when a cited entry is no longer at its
+lines with the same text (the file changed since it was cited), and when removing the lines
+would change any other entry: a `<private>` block that runs past the entry would otherwise
+come into view. The index sees the change on the next search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from datetime import date as Date
+
+from miniclaw.errors import MemoryFileError, UsageError
+from miniclaw.memory import files
+from miniclaw.memory.entry import Entry
+
+_CITATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+_DAY_FILE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})\.md$")
+
+
+def parse_citation(text: str) -> tuple[str, int, int | None]:
+    """(path, first line, last line or None) of `path:N` or `path:N-M`; UsageError else."""
+    match = _CITATION.match(text.strip())
+    if not match:
+        raise UsageError(f"{text!r} is not a citation: give PATH:LINE, as search prints it "
+                         "(e.g. memory/2026-02-14.md:5)")
+    start, end = int(match["start"]), int(match["end"]) if match["end"] else None
+    if start < 1 or (end is not None and end < start):
+        raise UsageError(f"{text!r} names no lines: lines count from 1, start before end")
+    return match["path"].removeprefix("./"), start, end
+
+
+def _parser(store, path: str):
+    """The parse function for a memory file path relative to the workspace."""
+    from miniclaw.memory.parsing import parse_daily_note, parse_long_term
+
+    if path == store._relative(store.long_term_path):
+        return parse_long_term
+    day = _DAY_FILE.match(path)
+    if day:
+        try:
+            when = Date.fromisoformat(day.group(1))
+        except ValueError:
+            when = None
+        if when is not None:
+            return lambda text, rel: parse_daily_note(text, rel, when)
+    raise UsageError(f"{path} is not a memory file miniclaw writes: cite memory/MEMORY.md or "
+                     "a daily note memory/YYYY-MM-DD.md")
+
+
+def _entries_now(store, path: str, raw: bytes | None) -> list[Entry]:
+    if raw is None:
+        raise UsageError(f"{path} does not exist (was it renamed or deleted?)")
+    text, _ = files.decode(raw, path)
+    return _parser(store, path)(text, path)
+
+
+def _cited(entries: list[Entry], path: str, start: int, end: int | None) -> Entry:
+    for entry in entries:
+        if entry.line_start == start and (end is None or entry.line_end == end):
+            return entry
+    where = f"{path}:{start}" + (f"-{end}" if end is not None else "")
+    raise UsageError(f"no memory starts at {where} now (the file changed since it was "
+                     "cited?): search again for its citation")
+
+
+async def find(store, citation: str) -> Entry:
+    """The entry a citation names, as the file is now (UsageError when there is none)."""
+    path, start, end = parse_citation(citation)
+    _parser(store, path)  # a bad path is a usage error before the disk is touched
+    store.require_workspace()
+
+    def read() -> Entry:
+        raw = files.read_bytes(store.workspace / path, store.workspace, path)
+        return _cited(_entries_now(store, path, raw), path, start, end)
+
+    return await asyncio.to_thread(read)
+
+
+async def forget(store, targets: Sequence[Entry]) -> list[Entry]:
+    """Remove these entries (as `find` or a search returned them) from their files; returns
+    them. All or nothing per file; each file is checked again under the lock."""
+    store.require_workspace()
+    by_path: dict[str, list[Entry]] = {}
+    for entry in targets:
+        _parser(store, entry.path)
+        by_path.setdefault(entry.path, []).append(entry)
+
+    def write() -> None:
+        with files.locked(store.memory_dir):
+            for path, entries in by_path.items():
+                files.rewrite_bytes(store.workspace / path, store.workspace, path,
+                                    lambda raw, p=path, e=entries: _without(store, p, raw, e))
+
+    await asyncio.to_thread(write)
+    return list(targets)
+
+
+def _same(a: Entry, b: Entry) -> bool:
+    return (a.text, a.line_start, a.line_end, a.category, a.tags) == \
+        (b.text, b.line_start, b.line_end, b.category, b.tags)
+
+
+def _without(store, path: str, raw: bytes, targets: list[Entry]) -> bytes:
+    """The file's bytes with the targets' lines removed, or an error changing nothing."""
+    from miniclaw.memory.parsing import split_lines
+    from miniclaw.memory.privacy import front_matter_end, redact_lines
+
+    if not raw:
+        raise UsageError(f"{path} does not exist (was it renamed or deleted?)")
+    files.check_appendable(raw, path)  # UTF-16 lines are not split on b"\n"
+    before = _entries_now(store, path, raw)
+    for target in targets:
+        now = _cited(before, path, target.line_start, target.line_end)
+        if not _same(now, target):
+            raise UsageError(f"{target.citation} holds another memory now (the file changed "
+                             "since it was cited): search again; nothing was removed")
+    decoded = split_lines(files.decode(raw, path)[0])
+    visible = redact_lines(decoded)
+    for i in range(front_matter_end(decoded)):
+        visible[i] = ""
+    doomed: set[int] = set()  # 0-based line indexes to remove
+    for target in targets:
+        first, last = _span(visible, target, daily=path != store._relative(store.long_term_path))
+        doomed.update(range(first, last + 1))
+    physical = raw.split(b"\n")
+    kept = b"\n".join(line for i, line in enumerate(physical) if i not in doomed)
+    if raw.endswith(b"\n") and kept and not kept.endswith(b"\n"):
+        kept += b"\n"  # the file's last line keeps its line end
+    after = _entries_now(store, path, kept)
+    left = [e for e in before if not any(_same(e, t) for t in targets)]
+    if [_key(e) for e in after] != [_key(e) for e in left]:
+        raise MemoryFileError(f"cannot remove {targets[0].citation} alone: a <private> block or "
+                              "an annotation runs past it; edit the file by hand (miniclaw memory "
+                              "edit); nothing was removed")
+    return kept
+
+
+def _key(entry: Entry) -> tuple:
+    return (entry.text, entry.date, entry.time, entry.category, entry.tags)
+
+
+def _span(visible: list[str], entry: Entry, *, daily: bool) -> tuple[int, int]:
+    """0-based first and last line to remove for an entry: its lines, the annotations after
+    it, and in a daily note its `## HH:MM:SS` heading and one `---` separator."""
+    from miniclaw.memory.parsing import HEADING, parse_annotation
+
+    first, last = entry.line_start - 1, entry.line_end - 1
+    i = last + 1
+    while i < len(visible) and (not visible[i].strip() or parse_annotation(visible[i])):
+        if visible[i].strip():
+            last = i
+        i += 1
+    if not daily or entry.time is None:
+        return first, last
+    i = first - 1
+    while i >= 0 and not visible[i].strip():
+        i -= 1
+    heading = HEADING.match(visible[i]) if i >= 0 else None
+    if not heading or len(heading.group(1)) != 2:
+        return first, last
+    first = i
+    nxt = last + 1
+    while nxt < len(visible) and not visible[nxt].strip():
+        nxt += 1
+    if nxt < len(visible) and _is_separator(visible[nxt]):
+        end = nxt + 1  # the separator after, and the blank lines after it
+        while end < len(visible) and not visible[end].strip():
+            end += 1
+        return first, end - 1
+    if nxt < len(visible):  # another heading follows: up to it
+        return first, nxt - 1
+    prev = first - 1  # the last section: the separator before it goes too
+    while prev >= 0 and not visible[prev].strip():
+        prev -= 1
+    if prev >= 0 and _is_separator(visible[prev]):
+        first = prev
+        while first > 0 and not visible[first - 1].strip():
+            first -= 1
+    return first, len(visible) - 1
+
+
+def _is_separator(line: str) -> bool:
+    return re.match(r"^ {0,3}(?:-[ \t]*){3,}$", line) is not None
