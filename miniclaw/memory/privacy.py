@@ -274,6 +274,18 @@ def open_at_end(lines: list[str]) -> bool:
     return depth > 0
 
 
+def unclosed_private_line(lines: list[str]) -> int | None:
+    """The 1-based line of the `<private>` that is never closed, or None: what `doctor`
+    names, since everything after it is hidden."""
+    depth, opened = 0, None
+    for number, tags in enumerate(_line_tags(lines), 1):
+        for tag in tags:
+            if depth == 0 and tag.step > 0:
+                opened = number
+            depth = max(depth + tag.step, 0)
+    return opened if depth > 0 else None
+
+
 def redact_lines(lines: list[str]) -> list[str]:
     """The lines with every private part removed, same count and order."""
     if is_private_file(lines):
