@@ -288,11 +288,19 @@ def _load_settings(report: Report) -> dict | None:
     from miniclaw.errors import UsageError
 
     try:
-        return config.load_config()
+        settings = config.load_config()
     except UsageError as exc:
         report.findings.append(Finding("error", "settings", str(config.config_path()),
                                        str(exc), "fix or remove the file"))
         return None
+    try:
+        from miniclaw.dates import zone_name
+
+        report.checked.append(f"time zone: {zone_name(config.time_zone())}")
+    except UsageError as exc:
+        report.findings.append(Finding("error", "settings", str(config.config_path()),
+                                       str(exc), "set timezone to an IANA name, or remove it"))
+    return settings
 
 
 def _check_sources(settings: dict, report: Report) -> None:
