@@ -32,14 +32,16 @@ def doctor(
 
         typer.echo(to_json(report.to_dict()))
     else:
-        typer.echo(render(report))
+        typer.echo(render(report, fix))
     raise typer.Exit(0 if report.healthy else 1)
 
 
-def render(report) -> str:
+def render(report, fixing: bool = False) -> str:
     from miniclaw.cli.render import printable
 
     lines = [f"miniclaw doctor: {report.workspace}"]
+    if fixing and not report.fixed:
+        lines.append("fixed    nothing: --fix found nothing it may repair")
     for done in report.fixed:
         lines.append(f"fixed    {done}")
     for finding in report.findings:
