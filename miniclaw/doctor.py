@@ -26,8 +26,9 @@ from miniclaw import config
 SEVERITIES = ("info", "warning", "error")
 MODEL_TIMEOUT_S = 2.0
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
-# The temporary file of `files.replace_bytes`: `.MEMORY.md.k3j2h1.tmp` beside the note.
-_TEMP_FILE = re.compile(r"^\..+\.md\..+\.tmp$")
+# The temporary file of `files.replace_bytes` (mkstemp: 8 random characters) beside the
+# note it replaces: `.MEMORY.md.k3j2h1q_.tmp`.
+_TEMP_FILE = re.compile(r"^\.(.+\.md)\.[a-z0-9_]{8}\.tmp$")
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def _check_files(workspace: Path, report: Report) -> None:
     count = 0
     for name in names:
         rel = f"{config.MEMORY_DIR}/{name}"
-        if _TEMP_FILE.match(name):
+        if _is_temp_file(name):
             report.findings.append(Finding(
                 "warning", "file", rel,
                 "a leftover temporary file of an interrupted write (a full copy of a note, "
@@ -120,6 +121,14 @@ def _check_files(workspace: Path, report: Report) -> None:
                 "info", "file", rel, "not searched: only MEMORY.md and YYYY-MM-DD.md are "
                 "memory files", "rename it to a day's date (YYYY-MM-DD.md) to search it"))
     report.checked.append(f"workspace {workspace}: {count} memory file{'s' * (count != 1)}")
+
+
+def _is_temp_file(name: str) -> bool:
+    """A temp file our writers make for a memory file (never a user's own `.tmp` file)."""
+    from miniclaw.memory.sources import SOURCES
+
+    match = _TEMP_FILE.match(name)
+    return match is not None and any(source.owns(match.group(1)) for source in SOURCES)
 
 
 def _check_file(path: Path, workspace: Path, rel: str) -> list[Finding]:
@@ -438,7 +447,7 @@ def fix(workspace: Path, report: Report) -> list[str]:
     """Do what cannot lose data for the findings of `report`; returns what was done."""
     done = []
     temps = [f.path for f in report.findings if f.check == "file" and f.path
-             and _TEMP_FILE.match(f.path.rpartition("/")[2])]
+             and _is_temp_file(f.path.rpartition("/")[2])]
     if temps:
         done.extend(_remove_temp_files(workspace, temps))
     index = [f for f in report.findings if f.check == "index"]

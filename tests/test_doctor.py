@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -86,7 +87,11 @@ def plant_every_problem(workspace: Path, home: Path, tmp_path: Path) -> Path:
         big.truncate(17 * 1024 * 1024)
     with open(memory / "2026-02-07.md", "wb") as near:  # near it: 15 MB
         near.write(b"## 09:00:00 UTC\n\n" + b"word " * (3 * 1024 * 1024))
-    (memory / ".2026-02-01.md.k3j2h1.tmp").write_text("a full copy, secret pin 4321\n")
+    # Named as `files.replace_bytes` names its temp file; and a user's own file it must spare.
+    fd, temp = tempfile.mkstemp(prefix=".2026-02-01.md.", suffix=".tmp", dir=memory)
+    os.write(fd, b"a full copy, secret pin 4321\n")
+    os.close(fd)
+    (memory / ".MEMORY.md.mine.tmp").write_text("the user's own\n")
     write(workspace, "memory/notes.md", "- not a memory file\n")
     index = config.index_path(workspace)
     with open(index, "r+b") as handle:  # damage a page after the header
@@ -129,7 +134,8 @@ def test_every_planted_problem_is_a_finding_and_nothing_is_written(
     one("memory/2026-02-05.md", "warning", "skipped", "symlink out of the workspace")
     one("memory/2026-02-06.md", "warning", "skipped", "over 16 MB")
     one("memory/2026-02-07.md", "warning", "near the 16 MB limit")
-    one("memory/.2026-02-01.md.k3j2h1.tmp", "warning", "leftover temporary file")
+    [temp] = [p for p in found if p and p.endswith(".tmp")]
+    one(temp, "warning", "leftover temporary file")
     one("memory/notes.md", "info", "not searched")
     one(str(index), "error", "damaged")
     base_url = json.loads((isolated_home / ".miniclaw" / "config.json").read_text())["llm"]["base_url"]
@@ -145,11 +151,13 @@ def test_fix_rebuilds_the_index_and_removes_temp_files_never_a_memory_file(
     index = plant_every_problem(workspace, isolated_home, tmp_path)
     notes = {p.name: p.read_bytes() for p in (workspace / "memory").glob("*.md")
              if p.is_file() and not p.is_symlink()}
+    [temp] = (workspace / "memory").glob(".2026-02-01.md.*.tmp")
     done = run(workspace, "doctor", "--fix")
     assert done.returncode == 1  # the memory files' problems remain: doctor never edits them
-    assert "fixed    removed memory/.2026-02-01.md.k3j2h1.tmp" in done.stdout
+    assert f"fixed    removed memory/{temp.name}" in done.stdout
     assert "fixed    deleted the damaged index and rebuilt the index" in done.stdout
-    assert not (workspace / "memory" / ".2026-02-01.md.k3j2h1.tmp").exists()
+    assert not temp.exists()
+    assert (workspace / "memory" / ".MEMORY.md.mine.tmp").read_text() == "the user's own\n"
     assert {p.name: p.read_bytes() for p in (workspace / "memory").glob("*.md")
             if p.is_file() and not p.is_symlink()} == notes
     after = json.loads(run(workspace, "doctor", "--json").stdout)
