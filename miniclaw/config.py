@@ -73,7 +73,12 @@ def index_path(workspace: Path) -> Path:
 def time_zone() -> tzinfo:
     """The zone that decides which day's note is today: `MINICLAW_TIMEZONE`, else
     `"timezone"` in config.json, else UTC (how every workspace was written before)."""
-    name = os.environ.get("MINICLAW_TIMEZONE") or load_config().get("timezone")
+    name = os.environ.get("MINICLAW_TIMEZONE")
+    if not name:
+        # Every search needs today's date: a config.json that cannot hold the setting is
+        # not parsed (json and the parse cost more than the search's own start-up work).
+        text = _config_text()
+        name = load_config(text).get("timezone") if text and "timezone" in text else None
     if name is None or name in ("UTC", "Etc/UTC"):
         return timezone.utc
     hint = "use an IANA name like Europe/Paris, Asia/Tokyo or UTC"
@@ -105,15 +110,23 @@ def config_path() -> Path:
     return miniclaw_home() / CONFIG_FILE
 
 
-def load_config() -> dict[str, Any]:
-    """The settings object of config.json ({} when there is no file)."""
+def _config_text() -> str | None:
     path = config_path()
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        return {}
+        return None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def load_config(text: str | None = None) -> dict[str, Any]:
+    """The settings object of config.json ({} when there is no file); `text`: its text,
+    already read."""
+    path = config_path()
+    text = _config_text() if text is None else text
+    if text is None:
+        return {}
     import json  # only when there are settings to read: searches start faster without
     try:
         data = json.loads(text)

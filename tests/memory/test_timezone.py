@@ -176,3 +176,21 @@ def test_doctor_reports_a_bad_zone(workspace: Path):
     assert done.returncode == 1
     [finding] = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "settings"]
     assert finding["severity"] == "error" and "Nowhere/Town" in finding["message"]
+
+
+def test_a_search_reads_no_settings_it_does_not_need(workspace: Path, isolated_home: Path):
+    """Every search needs today's date: without a timezone setting, config.json (holding the
+    model settings) is not parsed, and zoneinfo is not imported for UTC."""
+    (isolated_home / ".miniclaw").mkdir()
+    config_file = isolated_home / ".miniclaw" / "config.json"
+    code = ("import sys\nfrom miniclaw.cli import app\n"
+            f"try:\n    app(['-w', {str(workspace)!r}, 'memory', 'rank', '-q', 'x'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('json', 'zoneinfo') if m in sys.modules), file=sys.stderr)\n")
+    for settings, loaded in (({"llm": {"model": "llama3.2"}}, "[]"),
+                             ({"timezone": "UTC"}, "['json']"),
+                             ({"timezone": "Asia/Tokyo"}, "['json', 'zoneinfo']")):
+        config_file.write_text(json.dumps(settings))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120)
+        assert done.stderr.strip().splitlines()[-1] == loaded, done.stderr
