@@ -12,8 +12,8 @@ Sections, in the order they are filled (the priority) and rendered:
    and every daily note, all history: relevance, not age, decides; recent days have their
    own section), best first, each with its citation `path:line` and date; 30%; as many as
    fit (the ranker is asked for as many as the budget could hold);
-3. notes: today's and yesterday's daily notes (days of the `timezone` setting, UTC by default), newest day first, 15%; when they do
-   not all fit, the newest entries are kept;
+3. notes: today's and yesterday's daily notes (days of the `timezone` setting, UTC by
+   default), newest day first, 15%; when they do not all fit, the newest entries are kept;
 4. history: the short-term conversation, newest turn first, in what is left (23% of the
    budget and more), rendered oldest first so it reads as a conversation. The message itself
    is left out: it is sent as the user's turn.

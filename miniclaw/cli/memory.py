@@ -119,7 +119,6 @@ def recent(
     Example: miniclaw memory recent -d 3
     """
     from miniclaw.cli import render
-
     from miniclaw.dates import zone_name
 
     store = _store(ctx)

@@ -2,8 +2,8 @@
 
 Two layouts (docs/ARCHITECTURE.md): MEMORY.md, whose entries are the bullets and paragraphs under
 `## YYYY-MM-DD` headers (other `##` headings start undated sections), and daily notes, whose
-entries are `## HH:MM:SS UTC` (or `+HH:MM`) sections dated by the file name (lines outside any section are
-split into bullets and paragraphs as MEMORY.md's are). Readers accept hand-edited
+entries are `## HH:MM:SS UTC` (or `+HH:MM`) sections dated by the file name (lines outside
+any section are split into bullets and paragraphs as MEMORY.md's are). Readers accept hand-edited
 files: CRLF, a BOM (stripped by the decoder), the older repeated `# Daily Note` title,
 multi-line bullets, two spaces after `added at`, a missing `(added at ...)` suffix.
 

@@ -267,11 +267,7 @@ def open_at_end(lines: list[str]) -> bool:
 
     Text appended to such a file would be hidden, so writers refuse rather than lose it.
     """
-    depth = 0
-    for tags in _line_tags(lines):
-        for tag in tags:
-            depth = max(depth + tag.step, 0)
-    return depth > 0
+    return unclosed_private_line(lines) is not None
 
 
 def unclosed_private_line(lines: list[str]) -> int | None:
