@@ -5,7 +5,8 @@ then ``$MINICLAW_HOME/workspace``, then ``~/.miniclaw/workspace``. The index is 
 never lives inside the workspace: ``MINICLAW_INDEX`` names its file, else it is one file per
 workspace under ``$XDG_CACHE_HOME/miniclaw/`` (``~/.cache/miniclaw/`` when unset).
 
-Settings for the model server come from ``$MINICLAW_HOME/config.json`` (its ``"llm"``
+The `timezone` setting (an IANA name; `MINICLAW_TIMEZONE` over `"timezone"` in config.json;
+default UTC) decides which day's note is today. Settings for the model server come from ``$MINICLAW_HOME/config.json`` (its ``"llm"``
 object), overridden by ``MINICLAW_LLM_*`` environment variables, overridden by command-line
 flags. With no server configured the provider is ``echo``, which works offline.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import zlib
 import os
 import re
+from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -68,6 +70,30 @@ def index_path(workspace: Path) -> Path:
     return cache_dir() / f"{name}-{digest}.sqlite3"
 
 
+def time_zone() -> tzinfo:
+    """The zone that decides which day's note is today: `MINICLAW_TIMEZONE`, else
+    `"timezone"` in config.json, else UTC (how every workspace was written before)."""
+    name = os.environ.get("MINICLAW_TIMEZONE")
+    if not name:
+        # Every search needs today's date: a config.json that cannot hold the setting is
+        # not parsed (json and the parse cost more than the search's own start-up work).
+        text = _config_text()
+        name = load_config(text).get("timezone") if text and "timezone" in text else None
+    if name is None or name in ("UTC", "Etc/UTC"):
+        return timezone.utc
+    hint = "use an IANA name like Europe/Paris, Asia/Tokyo or UTC"
+    if not isinstance(name, str) or not name.strip():
+        raise UsageError(f"timezone in {config_path()} must be a string: {hint}")
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only for zones other than UTC
+
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        shown = name.strip()[:60].encode("ascii", "backslashreplace").decode()
+        raise UsageError(f"unknown time zone {shown!r} (MINICLAW_TIMEZONE or \"timezone\" in "
+                         f"config.json): {hint}") from None
+
+
 class LLMSettings(NamedTuple):
     """Which model server to talk to, and how patiently."""
 
@@ -118,17 +144,24 @@ def config_path() -> Path:
     return miniclaw_home() / CONFIG_FILE
 
 
-def load_config() -> dict[str, Any]:
-    """The settings object of config.json ({} when there is no file)."""
-    import json  # only commands that read settings need it
-
+def _config_text() -> str | None:
     path = config_path()
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        return {}
+        return None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def load_config(text: str | None = None) -> dict[str, Any]:
+    """The settings object of config.json ({} when there is no file); `text`: its text,
+    already read."""
+    path = config_path()
+    text = _config_text() if text is None else text
+    if text is None:
+        return {}
+    import json  # only when there are settings to read: searches start faster without
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -143,9 +176,10 @@ def load_config() -> dict[str, Any]:
 def workspace_settings(workspace: Path) -> dict[str, Any]:
     """The settings config.json's `"workspaces"` object holds for this workspace ({} when
     none): keys are workspace folders (`~` allowed), compared after resolving links."""
-    if not config_path().exists():  # the common case: no file, no JSON import
+    text = _config_text()
+    if not text or "workspaces" not in text:  # the common case: no JSON import, no parse
         return {}
-    section = load_config().get("workspaces", {})
+    section = load_config(text).get("workspaces", {})
     if not isinstance(section, dict):
         raise UsageError(f'{config_path()}: "workspaces" must be an object keyed by folder')
     target = Path(workspace).expanduser().resolve()

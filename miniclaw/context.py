@@ -12,8 +12,8 @@ Sections, in the order they are filled (the priority) and rendered:
    and every daily note, all history: relevance, not age, decides; recent days have their
    own section), best first, each with its citation `path:line` and date; 30%; as many as
    fit (the ranker is asked for as many as the budget could hold);
-3. notes: today's and yesterday's daily notes (UTC days), newest day first, 15%; when they do
-   not all fit, the newest entries are kept;
+3. notes: today's and yesterday's daily notes (days of the `timezone` setting, UTC by
+   default), newest day first, 15%; when they do not all fit, the newest entries are kept;
 4. history: the short-term conversation, newest turn first, in what is left (23% of the
    budget and more), rendered oldest first so it reads as a conversation. The message itself
    is left out: it is sent as the user's turn.
@@ -42,6 +42,7 @@ from datetime import date as Date
 from datetime import timedelta
 from typing import NamedTuple
 
+from miniclaw.dates import zone_name
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.results import RankedMemory, describe_corrections
@@ -178,6 +179,7 @@ class ContextBuilder:
         check_budget(budget_tokens)
         self.store.require_workspace()
         today = self.store.today()
+        zone = zone_name(self.store.zone)
         days = (today, today - timedelta(days=1))
         limit = self.memory_limit or MEMORY_FIRST_ASK
         identity, memories, *notes = await asyncio.gather(
@@ -189,7 +191,8 @@ class ContextBuilder:
         most = self.memory_limit or max(budget_tokens // MEMORY_TOKENS, 1)
         while True:  # ask for more memories while all that were found fit
             context = assemble(message, budget_tokens, identity, memories.results,
-                               list(zip(days, notes)), history, today, memories.corrections)
+                               list(zip(days, notes)), history, today, memories.corrections,
+                               zone)
             kept = context.items("memories")
             if len(memories.results) < limit or limit >= most or len(kept) < limit:
                 return context
@@ -346,8 +349,9 @@ def _memory_item(hit: RankedMemory, body: str) -> ContextItem:
                  citation=hit.citation, date=hit.date, time=hit.time, source=hit.source)
 
 
-def _note_item(entry: Entry, body: str) -> ContextItem:
-    stamp = f"{entry.time} UTC " if entry.time else ""
+def _note_item(entry: Entry, body: str, zone: str = "UTC") -> ContextItem:
+    # A header's time is the clock of the note's zone: named only when that is UTC.
+    stamp = f"{entry.time}{' UTC' if zone == 'UTC' else ''} " if entry.time else ""
     return _item(f"- {stamp}[{entry.citation}] {_indent(body)}", body, citation=entry.citation,
                  date=entry.date, time=entry.time, source=entry.source)
 
@@ -361,7 +365,8 @@ def _notes_heading(title: str, day: Date, today: Date, path: str) -> str:
 
 
 def _notes_sections(notes: list[tuple[Date, list[Entry]]], today: Date,
-                    shown: set[tuple[str, int]], room: int) -> list[ContextSection]:
+                    shown: set[tuple[str, int]], room: int,
+                    zone: str = "UTC") -> list[ContextSection]:
     """Today's then yesterday's entries not already `shown`, newest first while they fit in
     `room`; each day a section, shown in file order."""
     sections, title = [], "# Recent daily notes\n\n"
@@ -371,7 +376,7 @@ def _notes_sections(notes: list[tuple[Date, list[Entry]]], today: Date,
             continue
         section = _Section("notes", _notes_heading(title, day, today, fresh[0].path), room)
         for entry in reversed(fresh):
-            section.offer(entry.text, lambda body, entry=entry: _note_item(entry, body))
+            section.offer(entry.text, lambda body, entry=entry: _note_item(entry, body, zone))
         done = section.done(reverse=True)
         if done is not None:
             sections.append(done)
@@ -394,7 +399,7 @@ def _history_section(history: Sequence[Turn], room: int) -> ContextSection | Non
 def assemble(message: str, budget: int, identity: Iterable[tuple[str, str]],
              memories: Iterable[RankedMemory], notes: Iterable[tuple[Date, list[Entry]]],
              history: Sequence[Turn], today: Date,
-             corrections: tuple[tuple[str, str], ...] = ()) -> Context:
+             corrections: tuple[tuple[str, str], ...] = (), zone: str = "UTC") -> Context:
     """Fit the candidates into the budget by priority (the module docstring's rules)."""
     check_budget(budget)
     left = budget
@@ -442,7 +447,7 @@ def assemble(message: str, budget: int, identity: Iterable[tuple[str, str]],
 
     # 3. daily notes: all that is left but what history needs; 4. the conversation: the rest.
     room = min(left, max(int(budget * NOTES_SHARE), left - history_need))
-    for done in _notes_sections(notes, today, shown, room):
+    for done in _notes_sections(notes, today, shown, room, zone):
         add(done)
     add(_history_section(history, left))
     return Context(message, budget, tuple(sections), tuple(corrections))

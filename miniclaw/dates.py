@@ -1,6 +1,7 @@
-"""Dates as users type them, and the UTC clock.
+"""Dates as users type them, the clock, and the zone that names the days.
 
-"Today" is the UTC date everywhere (docs/ARCHITECTURE.md). `parse_day` accepts ISO dates
+"Today" is the date in the workspace's zone (the `timezone` setting, UTC by default;
+docs/ARCHITECTURE.md). `parse_day` accepts ISO dates
 (`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), and, through
 python-dateutil (imported only then, since its parser is slow to import), forms like
 `14 Feb 2026`. Anything else is a `UsageError` naming the flag.
@@ -9,7 +10,7 @@ python-dateutil (imported only then, since its parser is slow to import), forms 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone, tzinfo
 
 from miniclaw.errors import UsageError
 
@@ -21,8 +22,24 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def zone_name(zone: tzinfo) -> str:
+    """How messages and help name a zone: `UTC`, or its IANA name (`Asia/Tokyo`)."""
+    return "UTC" if zone is timezone.utc else str(getattr(zone, "key", None) or zone)
+
+
+def utc_offset(moment: datetime) -> str:
+    """`UTC` when the moment is at offset zero, else the offset as `+09:00` (or `-03:30`):
+    what a daily-note header carries after its time."""
+    offset = moment.utcoffset() or timedelta(0)
+    if not offset:
+        return "UTC"
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(int(offset.total_seconds())) // 60
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
 def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
-    """The day a user means by `text`, relative to `today` (a UTC date)."""
+    """The day a user means by `text`, relative to `today` (in the workspace's zone)."""
     value = text.strip().lower()
     if _ISO.match(value):
         try:
@@ -50,7 +67,7 @@ def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
         raise UsageError(f"{flag} {text!r} is not a date (expected YYYY-MM-DD, 'yesterday' or '7d')") from None
 
 
-def check_not_future(day: date, today: date, *, flag: str = "--date") -> date:
+def check_not_future(day: date, today: date, *, flag: str = "--date", zone: str = "UTC") -> date:
     if day > today:
-        raise UsageError(f"{flag} {day.isoformat()} is in the future (today is {today.isoformat()} UTC)")
+        raise UsageError(f"{flag} {day.isoformat()} is in the future (today is {today.isoformat()} {zone})")
     return day

@@ -13,6 +13,7 @@ from miniclaw.cli import workspace as _workspace  # noqa: F401  (registers `init
 from miniclaw.cli import chat as _chat  # noqa: F401  (registers `chat`)
 from miniclaw.cli import context as _context  # noqa: F401  (registers `context`)
 from miniclaw.cli import mcp as _mcp  # noqa: F401  (registers `mcp`)
+from miniclaw.cli import doctor as _doctor  # noqa: F401  (registers `doctor`)
 
 app.add_typer(memory_app)
 app.add_typer(index_app)

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from miniclaw.cli.app import MiniclawGroup, run, use_color, workspace_of
+from miniclaw.cli.zone_help import ZoneHelpCommand
 
 memory_app = typer.Typer(
     cls=MiniclawGroup,
@@ -35,7 +36,7 @@ def _style():
     return Style(use_color())
 
 
-@memory_app.command("add")
+@memory_app.command("add", cls=ZoneHelpCommand)
 def add(
     ctx: typer.Context,
     text: Annotated[str | None, typer.Argument(help="The text to remember; - (or none, from a pipe) reads it from stdin.", show_default=False)] = None,
@@ -94,7 +95,7 @@ def _text_or_stdin(text: str | None) -> str:
                          f"{exc.start}); nothing was written") from None
 
 
-@memory_app.command("read")
+@memory_app.command("read", cls=ZoneHelpCommand)
 def read(
     ctx: typer.Context,
     today: Annotated[bool, typer.Option("--today", help="Today's daily note (the default).")] = False,
@@ -107,7 +108,7 @@ def read(
     Private text is never shown. Example: miniclaw memory read --date 2026-02-14
     """
     from miniclaw.cli import render
-    from miniclaw.dates import check_not_future, parse_day
+    from miniclaw.dates import check_not_future, parse_day, zone_name
     from miniclaw.errors import UsageError
 
     if sum(bool(x) for x in (today, long, date is not None)) > 1:
@@ -119,16 +120,16 @@ def read(
     else:
         day = store.today()
         if date is not None:
-            day = check_not_future(parse_day(date, day), day)
+            day = check_not_future(parse_day(date, day), day, zone=zone_name(store.zone))
         entries = run(store.read_day(day))
         title = f"Daily Note {day.isoformat()} (memory/{day.isoformat()}.md)"
     if json_out:
         typer.echo(render.entries_json(entries))
     else:
-        typer.echo(render.entries_text(title, entries, _style()))
+        typer.echo(render.entries_text(title, entries, _style(), zone_name(store.zone)))
 
 
-@memory_app.command("recent")
+@memory_app.command("recent", cls=ZoneHelpCommand)
 def recent(
     ctx: typer.Context,
     days: Annotated[int, typer.Option("--days", "-d", help="How many days back, today included.")] = 7,
@@ -139,13 +140,15 @@ def recent(
     Example: miniclaw memory recent -d 3
     """
     from miniclaw.cli import render
+    from miniclaw.dates import zone_name
 
-    found = run(_store(ctx).read_recent(days))
+    store = _store(ctx)
+    found = run(store.read_recent(days))
     if json_out:
         typer.echo(render.to_json({"days": days, "entries": [
             e.to_dict() for _, entries in found for e in entries]}))
     else:
-        typer.echo(render.days_text(found, _style(), days))
+        typer.echo(render.days_text(found, _style(), days, zone_name(store.zone)))
 
 
 @memory_app.command("rank")

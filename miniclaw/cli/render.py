@@ -175,13 +175,15 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else "" for line in text.split("\n"))
 
 
-def entries_text(title: str, entries: list[Entry], style: Style) -> str:
+def entries_text(title: str, entries: list[Entry], style: Style, zone: str = "UTC") -> str:
+    """A note or MEMORY.md for people; a time is named UTC only in a UTC workspace (else it
+    is the clock of the `timezone` setting, as the note's header has it)."""
     lines = [style(title, "bold")]
     if not entries:
         lines.append("  (no entries)")
     for entry in entries:
         stamp = " ".join(x for x in (entry.date.isoformat() if entry.date and not source_windowed(entry.source) else "",
-                                     f"{entry.time} UTC" if entry.time else "") if x)
+                                     f"{entry.time}{' UTC' * (zone == 'UTC')}" if entry.time else "") if x)
         meta = [entry.citation]
         if entry.category:
             meta.append(f"@{entry.category}")
@@ -192,10 +194,11 @@ def entries_text(title: str, entries: list[Entry], style: Style) -> str:
     return "\n".join(lines)
 
 
-def days_text(days: list[tuple[Date, list[Entry]]], style: Style, span: int) -> str:
+def days_text(days: list[tuple[Date, list[Entry]]], style: Style, span: int,
+              zone: str = "UTC") -> str:
     if not days:
         return f"No daily notes in the last {span} day{'s' if span != 1 else ''}."
-    blocks = [entries_text(f"Daily Note {day.isoformat()} ({entries[0].path})", entries, style)
+    blocks = [entries_text(f"Daily Note {day.isoformat()} ({entries[0].path})", entries, style, zone)
               for day, entries in days]
     return "\n\n".join(blocks)
 

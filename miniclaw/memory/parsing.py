@@ -2,8 +2,8 @@
 
 Two layouts (docs/ARCHITECTURE.md): MEMORY.md, whose entries are the bullets and paragraphs under
 `## YYYY-MM-DD` headers (other `##` headings start undated sections), and daily notes, whose
-entries are `## HH:MM:SS UTC` sections dated by the file name (lines outside any section are
-split into bullets and paragraphs as MEMORY.md's are). Readers accept hand-edited
+entries are `## HH:MM:SS UTC` (or `+HH:MM`) sections dated by the file name (lines outside
+any section are split into bullets and paragraphs as MEMORY.md's are). Readers accept hand-edited
 files: CRLF, a BOM (stripped by the decoder), the older repeated `# Daily Note` title,
 multi-line bullets, two spaces after `added at`, a missing `(added at ...)` suffix.
 
@@ -24,7 +24,9 @@ from miniclaw.memory.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_P
 
 HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_TIMEHEADING = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*UTC)?$", re.IGNORECASE)
+# `## 09:12:03 UTC` or, in a workspace with another time zone, `## 18:12:03 +09:00`.
+_TIMEHEADING = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*(?:UTC|[+-]\d{2}:\d{2}))?$",
+                          re.IGNORECASE)
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 # From the line's last "(" (the suffix holds no other parenthesis), matched there rather
 # than searched for: most lines of MEMORY.md end with one.

@@ -281,11 +281,19 @@ def open_at_end(lines: list[str]) -> bool:
 
     Text appended to such a file would be hidden, so writers refuse rather than lose it.
     """
-    depth = 0
-    for tags in _line_tags(lines):
+    return unclosed_private_line(lines) is not None
+
+
+def unclosed_private_line(lines: list[str]) -> int | None:
+    """The 1-based line of the `<private>` that is never closed, or None: what `doctor`
+    names, since everything after it is hidden."""
+    depth, opened = 0, None
+    for number, tags in enumerate(_line_tags(lines), 1):
         for tag in tags:
+            if depth == 0 and tag.step > 0:
+                opened = number
             depth = max(depth + tag.step, 0)
-    return depth > 0
+    return opened if depth > 0 else None
 
 
 def redact_lines(lines: list[str]) -> list[str]:

@@ -4,6 +4,9 @@
 - long-term: `memory/MEMORY.md`, entries under `## YYYY-MM-DD` headers;
 - daily notes: `memory/YYYY-MM-DD.md`, one `## HH:MM:SS UTC` section per entry.
 
+Days and times are those of the workspace's zone (`config.time_zone()`, UTC by default):
+it decides which note is today's, and a header's time carries its offset when not UTC.
+
 Writes hold the workspace's memory lock, append or replace atomically (`files`), and refuse
 to add text where an unclosed `<private>` block would swallow it. Reads go through the
 parser, so private text never comes out. Searches go through `MemoryRanker`, which keeps the
@@ -18,7 +21,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date as Date
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
 from miniclaw import config
@@ -61,15 +64,18 @@ class MemoryStore:
                  index_path: str | os.PathLike[str] | None = None,
                  now: Callable[[], datetime] = utc_now,
                  sources: Sequence[MemorySource] | None = None,
-                 roots: Iterable[str | os.PathLike[str]] = ()) -> None:
+                 roots: Iterable[str | os.PathLike[str]] = (),
+                 zone: tzinfo | None = None) -> None:
         """`sources`: what is searched (default: the workspace's list in config.json, else
         MEMORY.md and the daily notes); `roots`: the folders outside the workspace that
-        sources may read (an explicit allow-list; config.json's `"roots"` by default)."""
+        sources may read (an explicit allow-list; config.json's `"roots"` by default); `zone`:
+        the time zone that decides which day's note is today (default: the configured one)."""
         self.workspace = Path(workspace).expanduser().absolute()
         self.memory_dir = self.workspace / config.MEMORY_DIR
         self.long_term_path = self.memory_dir / config.LONG_TERM_FILE
         self.short_term = ShortTermMemory()
         self._now = now
+        self._zone = zone  # None: the `timezone` setting, read on first use
         self._index_path = Path(index_path) if index_path else None
         self._index: SearchIndex | None = None
         self._sources = tuple(sources) if sources is not None else None
@@ -77,12 +83,22 @@ class MemoryStore:
 
     # -- plumbing ------------------------------------------------------------------------
 
+    @property
+    def zone(self) -> tzinfo:
+        """The zone whose days name the daily notes (a bad setting is a UsageError)."""
+        if self._zone is None:
+            self._zone = config.time_zone()
+        return self._zone
+
     def now(self) -> datetime:
-        """The current time in UTC (injectable for tests)."""
-        current = self._now()
-        if current.tzinfo is None:
-            return current.replace(tzinfo=timezone.utc)
-        return current.astimezone(timezone.utc)
+        """The current time in the workspace's zone (the clock is injectable for tests)."""
+        return self._in_zone(self._now())
+
+    def _in_zone(self, moment: datetime) -> datetime:
+        """`moment` in the workspace's zone; a naive one is taken as UTC."""
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return moment.astimezone(self.zone)
 
     def today(self) -> Date:
         return self.now().date()
@@ -202,19 +218,15 @@ class MemoryStore:
     async def add_daily_note(self, text: str, *, when: datetime | None = None,
                              category: str | None = None,
                              tags: Sequence[str] = ()) -> Entry | None:
-        """Append an entry to the daily note of `when` (default now, UTC)."""
+        """Append an entry to the daily note of `when` (default now; naive means UTC), on
+        its day in the workspace's zone."""
         from miniclaw.memory.parsing import parse_daily_note, split_lines
         from miniclaw.memory.privacy import open_at_end
         from miniclaw.memory.writing import append_daily, daily_entry
 
         body, category, tags = self._clean(text, category, tags)
         self.require_workspace()
-        if when is None:
-            when = self.now()
-        elif when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        else:
-            when = when.astimezone(timezone.utc)
+        when = self.now() if when is None else self._in_zone(when)
         day = when.date()
         path = self._day_path(day)
         rel = self._relative(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import date as Date
 from datetime import datetime
 
+from miniclaw.dates import utc_offset
 from miniclaw.memory.parsing import HEADING, escape_line, split_lines
 from miniclaw.memory.privacy import front_matter_end, redact_lines
 
@@ -30,9 +31,11 @@ def annotation_lines(category: str | None, tags: tuple[str, ...] | list[str]) ->
 
 def long_term_item(text: str, added_at: datetime, category: str | None = None,
                    tags: tuple[str, ...] = ()) -> list[str]:
-    """The lines of one MEMORY.md bullet: `- text (added at 2026-02-14T09:12:03Z)`."""
+    """The lines of one MEMORY.md bullet: `- text (added at 2026-02-14T09:12:03Z)`, or with
+    the offset (`2026-02-14T18:12:03+09:00`) when `added_at` is not at UTC."""
     lines = [escape_line(line) for line in normalize_text(text).split("\n")]
-    stamp = added_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    offset = utc_offset(added_at)
+    stamp = added_at.strftime("%Y-%m-%dT%H:%M:%S") + ("Z" if offset == "UTC" else offset)
     lines[-1] = f"{lines[-1]} (added at {stamp})"  # after escaping: the reader strips it first
     body = ["- " + lines[0]] + [("  " + line) if line else "" for line in lines[1:]]
     return body + annotation_lines(category, tags)
@@ -40,9 +43,11 @@ def long_term_item(text: str, added_at: datetime, category: str | None = None,
 
 def daily_entry(text: str, when: datetime, category: str | None = None,
                 tags: tuple[str, ...] = ()) -> list[str]:
-    """The lines of one daily-note section: `## HH:MM:SS UTC`, a blank line, the text."""
+    """The lines of one daily-note section: `## HH:MM:SS UTC` (or `## HH:MM:SS +09:00` when
+    `when` is not at UTC), a blank line, the text."""
     lines = [escape_line(line) for line in normalize_text(text).split("\n")]
-    return [when.strftime("## %H:%M:%S UTC"), ""] + lines + annotation_lines(category, tags)
+    heading = when.strftime("## %H:%M:%S ") + utc_offset(when)
+    return [heading, ""] + lines + annotation_lines(category, tags)
 
 
 def _newline(raw: bytes) -> bytes:

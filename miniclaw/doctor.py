@@ -1,0 +1,521 @@
+"""`miniclaw doctor`: one report of everything that can be wrong with a workspace's memory.
+
+Each check returns `Finding`s (severity, what it concerns, what to do), never raises for
+what it finds: a damaged index or an unreachable server is a finding, not an error. The
+checks only read: the index is opened read-only (`immutable` when it has no WAL, so not
+even a -shm file appears) and no file of the workspace is opened to write. `fix()` does
+only what cannot lose data: it rebuilds the index (a cache) and removes the leftover
+temporary files of our own writers (under the memory folder's write lock, so never one a
+writer still owns); it never touches a memory file.
+
+Severities: `info` (worth knowing; still healthy), `warning` (something is skipped, hidden
+or about to fail), `error` (something does not work).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from miniclaw import config
+
+SEVERITIES = ("info", "warning", "error")
+MODEL_TIMEOUT_S = 2.0
+WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
+# The temporary file of `files.replace_bytes` (mkstemp: 8 random characters) beside the
+# note it replaces: `.MEMORY.md.k3j2h1q_.tmp`.
+_TEMP_FILE = re.compile(r"^\.(.+\.md)\.[a-z0-9_]{8}\.tmp$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # one of SEVERITIES
+    check: str  # workspace, file, index, model, mcp, sources
+    path: str | None  # the file or URL it concerns (workspace-relative for memory files)
+    message: str
+    fix: str  # what to do about it
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class Report:
+    workspace: str
+    findings: list[Finding] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)  # what was looked at, one line each
+    fixed: list[str] = field(default_factory=list)  # what --fix did
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.severity == "info" for f in self.findings)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"workspace": self.workspace, "healthy": self.healthy,
+                "findings": [f.to_dict() for f in self.findings],
+                "checked": self.checked, "fixed": self.fixed}
+
+
+def examine(workspace: Path, *, cwd: Path | None = None) -> Report:
+    """Run every check (read-only) and return the report."""
+    report = Report(str(workspace))
+    usable = _check_workspace(workspace, report)
+    if usable:
+        _check_files(workspace, report)
+    _check_index(workspace, report, usable)
+    settings = _load_settings(report)
+    if settings is not None:
+        _check_sources(settings, report)
+        _check_model(report)
+    _check_mcp(report, cwd or Path.cwd())
+    order = {name: i for i, name in enumerate(SEVERITIES)}
+    report.findings.sort(key=lambda f: -order[f.severity])
+    return report
+
+
+# -- the workspace and its files -----------------------------------------------------------
+
+def _check_workspace(workspace: Path, report: Report) -> bool:
+    memory = workspace / config.MEMORY_DIR
+    if not workspace.is_dir():
+        report.findings.append(Finding("error", "workspace", str(workspace),
+                                       "there is no workspace here",
+                                       "run `miniclaw init`, or pass the right --workspace"))
+        return False
+    if not memory.is_dir():
+        report.findings.append(Finding("error", "workspace", config.MEMORY_DIR,
+                                       "the workspace has no memory/ folder",
+                                       "run `miniclaw init` in it"))
+        return False
+    return True
+
+
+def _check_files(workspace: Path, report: Report) -> None:
+    from miniclaw.memory.sources import SOURCES
+
+    memory = workspace / config.MEMORY_DIR
+    try:
+        names = sorted(os.listdir(memory))
+    except OSError as exc:
+        report.findings.append(Finding("error", "workspace", config.MEMORY_DIR,
+                                       f"cannot list memory/: {exc.strerror or exc}",
+                                       "check the folder's permissions"))
+        return
+    count = 0
+    for name in names:
+        rel = f"{config.MEMORY_DIR}/{name}"
+        if _is_temp_file(name):
+            report.findings.append(Finding(
+                "warning", "file", rel,
+                "a leftover temporary file of an interrupted write (a full copy of a note, "
+                "private parts included)", "`miniclaw doctor --fix` removes it"))
+        elif any(source.owns(name) for source in SOURCES):
+            count += 1
+            report.findings.extend(_check_file(memory / name, workspace, rel))
+        elif name.endswith(".md"):
+            report.findings.append(Finding(
+                "info", "file", rel, "not searched: only MEMORY.md and YYYY-MM-DD.md are "
+                "memory files", "rename it to a day's date (YYYY-MM-DD.md) to search it"))
+    report.checked.append(f"workspace {workspace}: {count} memory file{'s' * (count != 1)}")
+
+
+def _is_temp_file(name: str) -> bool:
+    """A temp file our writers make for a memory file (never a user's own `.tmp` file)."""
+    from miniclaw.memory.sources import SOURCES
+
+    match = _TEMP_FILE.match(name)
+    return match is not None and any(source.owns(match.group(1)) for source in SOURCES)
+
+
+def _check_file(path: Path, workspace: Path, rel: str) -> list[Finding]:
+    """What may keep one memory file from being read, or hide part of it."""
+    from miniclaw.memory import files
+    from miniclaw.memory.parsing import split_lines
+    from miniclaw.memory.privacy import front_matter_warning, unclosed_private_line
+
+    def finding(severity: str, message: str, fix: str) -> Finding:
+        return Finding(severity, "file", rel, message, fix)
+
+    try:
+        raw = files.read_bytes(path, workspace, rel)
+    except files.OutsideWorkspaceError:
+        return [finding("warning", "skipped: a symlink out of the workspace",
+                        "copy the file into memory/ instead of linking to it")]
+    except files.NotMemoryFileError as exc:
+        return [finding("warning", f"skipped: {str(exc).removeprefix(rel + ' is ')}",
+                        "replace it with a regular file under 16 MB (split a large one)")]
+    except files.MemoryFileError as exc:
+        return [finding("error", f"unreadable: {str(exc).rpartition(': ')[2]}",
+                        "make it readable (chmod u+rw)")]
+    if raw is None:
+        return []
+    found = []
+    if len(raw) > files.NEAR_LIMIT_BYTES:
+        found.append(finding("warning", f"{len(raw) / 1048576:.1f} MB, near the "
+                             f"{files.MAX_FILE_BYTES // 1048576} MB limit of a searchable file",
+                             "split it into smaller files before adds are refused"))
+    text, warning = files.decode(raw, rel, memory_file=False)
+    if warning:  # not UTF-8, or NUL bytes: the decoder's words name the byte
+        found.append(finding("warning", warning.removeprefix(f"{rel} is "),
+                             "save it as UTF-8 in your editor"))
+    if not text:
+        return found
+    hidden = front_matter_warning(text, rel)
+    if hidden:
+        found.append(finding("warning", hidden.removeprefix(f"{rel}: "),
+                             "move the notes below the closing --- (or remove the block)"))
+    lines = split_lines(text)
+    opened = unclosed_private_line(lines)
+    if opened is not None:
+        found.append(finding("warning", f"the <private> on line {opened} is never closed: "
+                             "everything after it is hidden and new notes are refused",
+                             "add </private> where the private part ends"))
+    return found
+
+
+# -- the index -----------------------------------------------------------------------------
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _check_index(workspace: Path, report: Report, usable: bool) -> None:
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import index_file
+
+    path = config.index_path(workspace)
+    shown = str(path)
+
+    def finding(severity: str, message: str, fix: str) -> None:
+        report.findings.append(Finding(severity, "index", shown, message, fix))
+
+    try:
+        st = index_file.check_place(path, str(workspace))
+    except UsageError as exc:
+        finding("error", str(exc), "set MINICLAW_INDEX to a file outside the workspace")
+        return
+    if st is None:
+        report.checked.append(f"index {shown}: not built yet")
+        if usable:
+            finding("info", "not built yet: the first search builds it",
+                    "`miniclaw memory index` (or `miniclaw doctor --fix`) builds it now")
+        return
+    wal = _size(f"{path}-wal")
+    report.checked.append(f"index {shown}: {_human(st.st_size)}, WAL {_human(wal)}")
+    with open(path, "rb") as handle:
+        header = handle.read(100)
+    if header and not header.startswith(b"SQLite format 3\x00"):
+        finding("error", "not an SQLite file: miniclaw will not use it",
+                "delete it if it is a damaged index, or set MINICLAW_INDEX to another file")
+        return
+    if header and int.from_bytes(header[68:72], "big") not in (0, index_file.APPLICATION_ID):
+        finding("error", "another program's database: miniclaw will not use it",
+                "set MINICLAW_INDEX to another file")
+        return
+    if wal > WAL_WARN_BYTES:
+        finding("warning", f"its WAL holds {_human(wal)}: another process may keep it from "
+                "being emptied", "close long-running miniclaw processes, then "
+                "`miniclaw doctor --fix` rebuilds the index")
+    try:
+        conn = _open_read_only(path, wal)
+    except sqlite3.Error as exc:
+        finding("error", f"cannot be opened: {exc}", "`miniclaw doctor --fix` rebuilds it")
+        return
+    try:
+        _check_index_content(conn, workspace, finding, usable)
+    except sqlite3.Error as exc:
+        finding("error", f"damaged: {exc}", "`miniclaw doctor --fix` rebuilds it (it is a cache)")
+    finally:
+        conn.close()
+
+
+def _open_read_only(path: Path, wal: int) -> sqlite3.Connection:
+    """A read-only connection; `immutable` when there is no WAL to read, so SQLite creates no
+    -wal or -shm file beside it."""
+    from urllib.parse import quote
+
+    mode = "mode=ro" if os.path.exists(f"{path}-wal") else "immutable=1"
+    return sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True)
+
+
+def _check_index_content(conn: sqlite3.Connection, workspace: Path, finding, usable: bool) -> None:
+    from miniclaw.memory.database import index_format
+
+    problems = [line for row in conn.execute("PRAGMA integrity_check(5)")
+                for line in str(row[0]).splitlines() if not line.startswith("***")]
+    if problems != ["ok"]:
+        finding("error", f"damaged (integrity check: {problems[0] if problems else '?'})",
+                "`miniclaw doctor --fix` rebuilds it (it is a cache)")
+        return
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version != index_format():
+        finding("info", f"format {version}, this miniclaw uses {index_format()}: the next "
+                "search rebuilds it", "`miniclaw doctor --fix` rebuilds it now")
+        return
+    owner = conn.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
+    if owner is not None and owner[0] != os.path.realpath(workspace):
+        finding("error", f"it belongs to the workspace {owner[0]}",
+                "set MINICLAW_INDEX to another file (or delete that one: it is a cache)")
+        return
+    if usable:
+        stale = _stale_files(conn, workspace)
+        if stale:
+            finding("info", f"{len(stale)} file{'s' * (len(stale) != 1)} changed since indexed "
+                    f"({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}): the next "
+                    "search updates it", "`miniclaw memory index` updates it now")
+
+
+def _stale_files(conn: sqlite3.Connection, workspace: Path) -> list[str]:
+    """Files new, changed or gone since the index last saw them (as `SearchIndex.status`)."""
+    from miniclaw.memory.sources import SOURCES
+
+    known = {row[0]: tuple(row[1:]) for row in
+             conn.execute("SELECT path, size, mtime_ns, inode FROM files")}
+    disk = {f.path: f.signature for source in SOURCES for f in source.files(workspace)}
+    changed = [p for p, signature in disk.items() if known.get(p) != signature]
+    return sorted(changed + [p for p in known if p not in disk])
+
+
+def _human(size: int) -> str:
+    for unit in ("B", "KB", "MB"):
+        if size < 1024 or unit == "MB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"  # pragma: no cover
+
+
+# -- settings, sources and the model server ------------------------------------------------
+
+def _load_settings(report: Report) -> dict | None:
+    from miniclaw.errors import UsageError
+
+    try:
+        settings = config.load_config()
+    except UsageError as exc:
+        report.findings.append(Finding("error", "settings", str(config.config_path()),
+                                       str(exc), "fix or remove the file"))
+        return None
+    try:
+        from miniclaw.dates import zone_name
+
+        report.checked.append(f"time zone: {zone_name(config.time_zone())}")
+    except UsageError as exc:
+        report.findings.append(Finding("error", "settings", str(config.config_path()),
+                                       str(exc), "set timezone to an IANA name, or remove it"))
+    return settings
+
+
+def _check_sources(settings: dict, report: Report) -> None:
+    """Configured extra sources (the `sources` list of config.json): is each root there?"""
+    sources = settings.get("sources")
+    if sources is None:
+        return
+    if not isinstance(sources, list):
+        report.findings.append(Finding("error", "sources", str(config.config_path()),
+                                       '"sources" must be a list', "fix config.json"))
+        return
+    for item in sources:
+        root = item.get("root", item.get("path")) if isinstance(item, dict) else item
+        if not isinstance(root, str) or not root.strip():
+            report.findings.append(Finding("error", "sources", str(config.config_path()),
+                                           f"a source without a root folder: {item!r}",
+                                           'give each source a "root" folder'))
+        elif not Path(root).expanduser().is_dir():
+            report.findings.append(Finding("error", "sources", root, "the source's root folder "
+                                           "is not reachable", "mount or create it, or remove "
+                                           "the source from config.json"))
+    report.checked.append(f"sources: {len(sources)} configured")
+
+
+def _check_model(report: Report) -> None:
+    from miniclaw.errors import UsageError
+
+    try:
+        settings = config.llm_settings()
+    except UsageError as exc:
+        report.findings.append(Finding("error", "model", str(config.config_path()), str(exc),
+                                       "fix the setting (flag, MINICLAW_LLM_* or config.json)"))
+        return
+    if settings.provider != "openai":
+        report.checked.append("model server: none configured (the chat answers with echo)")
+        return
+    url = settings.base_url.rstrip("/") + "/models"
+    report.checked.append(f"model server {settings.base_url}: model {settings.model}")
+    problem = model_listed(url, settings.model, settings.api_key)
+    if problem is not None:
+        severity, message, fix = problem
+        report.findings.append(Finding(severity, "model", settings.base_url, message, fix))
+
+
+def model_listed(url: str, model: str, api_key: str | None) -> tuple[str, str, str] | None:
+    """None when the server at `url` (its /models) answers within MODEL_TIMEOUT_S and lists
+    `model`; else (severity, message, fix)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with httpx.Client(timeout=MODEL_TIMEOUT_S) as client:
+            response = client.get(url, headers=headers)
+    except httpx.TimeoutException:
+        return ("error", f"no answer within {MODEL_TIMEOUT_S:.0f} s",
+                "start the server, or check base_url")
+    except httpx.HTTPError as exc:
+        reason = "connection refused" if isinstance(exc, httpx.ConnectError) else type(exc).__name__
+        return ("error", f"not reachable: {reason}", "start the server, or check base_url")
+    if response.status_code != 200:
+        return ("error", f"{url} answered HTTP {response.status_code}",
+                "check base_url and the API key")
+    try:
+        listed = [item.get("id") for item in response.json().get("data", [])
+                  if isinstance(item, dict)]
+    except (ValueError, AttributeError, TypeError):
+        return ("warning", f"{url} did not answer with a model list",
+                "check that base_url is an OpenAI-compatible API (ending in /v1)")
+    if model not in listed and f"{model}:latest" not in listed:
+        shown = ", ".join(str(name) for name in listed[:5]) or "none"
+        return ("warning", f"the model {model!r} is not listed (it lists: {shown})",
+                "pull the model, or set model to one the server lists")
+    return None
+
+
+# -- MCP registration ----------------------------------------------------------------------
+
+def claude_config_files(cwd: Path) -> list[Path]:
+    """Where Claude Code keeps MCP servers: ~/.claude.json (user and local scope) and the
+    project's .mcp.json."""
+    return [Path.home() / ".claude.json", cwd / ".mcp.json"]
+
+
+def _servers(data: object, cwd: Path) -> list[dict]:
+    """The MCP server definitions of one config file (and of this project in ~/.claude.json)."""
+    if not isinstance(data, dict):
+        return []
+    tables = [data.get("mcpServers")]
+    projects = data.get("projects")
+    if isinstance(projects, dict):
+        tables.append((projects.get(str(cwd)) or {}).get("mcpServers"))
+    return [server | {"name": name} for table in tables if isinstance(table, dict)
+            for name, server in table.items() if isinstance(server, dict)]
+
+
+def _check_mcp(report: Report, cwd: Path) -> None:
+    import json
+    import shutil
+
+    looked = claude_config_files(cwd)
+    registered = []
+    for path in looked:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            report.findings.append(Finding("warning", "mcp", str(path), f"cannot be read: "
+                                           f"{getattr(exc, 'strerror', None) or exc}",
+                                           "fix the file (Claude Code reads it too)"))
+            continue
+        for server in _servers(data, cwd):
+            words = [server.get("command")] + list(server.get("args") or [])
+            if server["name"] == "miniclaw" or any(
+                    isinstance(w, str) and Path(w).name == "miniclaw" for w in words):
+                registered.append((path, server))
+    where = ", ".join(str(path) for path in looked)
+    if not registered:
+        report.findings.append(Finding(
+            "info", "mcp", None, f"miniclaw is not registered with Claude Code (looked in {where})",
+            "claude mcp add miniclaw -- miniclaw mcp"))
+        return
+    report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+    for path, server in registered:
+        command = server.get("command")
+        if isinstance(command, str) and shutil.which(command) is None:
+            report.findings.append(Finding("warning", "mcp", str(path),
+                                           f"the server {server['name']!r} runs {command!r}, "
+                                           "which is not on PATH", "give the full path to it"))
+
+
+# -- fixing --------------------------------------------------------------------------------
+
+def fix(workspace: Path, report: Report) -> list[str]:
+    """Do what cannot lose data for the findings of `report`; returns what was done."""
+    done = []
+    temps = [f.path for f in report.findings if f.check == "file" and f.path
+             and _is_temp_file(f.path.rpartition("/")[2])]
+    if temps:
+        done.extend(_remove_temp_files(workspace, temps))
+    index = [f for f in report.findings if f.check == "index"]
+    if (workspace / config.MEMORY_DIR).is_dir() and index:
+        done.extend(_rebuild_index(workspace, index))
+    return done
+
+
+def _remove_temp_files(workspace: Path, temps: list[str]) -> list[str]:
+    """Remove leftover temp files, under the write lock: no writer owns one then."""
+    from miniclaw.memory import files
+
+    done = []
+    with files.locked(workspace / config.MEMORY_DIR):
+        for rel in temps:
+            path = workspace / rel
+            with contextlib.suppress(FileNotFoundError):
+                if path.is_symlink() or not path.is_file():
+                    continue
+                path.unlink()
+                done.append(f"removed {rel}")
+    return done
+
+
+def _rebuild_index(workspace: Path, findings: list[Finding]) -> list[str]:
+    """Rebuild the index; a damaged or foreign-format file is deleted first (only when
+    `index_file` proves it is miniclaw's: another program's file is never touched)."""
+    import asyncio
+
+    from miniclaw.errors import MiniclawError
+    from miniclaw.memory import MemoryStore
+
+    if any(f.severity == "error" and f.message.startswith(("it belongs", "another program",
+                                                            "not an SQLite", "the search index"))
+           for f in findings):
+        return []  # not ours to delete: the finding says what to do
+    path = config.index_path(workspace)
+    damaged = any(f.message.startswith(("damaged", "cannot be opened")) for f in findings)
+    if damaged and not _provably_ours(path):
+        return [f"left {path} alone: it is damaged, but nothing proves it is miniclaw's "
+                "index; delete it yourself if it is"]
+    if damaged:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
+
+    async def rebuild():
+        async with MemoryStore(workspace) as store:
+            return await store.rebuild_index()
+
+    try:
+        report = asyncio.run(rebuild())
+    except MiniclawError as exc:
+        return [f"could not rebuild the index: {exc}"]
+    deleted = "deleted the damaged index and " if damaged else ""
+    return [f"{deleted}rebuilt the index {path} ({report.files_parsed} file"
+            f"{'s' * (report.files_parsed != 1)})"]
+
+
+def _provably_ours(path: Path) -> bool:
+    """In miniclaw's cache folder, or carrying miniclaw's application id in its header."""
+    from miniclaw.memory import index_file
+
+    if path.parent == config.cache_dir():
+        return True
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+    except OSError:
+        return False
+    return int.from_bytes(header[68:72], "big") == index_file.APPLICATION_ID

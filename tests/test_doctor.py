@@ -1,0 +1,275 @@
+"""`miniclaw doctor`: a workspace with every problem planted, a healthy one, the model server
+check against a real local HTTP server, and `--fix` doing only what cannot lose data."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from miniclaw import config
+from tests.conftest import daily_note, write
+
+MAIN = [sys.executable, "-m", "miniclaw"]
+
+
+def run(workspace: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*MAIN, "--workspace", str(workspace), *args], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=120)
+
+
+def snapshot(*folders: Path) -> dict[str, tuple[bytes | None, int]]:
+    """Every file under the folders: its bytes (None for what is not a regular file), mode."""
+    found = {}
+    for folder in folders:
+        for root, dirs, names in os.walk(folder):
+            for name in dirs + names:
+                path = Path(root) / name
+                st = os.lstat(path)
+                regular = path.is_file() and not path.is_symlink() and st.st_size < 1 << 20
+                found[str(path)] = (path.read_bytes() if regular else None, st.st_mode)
+    return found
+
+
+def register_mcp(home: Path) -> None:
+    (home / ".claude.json").write_text(json.dumps(
+        {"mcpServers": {"miniclaw": {"command": sys.executable, "args": ["-m", "miniclaw", "mcp"]}}}))
+
+
+@pytest.fixture
+def healthy(workspace: Path, isolated_home: Path) -> Path:
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
+    write(workspace, "memory/2026-02-14.md", daily_note("2026-02-14", ["Met Sam"], ["09:00:00"]))
+    assert run(workspace, "memory", "index").returncode == 0
+    register_mcp(isolated_home)
+    return workspace
+
+
+def test_a_healthy_workspace_has_no_finding_and_exits_0(healthy: Path):
+    done = run(healthy, "doctor", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["healthy"] is True
+    assert report["findings"] == []
+    assert any("registered in" in line for line in report["checked"])
+    text = run(healthy, "doctor")
+    assert text.returncode == 0 and text.stdout.rstrip().endswith("Healthy.")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def plant_every_problem(workspace: Path, home: Path, tmp_path: Path) -> Path:
+    """Every problem doctor knows, one per file; returns the index path."""
+    memory = workspace / "memory"
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
+    assert run(workspace, "memory", "index").returncode == 0
+    (memory / "2026-02-01.md").write_bytes(b"# Daily Note\n\n## 09:00:00 UTC\n\nbad \xff byte\n")
+    write(workspace, "memory/2026-02-02.md", "## 09:00:00 UTC\n\nok\n\n<private>\nsecret pin 4321\n")
+    write(workspace, "memory/2026-02-03.md",
+          "---\nMet Sam: about the budget, 40k approved\n---\n\n## 09:00:00 UTC\n\nhi\n")
+    (memory / "2026-02-04.md").mkdir()  # not a regular file
+    outside = tmp_path / "outside.md"
+    outside.write_text("## 09:00:00 UTC\n\nelsewhere\n")
+    (memory / "2026-02-05.md").symlink_to(outside)
+    with open(memory / "2026-02-06.md", "wb") as big:  # past the 16 MB limit (sparse)
+        big.truncate(17 * 1024 * 1024)
+    with open(memory / "2026-02-07.md", "wb") as near:  # near it: 15 MB
+        near.write(b"## 09:00:00 UTC\n\n" + b"word " * (3 * 1024 * 1024))
+    # Named as `files.replace_bytes` names its temp file; and a user's own file it must spare.
+    fd, temp = tempfile.mkstemp(prefix=".2026-02-01.md.", suffix=".tmp", dir=memory)
+    os.write(fd, b"a full copy, secret pin 4321\n")
+    os.close(fd)
+    (memory / ".MEMORY.md.mine.tmp").write_text("the user's own\n")
+    write(workspace, "memory/notes.md", "- not a memory file\n")
+    index = config.index_path(workspace)
+    with open(index, "r+b") as handle:  # damage a page after the header
+        handle.seek(4096 + 100)
+        handle.write(b"\xde\xad" * 2000)
+    (home / ".miniclaw").mkdir()
+    (home / ".miniclaw" / "config.json").write_text(json.dumps({
+        "llm": {"base_url": f"http://127.0.0.1:{closed_port()}/v1", "model": "llama3.2"},
+        "sources": [{"root": str(tmp_path / "gone")}]}))
+    return index
+
+
+def by_path(report: dict) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for finding in report["findings"]:
+        found.setdefault(finding["path"], []).append(finding)
+    return found
+
+
+def test_every_planted_problem_is_a_finding_and_nothing_is_written(
+        workspace: Path, isolated_home: Path, tmp_path: Path):
+    index = plant_every_problem(workspace, isolated_home, tmp_path)
+    before = snapshot(workspace, index.parent)
+    done = run(workspace, "doctor", "--json")
+    assert done.returncode == 1, done.stderr
+    assert snapshot(workspace, index.parent) == before  # read-only: not even a -shm file
+    report = json.loads(done.stdout)
+    assert report["healthy"] is False
+    found = by_path(report)
+
+    def one(path: str, severity: str, *words: str) -> None:
+        texts = [f["message"] for f in found.get(path, []) if f["severity"] == severity]
+        assert any(all(w in t for w in words) for t in texts), (path, found.get(path))
+        assert all(f["fix"] for f in found[path])
+
+    one("memory/2026-02-01.md", "warning", "not valid UTF-8", "offset 35")
+    one("memory/2026-02-02.md", "warning", "<private> on line 5 is never closed")
+    one("memory/2026-02-03.md", "warning", "front matter")
+    one("memory/2026-02-04.md", "warning", "skipped", "not a regular file")
+    one("memory/2026-02-05.md", "warning", "skipped", "symlink out of the workspace")
+    one("memory/2026-02-06.md", "warning", "skipped", "over 16 MB")
+    one("memory/2026-02-07.md", "warning", "near the 16 MB limit")
+    [temp] = [p for p in found if p and p.endswith(".tmp")]
+    one(temp, "warning", "leftover temporary file")
+    one("memory/notes.md", "info", "not searched")
+    one(str(index), "error", "damaged")
+    base_url = json.loads((isolated_home / ".miniclaw" / "config.json").read_text())["llm"]["base_url"]
+    one(base_url, "error", "not reachable")
+    one(str(tmp_path / "gone"), "error", "root folder is not reachable")
+    one(None, "info", "not registered with Claude Code", str(isolated_home / ".claude.json"))
+    assert "4321" not in done.stdout + done.stderr  # private text never in the report
+    assert any(line.endswith(": 8 memory files") for line in report["checked"])
+
+
+def test_fix_rebuilds_the_index_and_removes_temp_files_never_a_memory_file(
+        workspace: Path, isolated_home: Path, tmp_path: Path):
+    index = plant_every_problem(workspace, isolated_home, tmp_path)
+    notes = {p.name: p.read_bytes() for p in (workspace / "memory").glob("*.md")
+             if p.is_file() and not p.is_symlink()}
+    [temp] = (workspace / "memory").glob(".2026-02-01.md.*.tmp")
+    done = run(workspace, "doctor", "--fix")
+    assert done.returncode == 1  # the memory files' problems remain: doctor never edits them
+    assert f"fixed    removed memory/{temp.name}" in done.stdout
+    assert "fixed    deleted the damaged index and rebuilt the index" in done.stdout
+    assert not temp.exists()
+    assert (workspace / "memory" / ".MEMORY.md.mine.tmp").read_text() == "the user's own\n"
+    assert {p.name: p.read_bytes() for p in (workspace / "memory").glob("*.md")
+            if p.is_file() and not p.is_symlink()} == notes
+    after = json.loads(run(workspace, "doctor", "--json").stdout)
+    assert [f for f in after["findings"] if f["check"] == "index"] == []
+    assert "Prefers dark roast" in run(workspace, "memory", "rank", "-q", "roast").stdout
+
+
+def test_fix_builds_a_missing_index(workspace: Path, isolated_home: Path):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
+    register_mcp(isolated_home)
+    first = json.loads(run(workspace, "doctor", "--json").stdout)
+    assert [f["message"] for f in first["findings"]] == [
+        "not built yet: the first search builds it"]
+    assert not config.index_path(workspace).exists()
+    done = run(workspace, "doctor", "--fix")
+    assert done.returncode == 0 and "rebuilt the index" in done.stdout
+    assert json.loads(run(workspace, "doctor", "--json").stdout)["findings"] == []
+
+
+def test_a_stale_index_is_a_note_not_a_failure(healthy: Path):
+    write(healthy, "memory/2026-02-13.md", daily_note("2026-02-13", ["new"], ["08:00:00"]))
+    done = run(healthy, "doctor", "--json")
+    assert done.returncode == 0
+    [finding] = json.loads(done.stdout)["findings"]
+    assert finding["severity"] == "info" and "memory/2026-02-13.md" in finding["message"]
+
+
+def test_a_missing_workspace_is_an_error(tmp_path: Path):
+    done = run(tmp_path / "nowhere", "doctor")
+    assert done.returncode == 1
+    assert "there is no workspace here" in done.stdout and "miniclaw init" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_an_index_of_another_program_is_left_alone(healthy: Path, tmp_path: Path):
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("PRAGMA application_id = 42")
+        conn.execute("CREATE TABLE t (a)")
+    before = other.read_bytes()
+    done = run(healthy, "doctor", "--fix", env={"MINICLAW_INDEX": str(other)})
+    assert done.returncode == 1 and "another program's database" in done.stdout
+    assert other.read_bytes() == before
+
+
+class _Models(BaseHTTPRequestHandler):
+    listed: list[str] = []
+
+    def do_GET(self):  # noqa: N802
+        body = json.dumps({"object": "list", "data": [{"id": m} for m in self.listed]}).encode()
+        status = 200 if self.path == "/v1/models" else 404
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def model_server():
+    _Models.listed = ["llama3.2:latest", "qwen2.5:7b"]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Models)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(("model", "expected"), [
+    ("llama3.2", None),
+    ("qwen2.5:7b", None),
+    ("mistral", ("warning", "the model 'mistral' is not listed (it lists: llama3.2:latest, qwen2.5:7b)")),
+])
+def test_the_model_server_check_against_a_real_server(model_server: str, model: str, expected):
+    from miniclaw.doctor import model_listed
+
+    found = model_listed(model_server + "/models", model, "sk-test")
+    assert found is None if expected is None else found[:2] == expected
+
+
+def test_the_model_server_check_reports_a_wrong_url_and_a_closed_port(model_server: str):
+    from miniclaw.doctor import model_listed
+
+    assert model_listed(model_server + "/nothing", "llama3.2", None)[:2] == (
+        "error", f"{model_server}/nothing answered HTTP 404")
+    closed = f"http://127.0.0.1:{closed_port()}/v1/models"
+    assert model_listed(closed, "llama3.2", None)[:2] == ("error", "not reachable: connection refused")
+
+
+def test_doctor_with_a_reachable_server_in_the_settings_is_healthy(
+        healthy: Path, model_server: str):
+    done = run(healthy, "doctor", "--json", env={"MINICLAW_LLM_BASE_URL": model_server,
+                                                 "MINICLAW_LLM_MODEL": "llama3.2"})
+    assert done.returncode == 0, done.stdout
+    report = json.loads(done.stdout)
+    assert report["findings"] == []
+    assert f"model server {model_server}: model llama3.2" in report["checked"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_note_is_an_error(healthy: Path):
+    note = healthy / "memory" / "2026-02-14.md"
+    note.chmod(0)
+    try:
+        done = run(healthy, "doctor", "--json")
+    finally:
+        note.chmod(0o600)
+    [finding] = by_path(json.loads(done.stdout))["memory/2026-02-14.md"]
+    assert finding["severity"] == "error" and "unreadable" in finding["message"]
