@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +36,10 @@ def test_bash_completion_offers_commands_and_options():
 
 
 def test_show_completion_prints_a_script():
-    proc = subprocess.run([sys.executable, "-m", "miniclaw", "--show-completion", "bash"],
-                          capture_output=True, text=True, timeout=60)
+    """As typed at a bash prompt: Typer finds the shell among the process's parents, so the
+    command runs under a real bash (pytest's own parents may hold none, e.g. under setsid)."""
+    command = f"{shlex.quote(sys.executable)} -m miniclaw --show-completion; exit $?"
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "_MINICLAW_COMPLETE=complete_bash" in proc.stdout
 

@@ -86,16 +86,20 @@ def _kill_after(env, ws: Path, start: int, kind: str, delay: float) -> list[int]
     proc = subprocess.Popen([PYTHON, "-c", CHILD, str(ws), str(start), kind], env=env,
                             cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             bufsize=0)
+    first_write = b""
     try:
         first = proc.stdout.readline()
         assert first == b"ready\n", (first, proc.stderr.read())
+        # The delay runs from the first write, so that on a loaded machine (a slow start) the
+        # kill still lands among writes rather than before them.
+        first_write = proc.stdout.readline()
         time.sleep(delay)
     finally:
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, err)
     assert not err.strip(), err  # killed, never failed on its own
-    lines = out.decode().splitlines()
+    lines = (first_write + out).decode().splitlines()
     assert all(re.fullmatch(r"written \d+", line) for line in lines), lines[-3:]
     written = [int(line.split()[1]) for line in lines]
     assert written == list(range(start, start + len(written))), written
