@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
-from miniclaw.chat.tools import CONFIRMED_TOOLS, SEARCH_LIMIT, TOOLS, WriteBudget, run_tool
+from miniclaw.chat.tools import SEARCH_LIMIT, WriteBudget, offered_tools, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
@@ -214,7 +214,7 @@ class ChatSession:
         for _ in range(MAX_TOOL_ROUNDS + 1):
             said: list[str] = []
             calls: list[ToolCall] = []
-            tools = CONFIRMED_TOOLS if self.confirm is not None else TOOLS
+            tools = offered_tools(self.store, confirmed=self.confirm is not None)
             async for event in self.provider.stream(ChatRequest(messages, tools, context)):
                 if isinstance(event, ToolCall):
                     calls.append(event)

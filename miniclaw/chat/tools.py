@@ -22,6 +22,14 @@ TOOLS = [openai_function(ADD), openai_function(SEARCH)]
 # Offered only in an interactive chat, where the person confirms each removal.
 CONFIRMED_TOOLS = TOOLS + [openai_function(FORGET)]
 _OFFERED = {SEARCH.name, ADD.name}
+
+
+
+def offered_tools(store, *, confirmed: bool) -> list[dict]:
+    """`TOOLS` (or `CONFIRMED_TOOLS`) as the store's workspace offers them: search_memory
+    lists the sources it searches, those config.json adds included."""
+    tools = [openai_function(ADD), openai_function(MemoryTools(store).spec(SEARCH.name))]
+    return tools + [openai_function(FORGET)] if confirmed else tools
 _OLD_NAMES = {"write_memory": ADD.name}  # what the chat called add_memory before
 
 
