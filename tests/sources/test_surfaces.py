@@ -58,3 +58,49 @@ def test_the_default_search_spec_is_the_built_in_sources_one():
     from miniclaw.memory_tools import SEARCH, search_spec
 
     assert search_spec(SOURCES) == SEARCH
+
+
+async def test_the_mcp_resources_are_the_files_of_the_configured_sources(workspace, tmp_path,
+                                                                         monkeypatch):
+    """Through a real `miniclaw mcp`: config.json adds a source outside the workspace; its
+    files are listed and read as entries (private parts gone), and the built-in ones keep
+    their URIs."""
+    import json
+    from pathlib import Path
+
+    from mcp.shared.exceptions import MCPError
+
+    from tests.mcp.conftest import connect
+    from tests.sources.test_plugin_sources import SECRET
+
+    root = _notes(tmp_path)
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n## 2026-02-10\n- a lantern\n")
+    (workspace / "memory" / "2026-02-12.md").write_text(
+        "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\nlantern oil bought\n")
+    home = tmp_path / "mchome"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
+        "sources": ["long_term", "daily_note",
+                    {"class": "tests.sources.test_plugin_sources:TextNotes", "root": str(root)}],
+        "roots": [str(root)]}}}), encoding="utf-8")
+    monkeypatch.setenv("MINICLAW_HOME", str(home))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    async with connect(workspace) as session:
+        listed = (await session.list_resources()).resources
+        texts = {str(r.uri): (await session.read_resource(r.uri)).contents[0].text
+                 for r in listed}
+        try:
+            await session.read_resource("miniclaw://memory/2026-02-13.md")  # no such note
+            refused = ""
+        except MCPError as exc:
+            refused = exc.message
+    assert [str(r.uri) for r in listed] == [
+        "miniclaw://memory/MEMORY.md", "miniclaw://memory/2026-02-12.md",
+        f"miniclaw://memory/{root}/a.txt", f"miniclaw://memory/{root}/trips/b.txt"]
+    assert [r.description for r in listed][1:3] == ["Daily Note - 2026-02-12",
+                                                    f"Text Note ({root}/a.txt)"]
+    b = texts[f"miniclaw://memory/{root}/trips/b.txt"]
+    assert b.startswith(f"# Text Note ({root}/trips/b.txt)\n")
+    assert f"- Packed the lantern oil.  ({root}/trips/b.txt:1)" in b
+    assert SECRET not in "".join(texts.values())
+    assert refused.startswith("no memory file at")
