@@ -160,10 +160,13 @@ class ChatSession:
         context = self.last_context
         if context is None:
             return "No message yet: /context shows what the assistant saw for your last one."
+        from miniclaw.text import plural
+
         counts = {name: len(context.items(name)) for name in ("memories", "notes", "history")}
         return (f"{context.render()}\n\n(about {context.tokens} of {context.budget} tokens, "
-                f"estimated: {counts['memories']} memories, {counts['notes']} note entries, "
-                f"{counts['history']} earlier turns)")
+                f"estimated: {plural(counts['memories'], 'memory', 'memories')}, "
+                f"{plural(counts['notes'], 'note entry', 'note entries')}, "
+                f"{plural(counts['history'], 'earlier turn')})")
 
     # -- a message to the model ----------------------------------------------------------
 
