@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date as Date
 
-from miniclaw.text import plural, printable, utf8  # noqa: F401 (plural: the CLI's)
+from miniclaw.text import plural, printable, utf8
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.sources import source_label, source_windowed
 
