@@ -1,7 +1,8 @@
 """The memory tools the chat's model may call, in the chat's form: `search_memory` and
 `add_memory` of the shared layer (`miniclaw.memory_tools`, which also serves the MCP server).
 
-`TOOLS` is what the model is told (OpenAI function schemas); `run_tool` carries a call out
+`offered_tools(store)` is what the model is told (OpenAI function schemas, the workspace's
+sources in search_memory; `TOOLS` for the built-in ones); `run_tool` carries a call out
 and returns two texts: what the model gets back, and one line for the person, saying what was
 written or searched. A bad call (unknown tool, arguments that are not JSON, empty text, a
 write past a cap) is answered to the model as an error it can correct, never raised: the
