@@ -104,3 +104,30 @@ async def test_the_mcp_resources_are_the_files_of_the_configured_sources(workspa
     assert f"- Packed the lantern oil.  ({root}/trips/b.txt:1)" in b
     assert SECRET not in "".join(texts.values())
     assert refused.startswith("no memory file at")
+
+
+async def test_sources_the_server_cannot_use_are_an_error_it_survives(workspace, tmp_path,
+                                                                      monkeypatch):
+    """A source root config.json does not allow: listing resources and searching say why,
+    and the server goes on answering."""
+    import json
+
+    from mcp.shared.exceptions import MCPError
+
+    from tests.mcp.conftest import connect, refused
+
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n## 2026-02-10\n- a lantern\n")
+    home = tmp_path / "mchome"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
+        "sources": ["long_term", {"class": "miniclaw.memory.sources:DailyNoteSource",
+                                  "root": str(tmp_path / "elsewhere")}]}}}), encoding="utf-8")
+    monkeypatch.setenv("MINICLAW_HOME", str(home))
+    async with connect(workspace) as session:
+        with pytest.raises(MCPError, match="outside the workspace"):
+            await session.list_resources()
+        message = await refused(session, "search_memory", query="lantern")
+        tools = (await session.list_tools()).tools
+        status = await refused(session, "memory_status")
+    assert "outside the workspace" in message and "outside the workspace" in status
+    assert len(tools) == 5  # listed all the same, with the built-in sources
