@@ -74,6 +74,7 @@ async def test_the_mcp_resources_are_the_files_of_the_configured_sources(workspa
     from tests.sources.test_plugin_sources import SECRET
 
     root = _notes(tmp_path)
+    (root / "nuit à Paris #2.txt").write_text("Lantern walk by the Seine.\n", encoding="utf-8")
     (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n## 2026-02-10\n- a lantern\n")
     (workspace / "memory" / "2026-02-12.md").write_text(
         "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\nlantern oil bought\n")
@@ -96,7 +97,10 @@ async def test_the_mcp_resources_are_the_files_of_the_configured_sources(workspa
             refused = exc.message
     assert [str(r.uri) for r in listed] == [
         "miniclaw://memory/MEMORY.md", "miniclaw://memory/2026-02-12.md",
-        f"miniclaw://memory/{root}/a.txt", f"miniclaw://memory/{root}/trips/b.txt"]
+        f"miniclaw://memory/{root}/a.txt",
+        f"miniclaw://memory/{root}/nuit%20%C3%A0%20Paris%20%232.txt",
+        f"miniclaw://memory/{root}/trips/b.txt"]
+    assert "- Lantern walk by the Seine." in texts[str(listed[3].uri)]
     assert [r.description for r in listed][1:3] == ["Daily Note - 2026-02-12",
                                                     f"Text Note ({root}/a.txt)"]
     b = texts[f"miniclaw://memory/{root}/trips/b.txt"]
