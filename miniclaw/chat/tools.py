@@ -19,19 +19,17 @@ from miniclaw.memory_tools import (ADD, FORGET, MAX_WRITE_CHARS,  # noqa: F401
                                    MAX_WRITES_PER_SESSION, MAX_WRITES_PER_TURN, SEARCH,
                                    SEARCH_LIMIT, MemoryTools, WriteBudget, openai_function)
 
-TOOLS = [openai_function(ADD), openai_function(SEARCH)]
-# Offered only in an interactive chat, where the person confirms each removal.
-CONFIRMED_TOOLS = TOOLS + [openai_function(FORGET)]
+TOOLS = [openai_function(ADD), openai_function(SEARCH)]  # with the built-in sources
 _OFFERED = {SEARCH.name, ADD.name}
-
+_OLD_NAMES = {"write_memory": ADD.name}  # what the chat called add_memory before
 
 
 def offered_tools(store, *, confirmed: bool) -> list[dict]:
-    """`TOOLS` (or `CONFIRMED_TOOLS`) as the store's workspace offers them: search_memory
-    lists the sources it searches, those config.json adds included."""
+    """What the model is told: add_memory and search_memory (its sources the workspace's,
+    those config.json adds included), and forget_memory only in a chat where the person
+    confirms each removal."""
     tools = [openai_function(ADD), openai_function(MemoryTools(store).spec(SEARCH.name))]
     return tools + [openai_function(FORGET)] if confirmed else tools
-_OLD_NAMES = {"write_memory": ADD.name}  # what the chat called add_memory before
 
 
 class ToolOutcome(NamedTuple):
