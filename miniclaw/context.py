@@ -97,7 +97,7 @@ class ContextItem(NamedTuple):
     citation: str | None = None  # `path:line` for memories and notes, the file name for identity
     date: Date | None = None
     time: str | None = None  # HH:MM:SS UTC for note entries
-    source: str | None = None  # long_term | daily_note | identity | user | assistant | tool
+    source: str | None = None  # long_term | daily_note | a configured source | identity | user | assistant | tool
     cut: bool = False  # shortened to fit the budget
 
     def to_dict(self) -> dict:

@@ -7,9 +7,10 @@ the session cap is the cap). Every answer is structured content that matches the
 output schema, plus the same JSON as text for clients that read only text. A bad call is a
 tool error (`isError`) whose text says what to change; the server goes on.
 
-The memory files are resources (`miniclaw://memory/MEMORY.md`, `miniclaw://memory/DAY.md`),
-read through the parser as entries with citations: no private text, and no path from the
-client is ever opened (a URI names a memory file or is refused).
+The files of the workspace's sources are resources (`miniclaw://memory/MEMORY.md`,
+`miniclaw://memory/DAY.md`, then those config.json adds), read through the parser as
+entries with citations: no private text, and no path from the client is ever opened (a URI
+names a file the sources list or is refused).
 
 Cancellation: the SDK cancels the handler of a cancelled request, but a worker thread
 already running a search cannot be stopped. The call runs as its own task, which the handler
@@ -140,39 +141,43 @@ class MemoryServer:
     # -- resources -----------------------------------------------------------------------
 
     async def list_resources(self, ctx, params) -> types.ListResourcesResult:
-        from miniclaw.memory.sources import DailyNoteSource
-
-        notes = await asyncio.to_thread(DailyNoteSource().files, self.store.workspace)
-        found = [types.Resource(
-            uri=URI_PREFIX + "MEMORY.md", name="MEMORY.md", mime_type="text/markdown",
-            description="Long-term memory: lasting facts, preferences and decisions.")]
-        found += [types.Resource(uri=f"{URI_PREFIX}{note.day.isoformat()}.md",
-                                 name=f"{note.day.isoformat()}.md", mime_type="text/markdown",
-                                 description=f"The daily note of {note.day.isoformat()}.")
-                  for note in sorted(notes, key=lambda n: n.day, reverse=True)]
-        return types.ListResourcesResult(resources=found)
+        """Every file of the workspace's sources (MEMORY.md, then the notes newest first)."""
+        return types.ListResourcesResult(resources=[types.Resource(
+            uri=resource_uri(file.path), name=file.path.removeprefix("memory/"),
+            mime_type="text/markdown", description=_title(source, file))
+            for source, file in await self._finish(self.store.source_files())])
 
     async def read_resource(self, ctx, params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
-        from miniclaw.memory.sources import daily_note_date
-
         uri = str(params.uri)
-        name = uri.removeprefix(URI_PREFIX) if uri.startswith(URI_PREFIX) else None
-        day = daily_note_date(name) if name else None
-        if name != "MEMORY.md" and day is None:
-            raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
-                           f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
         try:
-            if day is None:
-                entries = await self._finish(self.store.read_long_term())
-                title = "Memory (MEMORY.md)"
-            else:
-                entries = await self._finish(self.store.read_day(day))
-                title = f"Daily Note - {day.isoformat()}"
+            listed = await self._finish(self.store.source_files())
+            found = [(s, f) for s, f in listed if resource_uri(f.path) == uri]
+            if not found:
+                raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
+                               "the files resources/list names, such as "
+                               f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
+            source, file = found[0]
+            entries = await self._finish(self.store.read_file(file.path)) or []
         except MiniclawError as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=uri, mime_type="text/markdown", text=entries_markdown(title, entries))])
+            uri=uri, mime_type="text/markdown",
+            text=entries_markdown(_title(source, file), entries))])
+
+
+def resource_uri(path: str) -> str:
+    """A memory file's URI: `miniclaw://memory/` and its path within memory/ (MEMORY.md,
+    2026-02-14.md), or its whole display path for a source elsewhere."""
+    from urllib.parse import quote
+
+    return URI_PREFIX + quote(path.removeprefix("memory/"), safe="/~")
+
+
+def _title(source, file) -> str:
+    """What people call the file: "Daily Note - 2026-02-14", "Long-term Memory (memory/...)"."""
+    label = source.label or source.name
+    return f"{label} - {file.day.isoformat()}" if file.day else f"{label} ({file.path})"
 
 
 def entries_markdown(title: str, entries) -> str:

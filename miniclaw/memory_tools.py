@@ -138,7 +138,8 @@ SEARCH = ToolSpec(
         "tags": {**_STRINGS, "description": "Only entries with all of these tags."},
         "sources": {"type": "array", "items": {"type": "string",
                                                "enum": ["long_term", "daily_note"]},
-                    "description": "Only these files: long_term (MEMORY.md), daily_note."},
+                    "description": "Only these sources: long_term (Long-term Memory), "
+                                   "daily_note (Daily Note)."},  # as search_spec(SOURCES)
         "mode": {"type": "string", "enum": ["bm25", "keyword"],
                  "description": "Ranking: bm25 (default) or keyword (word counts)."},
     }, ["query"]),
@@ -251,6 +252,19 @@ SPECS: dict[str, ToolSpec] = {spec.name: spec
                               for spec in (SEARCH, ADD, READ, CONTEXT, STATUS, FORGET)}
 
 
+def search_spec(sources) -> ToolSpec:
+    """`search_memory` as a workspace offers it: its `sources` argument names the sources
+    that workspace searches (config.json may add some or leave built-in ones out)."""
+    names = [source.name for source in sources]
+    listed = ", ".join(f"{source.name} ({source.label})" if source.label else source.name
+                       for source in sources)
+    schema = {**SEARCH.input_schema, "properties": {
+        **SEARCH.input_schema["properties"],
+        "sources": {"type": "array", "items": {"type": "string", "enum": names},
+                    "description": f"Only these sources: {listed}."}}}
+    return SEARCH._replace(input_schema=schema)
+
+
 def openai_function(spec: ToolSpec) -> dict:
     """The tool as an OpenAI function schema (what the chat's model is told)."""
     return {"type": "function", "function": {
@@ -331,12 +345,24 @@ class MemoryTools:
     def specs(self) -> list[ToolSpec]:
         """The tools this session offers (a read-only one offers none that write, and one
         with no user to confirm a removal does not offer forget_memory)."""
-        return [spec for spec in SPECS.values() if not (spec.writes and self.read_only)
+        return [self.spec(spec.name) for spec in SPECS.values()
+                if not (spec.writes and self.read_only)
                 and not (spec is FORGET and self.confirm is None)]
+
+    def spec(self, name: str) -> ToolSpec | None:
+        """The tool as this session's workspace offers it (its sources in search_memory);
+        a workspace whose source list cannot be read offers the built-in ones, and its
+        search reports the problem."""
+        if name != SEARCH.name:
+            return SPECS.get(name)
+        try:
+            return search_spec(self.store.sources)
+        except MiniclawError:
+            return SEARCH
 
     async def call(self, name: str, arguments: object) -> dict:
         """Carry out one call; a bad call raises a `MiniclawError` saying what to change."""
-        spec = SPECS.get(name)
+        spec = self.spec(name)
         if spec is None:
             raise UsageError(f"there is no tool called {name!r}; the tools are: "
                              f"{', '.join(s.name for s in self.specs())}")

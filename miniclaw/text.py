@@ -43,3 +43,8 @@ def printable(text: str) -> str:
     """`text` safe to print on a terminal: C0 and C1 controls (and with them every escape
     sequence) removed, except newline and tab; lone surrogates as U+FFFD."""
     return utf8(_CONTROLS.sub("", text))
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 memory`, `2 memories`: a count with its noun in the right number."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"

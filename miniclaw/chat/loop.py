@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from miniclaw.chat.providers import ChatRequest, Provider, ToolCall
-from miniclaw.chat.tools import CONFIRMED_TOOLS, SEARCH_LIMIT, TOOLS, WriteBudget, run_tool
+from miniclaw.chat.tools import SEARCH_LIMIT, WriteBudget, offered_tools, run_tool
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
@@ -160,10 +160,13 @@ class ChatSession:
         context = self.last_context
         if context is None:
             return "No message yet: /context shows what the assistant saw for your last one."
+        from miniclaw.text import plural
+
         counts = {name: len(context.items(name)) for name in ("memories", "notes", "history")}
         return (f"{context.render()}\n\n(about {context.tokens} of {context.budget} tokens, "
-                f"estimated: {counts['memories']} memories, {counts['notes']} note entries, "
-                f"{counts['history']} earlier turns)")
+                f"estimated: {plural(counts['memories'], 'memory', 'memories')}, "
+                f"{plural(counts['notes'], 'note entry', 'note entries')}, "
+                f"{plural(counts['history'], 'earlier turn')})")
 
     # -- a message to the model ----------------------------------------------------------
 
@@ -214,7 +217,7 @@ class ChatSession:
         for _ in range(MAX_TOOL_ROUNDS + 1):
             said: list[str] = []
             calls: list[ToolCall] = []
-            tools = CONFIRMED_TOOLS if self.confirm is not None else TOOLS
+            tools = offered_tools(self.store, confirmed=self.confirm is not None)
             async for event in self.provider.stream(ChatRequest(messages, tools, context)):
                 if isinstance(event, ToolCall):
                     calls.append(event)

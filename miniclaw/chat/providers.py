@@ -27,7 +27,7 @@ class ToolCall(NamedTuple):
 
 class ChatRequest(NamedTuple):
     messages: list[dict]  # {"role": ..., "content": ...}, the system prompt first
-    tools: list[dict]  # OpenAI function-tool schemas (chat.tools.TOOLS)
+    tools: list[dict]  # OpenAI function-tool schemas (chat.tools.offered_tools)
     context: Context  # what the system prompt was rendered from
 
 

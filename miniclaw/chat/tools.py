@@ -1,7 +1,8 @@
 """The memory tools the chat's model may call, in the chat's form: `search_memory` and
 `add_memory` of the shared layer (`miniclaw.memory_tools`, which also serves the MCP server).
 
-`TOOLS` is what the model is told (OpenAI function schemas); `run_tool` carries a call out
+`offered_tools(store)` is what the model is told (OpenAI function schemas, the workspace's
+sources in search_memory; `TOOLS` for the built-in ones); `run_tool` carries a call out
 and returns two texts: what the model gets back, and one line for the person, saying what was
 written or searched. A bad call (unknown tool, arguments that are not JSON, empty text, a
 write past a cap) is answered to the model as an error it can correct, never raised: the
@@ -18,11 +19,17 @@ from miniclaw.memory_tools import (ADD, FORGET, MAX_WRITE_CHARS,  # noqa: F401
                                    MAX_WRITES_PER_SESSION, MAX_WRITES_PER_TURN, SEARCH,
                                    SEARCH_LIMIT, MemoryTools, WriteBudget, openai_function)
 
-TOOLS = [openai_function(ADD), openai_function(SEARCH)]
-# Offered only in an interactive chat, where the person confirms each removal.
-CONFIRMED_TOOLS = TOOLS + [openai_function(FORGET)]
+TOOLS = [openai_function(ADD), openai_function(SEARCH)]  # with the built-in sources
 _OFFERED = {SEARCH.name, ADD.name}
 _OLD_NAMES = {"write_memory": ADD.name}  # what the chat called add_memory before
+
+
+def offered_tools(store, *, confirmed: bool) -> list[dict]:
+    """What the model is told: add_memory and search_memory (its sources the workspace's,
+    those config.json adds included), and forget_memory only in a chat where the person
+    confirms each removal."""
+    tools = [openai_function(ADD), openai_function(MemoryTools(store).spec(SEARCH.name))]
+    return tools + [openai_function(FORGET)] if confirmed else tools
 
 
 class ToolOutcome(NamedTuple):

@@ -158,13 +158,7 @@ def root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    """miniclaw: a personal assistant whose memory is plain Markdown you own.
-
-    Long-term memory lives in memory/MEMORY.md and a daily note per UTC day in
-    memory/YYYY-MM-DD.md; search keeps its index (a cache) up to date by itself.
-
-    Example: miniclaw init && miniclaw memory add "Prefers dark roast" --long
-    """
+    """The global options (the root help is ROOT_HELP, above)."""
     from miniclaw.config import resolve_workspace
     from miniclaw.errors import UsageError
 

@@ -23,7 +23,7 @@ def context(
     The prompt goes to stdout and a line of token counts to stderr.
     Example: miniclaw context -q "what did Sam approve?" --budget 1000
     """
-    from miniclaw.cli.render import printable, to_json
+    from miniclaw.cli.render import plural, printable, to_json
     from miniclaw.context import ContextBuilder, check_budget
     from miniclaw.memory import MemoryStore
 
@@ -38,6 +38,7 @@ def context(
         typer.echo(to_json(built.to_dict()))
         return
     typer.echo(printable(built.render()))
-    counts = (f"{len(built.items('identity'))} identity files, {len(built.items('memories'))} "
-              f"memories, {len(built.items('notes'))} note entries")
+    counts = (f"{plural(len(built.items('identity')), 'identity file')}, "
+              f"{plural(len(built.items('memories')), 'memory', 'memories')}, "
+              f"{plural(len(built.items('notes')), 'note entry', 'note entries')}")
     sys.stderr.write(f"(about {built.tokens} of {budget} tokens, estimated: {counts})\n")

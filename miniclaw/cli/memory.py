@@ -49,8 +49,11 @@ def add(
     """Add a memory to today's daily note, or with --long to MEMORY.md.
 
     Text that starts with "-" goes after "--": miniclaw memory add -- "-5 degrees at dawn".
-    Example: miniclaw memory add "Prefers dark roast coffee" --long --category preference
-    Example: git log -1 --format=%B | miniclaw memory add -
+
+    \b
+    Examples:
+      miniclaw memory add "Prefers dark roast coffee" --long --category preference
+      git log -1 --format=%B | miniclaw memory add -
     """
     from miniclaw.errors import UsageError
 
@@ -246,8 +249,11 @@ def forget(
 
     The file is rewritten atomically under the memory lock; a memory whose file changed
     since it was cited is refused. The index catches up on the next search.
-    Example: miniclaw memory forget memory/2026-02-14.md:5
-    Example: miniclaw memory forget -q "old wifi password" --yes
+
+    \b
+    Examples:
+      miniclaw memory forget memory/2026-02-14.md:5
+      miniclaw memory forget -q "old wifi password" --yes
     """
     from miniclaw.cli import render
     from miniclaw.errors import UsageError

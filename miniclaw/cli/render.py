@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date as Date
 
-from miniclaw.text import printable, utf8
+from miniclaw.text import plural, printable, utf8
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.sources import source_label, source_windowed
 
@@ -63,11 +63,6 @@ class Style:
             pos = end
         out.append(printable(text[pos:]))
         return "".join(out)
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """`1 memory`, `2 memories`: a count with its noun in the right number."""
-    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
 def format_score(score: float) -> str:

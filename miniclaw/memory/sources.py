@@ -247,7 +247,8 @@ class LongTermSource(FileSource):
 
 
 class DailyNoteSource(FileSource):
-    """`memory/YYYY-MM-DD.md`: one note per UTC day, one entry per `## HH:MM:SS UTC` section."""
+    """`memory/YYYY-MM-DD.md`: one note per day (of the `timezone` setting), one entry per
+    `## HH:MM:SS UTC` (or `+09:00`) section."""
 
     name = DAILY_NOTE
     label = "Daily Note"

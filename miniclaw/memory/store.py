@@ -34,7 +34,7 @@ from miniclaw.memory.options import SearchOptions, check_days
 from miniclaw.memory.ranker import MemoryRanker
 from miniclaw.memory.results import RankedMemory, SearchResults
 from miniclaw.memory.short_term import ShortTermMemory
-from miniclaw.memory.sources import DailyNoteSource, MemorySource, check_roots
+from miniclaw.memory.sources import DailyNoteSource, MemorySource, SourceFile, check_roots
 
 # Parsing and writing are imported inside the methods that need them: a search through an
 # up-to-date index parses nothing, and start-up time is part of the product.
@@ -290,6 +290,35 @@ class MemoryStore:
 
         path = self._day_path(day)
         return await self._read(path, lambda text, rel: parse_daily_note(text, rel, day))
+
+    async def source_files(self) -> list[tuple[MemorySource, SourceFile]]:
+        """Every file of the searched sources, each source's in order (dated files newest
+        first): what a caller may name to `read_file`."""
+        self.require_workspace()
+
+        def listing():
+            return [(source, found) for source in self.sources for found in sorted(
+                source.files(self.workspace), reverse=source.windowed,
+                key=lambda f: (f.day or Date.min, f.path))]
+
+        return await asyncio.to_thread(listing)
+
+    async def read_file(self, path: str) -> list[Entry] | None:
+        """The entries of one file of the searched sources by its display path, in file
+        order, read as the index reads it; None when no source lists a file there (a path
+        from a caller is never opened as such)."""
+        from miniclaw.memory.sources import read_entries
+
+        found = [(source, f) for source, f in await self.source_files() if f.path == path]
+        if not found:
+            return None
+        source, file = found[0]
+        raw = await asyncio.to_thread(files.read_bytes, file.absolute, file.root or self.workspace,
+                                      file.path, capped=False)
+        text, warning = files.decode(raw or b"", file.path)
+        if warning:
+            log.warning("%s", warning)
+        return read_entries(source, text, file.path)
 
     async def read_recent(self, days: int = 7) -> list[tuple[Date, list[Entry]]]:
         """The daily notes of the last `days` days (today included), newest day first;
