@@ -45,7 +45,7 @@ def add(workspace: Path, kind: str, root: str, name: str | None = None) -> tuple
     folder = Path(os.path.expanduser(root))
     if not folder.is_dir():
         raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
-    written = root if root.startswith("~") else str(folder.absolute())
+    written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
     item = {"kind": kind, "root": written, **({"name": name} if name else {})}
     kind_class(kind)(root=written, name=name or kind)  # its own checks of the settings
     taken = [source.name for source in configured_sources(workspace)[0]]
@@ -60,6 +60,13 @@ def add(workspace: Path, kind: str, root: str, name: str | None = None) -> tuple
             roots.append(written)
 
     return item, config.update_workspace_settings(workspace, change)
+
+
+def _home_relative(path: str) -> str:
+    """`~/x` for a folder under the home folder: config.json stays true when the home moves,
+    and paths in results stay short."""
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if home != "~" and path.startswith(home + os.sep) else path
 
 
 def remove(workspace: Path, name: str) -> tuple[object, Path]:

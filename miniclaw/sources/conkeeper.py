@@ -41,6 +41,7 @@ _OTHER_FOOTER = re.compile(r"^\*Session duration:[^*]*\*[ \t]*$")
 _COMMENT = re.compile(r"^[ \t]*<!--(?![ \t]*@(?:category|tag)[ \t]*:).*-->[ \t]*$", re.IGNORECASE)
 _STAMP = re.compile(r"^[-*+][ \t]+\*\*(?:(\d{4}-\d{2}-\d{2})[ \t]+)?(\d{2}:\d{2}:\d{2})\*\*")
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$")  # a fence line: no words of its own
+_TABLE_RULE = re.compile(r"^[ \t]*\|[ \t:|-]*-[ \t:|-]*$")
 _NAME_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 
 
@@ -141,7 +142,7 @@ class ConKeeperSource(FileSource):
         if adr or session:
             return _section_entries(lines, path, day, meta)
         entries = []
-        for entry in long_term_entries("\n".join(lines), path):
+        for entry in _table_rows(long_term_entries("\n".join(lines), path), lines):
             stamp = _STAMP.match(lines[entry.line_start - 1])
             if stamp:
                 entry = entry._replace(date=_day(stamp.group(1)) or day, time=stamp.group(2))
@@ -149,6 +150,21 @@ class ConKeeperSource(FileSource):
                 entry = entry._replace(date=day)
             entries.append(entry)
         return entries
+
+
+def _table_rows(entries: list[Entry], lines: list[str]) -> list[Entry]:
+    """A Markdown table (ADR index, glossary) as one entry per row, its rule left out: each
+    row is a record of its own, cited by its line."""
+    out = []
+    for entry in entries:
+        rows = lines[entry.line_start - 1:entry.line_end]
+        if len(rows) < 2 or not all(row.lstrip().startswith("|") for row in rows):
+            out.append(entry)
+            continue
+        for number, row in enumerate(rows, entry.line_start):
+            if not _TABLE_RULE.match(row):
+                out.append(entry._replace(text=row.strip(), line_start=number, line_end=number))
+    return out
 
 
 def _adr_status(lines: list[str]) -> str | None:

@@ -44,7 +44,7 @@ def test_add_list_search_status_and_remove(workspace, memory_root, isolated_home
     (isolated_home / ".miniclaw" / "config.json").write_text(json.dumps(other), encoding="utf-8")
 
     added = _ok(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "app")
-    assert added["added"] == {"kind": "conkeeper", "root": str(memory_root), "name": "app"}
+    assert added["added"] == {"kind": "conkeeper", "root": str(memory_root), "name": "app"}  # not under HOME
     config = _config(isolated_home)
     assert config["llm"] == other["llm"] and config["workspaces"]["/elsewhere"] == {"roots": ["/x"]}
     mine = config["workspaces"][str(workspace)]
@@ -106,3 +106,12 @@ def test_the_source_option_names_configured_sources_in_its_error(workspace, memo
     _ok(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "app")
     done = _cli(workspace, "memory", "rank", "FTS5", "--source", "nope")
     assert done.returncode == 2 and "app" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_root_under_the_home_folder_is_written_with_a_tilde(workspace, isolated_home):
+    root = isolated_home / "code" / "app" / ".claude" / "memory"
+    shutil.copytree(FIXTURES / "project" / ".claude" / "memory", root, copy_function=shutil.copy)
+    added = _ok(workspace, "sources", "add", "conkeeper", str(root))
+    assert added["added"]["root"] == "~/code/app/.claude/memory"
+    found = _ok(workspace, "memory", "rank", "FTS5", "--all", "--source", "conkeeper")
+    assert found["results"][0]["path"].startswith("~/code/app/.claude/memory/")

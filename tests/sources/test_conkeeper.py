@@ -339,3 +339,12 @@ def test_the_cli_searches_a_configured_store_and_hides_its_private_text(tmp_path
         assert not any(secret in done.stdout + done.stderr for secret in PRIVATE_TEXTS)
     done = _cli(workspace, "memory", "rank", "FTS5", "--source", "nope")
     assert done.returncode == 2 and "app" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_table_gives_one_entry_per_row_without_its_rule(tmp_path):
+    root = _memory(tmp_path)
+    source = ConKeeperSource(root=str(root))
+    text = (root / "decisions" / "INDEX.md").read_text(encoding="utf-8")
+    rows = [(e.line_start, e.line_end, e.text[:9]) for e in read_entries(source, text, "INDEX.md")
+            if e.text.startswith("|")]
+    assert rows == [(8, 8, "| # | Tit"), (10, 10, "| ADR-001"), (11, 11, "| ADR-002")]
