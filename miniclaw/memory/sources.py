@@ -360,7 +360,7 @@ def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
                      redact: Callable[[str], str] | None = None) -> list[Entry]:
     """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped.
     `redact`: a format's own privacy rules (lines it hides become empty), applied to the raw
-    text before miniclaw's, so a line either one hides is hidden."""
+    text first; it must keep hiding what miniclaw's tags hide (see `sources/conkeeper.py`)."""
     from miniclaw.memory.privacy import may_hold_private, visible_text
 
     entries = parse(visible_text(redact(text) if redact else text))

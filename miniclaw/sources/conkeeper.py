@@ -46,34 +46,36 @@ _NAME_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 
 
 def redact(text: str) -> str:
-    """ConKeeper's privacy: a file whose front matter (line 1 `---`, the line in lines 2-20
-    before the next `---`) says `private: true` in any case or quotes is hidden whole; a line
-    starting (after blanks) with `<private>` opens a block to the first line starting with
-    `</private>` (both tag lines hidden; unclosed: to the end; code fences do not matter).
-    Hidden lines become empty, so line numbers stay those of the file. Front matter that
-    is not private becomes empty lines too (metadata, not memories), so that miniclaw's own
-    reading of it (which hides a file for `private: trueish`) does not apply."""
+    """ConKeeper's privacy and miniclaw's tags, both read on the text as written: a line
+    either hides is hidden. ConKeeper's: a file whose front matter (line 1 `---`, the line
+    in lines 2-20 before the next `---`) says `private: true` in any case or quotes is hidden
+    whole; a line starting (after blanks) with `<private>` opens a block to the first line
+    starting with `</private>` (both tag lines hidden; unclosed: to the end; code fences do
+    not matter). Front matter that is not private becomes empty lines too (metadata, not
+    memories), in place of miniclaw's reading of it (which hides `private: trueish`).
+    Hidden lines become empty, so line numbers stay those of the file."""
+    from miniclaw.memory.privacy import redact_lines
+
     if "private" not in text.lower() and not text.startswith(("---", "\ufeff---")):
         return text
-    lines = text.removeprefix("\ufeff").split("\n")
-    bare = [line.removesuffix("\r") for line in lines]
+    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
     front = 0
-    if bare and bare[0] == "---":
-        for number, line in enumerate(bare[1:], 1):
+    if lines[0] == "---":
+        for number, line in enumerate(lines[1:], 1):
             if number < 20 and _FRONT_PRIVATE.match(line):
                 return "\n".join("" for _ in lines)
             if line == "---":
                 front = number + 1
                 break
-    hidden, out = False, [""] * front
-    bare = bare[front:]
-    for line in bare:
-        if not hidden and _OPEN.match(line):
-            hidden = True
-        out.append("" if hidden else line)
-        if hidden and _CLOSE.match(line):
-            hidden = False
-    return "\n".join(out)
+    hidden, block = set(), False
+    for number, line in enumerate(lines):
+        if not block and _OPEN.match(line):
+            block = True
+        if block:
+            hidden.add(number)
+            block = not _CLOSE.match(line)
+    mine = redact_lines([""] * front + lines[front:])  # miniclaw's tags, nesting and all
+    return "\n".join("" if number in hidden else line for number, line in enumerate(mine))
 
 
 def _day(text: str | None) -> Date | None:

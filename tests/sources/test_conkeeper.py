@@ -21,6 +21,7 @@ from miniclaw.memory import MemoryStore
 from miniclaw.memory.sources import SOURCES, configured_sources, read_entries
 from miniclaw.sources.conkeeper import ConKeeperSource, redact
 from tests.conftest import NOW
+from tests.memory import test_privacy as privacy_cases
 
 FIXTURES = Path("/work/shared/formats/fixtures/conkeeper")
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
@@ -348,3 +349,16 @@ def test_a_table_gives_one_entry_per_row_without_its_rule(tmp_path):
     rows = [(e.line_start, e.line_end, e.text[:9]) for e in read_entries(source, text, "INDEX.md")
             if e.text.startswith("|")]
     assert rows == [(8, 8, "| # | Tit"), (10, 10, "| ADR-001"), (11, 11, "| ADR-002")]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(privacy_cases._segment(), min_size=1, max_size=12), st.booleans())
+def test_miniclaws_own_privacy_property_holds_over_this_source_too(segments, leave_open):
+    """tests/memory/test_privacy.py's generator (every spelling of miniclaw's tags), through
+    the ConKeeper source: its rules come on top of miniclaw's, never instead."""
+    lines = [line for segment in segments for line in segment]
+    if leave_open:
+        lines += ["<private>", privacy_cases.SECRET]
+    for path in ("/x/notes.md", "/x/decisions/ADR-001-x.md", "/x/sessions/2026-02-10-x.md"):
+        for entry in read_entries(ConKeeperSource(root="/x"), "\n".join(lines), path):
+            assert "zebrasecret" not in entry.text
