@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -362,3 +363,35 @@ def test_miniclaws_own_privacy_property_holds_over_this_source_too(segments, lea
     for path in ("/x/notes.md", "/x/decisions/ADR-001-x.md", "/x/sessions/2026-02-10-x.md"):
         for entry in read_entries(ConKeeperSource(root="/x"), "\n".join(lines), path):
             assert "zebrasecret" not in entry.text
+
+
+def _expected_hits(name: str) -> set[tuple[str, int]]:
+    """(root-relative file, line) of each hit in one of the tool's expected outputs."""
+    hits, current = set(), None
+    for line in (FIXTURES / "expected" / name).read_text(encoding="utf-8").splitlines():
+        if line.startswith("### "):
+            current = line[4:].removeprefix(".claude/memory/")
+        found = re.match(r"^\*\*Line (\d+):\*\*", line)
+        if found:
+            hits.add((current, int(found.group(1))))
+    return hits
+
+
+@pytest.mark.parametrize("expected, settings, arguments", [
+    ("search--sessions-FTS5.txt", {"sessions": True}, {}),
+    ("search--category-decision-FTS5.txt", {}, {"category": "decision"}),
+])
+async def test_every_hit_of_the_tools_expected_output_is_found(tmp_path, workspace, expected,
+                                                              settings, arguments):
+    """Each line the tool printed lies in an entry miniclaw finds (in any order, any case)."""
+    root = _memory(tmp_path)
+    store = _store(workspace, root, **settings)
+    try:
+        found = [(r.path.removeprefix(f"{root}/"), r.line_start, r.line_end)
+                 for r in await _search(store, "fts5", **arguments)]
+    finally:
+        store.close()
+    hits = _expected_hits(expected)
+    assert len(hits) == {"search--sessions-FTS5.txt": 6}.get(expected, 2)
+    for path, line in hits:
+        assert any(p == path and start <= line <= end for p, start, end in found), (path, line)
