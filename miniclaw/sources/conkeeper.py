@@ -119,6 +119,16 @@ class ConKeeperSource(FileSource):
             return None  # ConKeeper's 30-day rule for session files
         return found
 
+    def _relative(self, path: str) -> str:
+        """The root-relative path of a display path (a folder named `sessions` above the
+        root must not make every file a session)."""
+        prefixes = [self.root.rstrip("/")] + [
+            layout[1] for layout in self.__dict__.get("_layouts", {}).values()]
+        for prefix in prefixes:
+            if prefix not in (".", "") and path.startswith(prefix + "/"):
+                return path[len(prefix) + 1:]
+        return path
+
     def parse(self, text: str, path: str) -> list[Entry]:
         from miniclaw.memory.parsing import long_term_entries, split_lines
 
@@ -130,17 +140,18 @@ class ConKeeperSource(FileSource):
                 day = _day(footer.group(1)) or day
         lines = ["" if _FOOTER.match(line) or _OTHER_FOOTER.match(line) or _COMMENT.match(line)
                  or _FENCE.match(line) else line for line in lines]
-        name = path.rsplit("/", 1)[-1]
-        adr = _ADR_FILE.search(path) is not None
-        session = _is_session(path) and not name.endswith("-observations.md")
-        if _is_session(path):
-            day = _day(_NAME_DATE.match(name) and _NAME_DATE.match(name).group(1)) or day
+        relative = self._relative(path)
+        name = relative.rsplit("/", 1)[-1]
+        adr = _ADR_FILE.search(relative) is not None
+        session = _is_session(relative) and not name.endswith("-observations.md")
+        named = _NAME_DATE.match(name) if _is_session(relative) else None
+        day = (_day(named.group(1)) if named else None) or day
         meta = {}
         if adr:
-            visible = "\n".join(lines)
-            found = _ADR_DATE.search(visible)
-            day = _day(found.group(1) if found else None) or day
-            meta = {"adr_status": _adr_status(lines)} if _adr_status(lines) else {}
+            found = _ADR_DATE.search("\n".join(lines))
+            day = (_day(found.group(1)) if found else None) or day
+            status = _adr_status(lines)
+            meta = {"adr_status": status} if status else {}
         if adr or session:
             return _section_entries(lines, path, day, meta)
         entries = []

@@ -395,3 +395,15 @@ async def test_every_hit_of_the_tools_expected_output_is_found(tmp_path, workspa
     assert len(hits) == {"search--sessions-FTS5.txt": 6}.get(expected, 2)
     for path, line in hits:
         assert any(p == path and start <= line <= end for p, start, end in found), (path, line)
+
+
+async def test_a_folder_named_sessions_above_the_root_does_not_make_files_sessions(tmp_path, workspace):
+    root = tmp_path / "sessions" / "app" / ".claude" / "memory"
+    shutil.copytree(FIXTURES / "project" / ".claude" / "memory", root, copy_function=shutil.copy)
+    store = _store(workspace, root)
+    try:
+        found = {(r.path.removeprefix(f"{root}/"), r.line_start, str(r.date))
+                 for r in await _search(store, "snake_case")}
+    finally:
+        store.close()
+    assert found == {("patterns.md", 4, "2026-02-09")}  # a bullet of its own, footer-dated
