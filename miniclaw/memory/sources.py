@@ -428,12 +428,9 @@ def _configured(item: object, where: str) -> MemorySource:
         raise UsageError(f'{where} sources must be names or objects like {{"kind": '
                          f'"conkeeper", "root": "~/x/.claude/memory"}} (kinds: '
                          f'{", ".join(KINDS)}) or {{"class": "module:Class", "root": "~/notes"}}')
-    import importlib
-
     settings = dict(item)
-    module_name, _, class_name = settings.pop("class").partition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        cls = _import_class(settings.pop("class"))
     except (ImportError, AttributeError, ValueError) as exc:
         raise UsageError(f"{where} source class {item['class']!r} cannot be loaded: {exc}") from None
     return cls(**settings)
@@ -463,7 +460,12 @@ def _of_kind(item: dict, where: str) -> MemorySource:
 
 def kind_class(kind: str) -> type:
     """The class of a source kind (`KINDS`), imported now."""
+    return _import_class(KINDS[kind])
+
+
+def _import_class(spec: str) -> type:
+    """The class `module:Class` names, imported now."""
     import importlib
 
-    module_name, _, class_name = KINDS[kind].partition(":")
+    module_name, _, class_name = spec.partition(":")
     return getattr(importlib.import_module(module_name), class_name)
