@@ -211,7 +211,7 @@ def update_workspace_settings(workspace: Path, change: Any) -> Path:
     if not isinstance(settings, dict):
         raise UsageError(f"{path}: the settings of workspace {key!r} must be an object")
     change(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -115,3 +115,10 @@ def test_a_root_under_the_home_folder_is_written_with_a_tilde(workspace, isolate
     assert added["added"]["root"] == "~/code/app/.claude/memory"
     found = _ok(workspace, "memory", "rank", "FTS5", "--all", "--source", "conkeeper")
     assert found["results"][0]["path"].startswith("~/code/app/.claude/memory/")
+
+
+def test_a_new_config_file_is_private_to_its_owner(workspace, memory_root, isolated_home):
+    _ok(workspace, "sources", "add", "conkeeper", str(memory_root))
+    assert (isolated_home / ".miniclaw").stat().st_mode & 0o777 == 0o700
+    assert (isolated_home / ".miniclaw" / "config.json").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in (isolated_home / ".miniclaw").iterdir()] == ["config.json"]
