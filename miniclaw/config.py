@@ -13,6 +13,7 @@ flags. With no server configured the provider is ``echo``, which works offline.
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 import os
 import re
@@ -190,6 +191,42 @@ def workspace_settings(workspace: Path) -> dict[str, Any]:
                                  "an object")
             return value
     return {}
+
+
+def update_workspace_settings(workspace: Path, change: Any) -> Path:
+    """Let `change(settings)` edit this workspace's object of config.json, then write the
+    file back atomically (a temp file beside it, fsync, `os.replace`, its mode kept), with
+    every other key and workspace as it was. Returns the file's path."""
+    import json
+    import tempfile
+
+    path = config_path()
+    data = load_config()
+    section = data.setdefault("workspaces", {})
+    if not isinstance(section, dict):
+        raise UsageError(f'{path}: "workspaces" must be an object keyed by folder')
+    target = Path(workspace).expanduser().resolve()
+    key = next((k for k in section if Path(k).expanduser().resolve() == target), str(workspace))
+    settings = section.setdefault(key, {})
+    if not isinstance(settings, dict):
+        raise UsageError(f"{path}: the settings of workspace {key!r} must be an object")
+    change(settings)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        if path.exists():
+            os.chmod(temp, path.stat().st_mode & 0o7777)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return path
 
 
 def llm_settings(*, provider: str | None = None, base_url: str | None = None,

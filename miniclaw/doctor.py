@@ -64,12 +64,13 @@ def examine(workspace: Path, *, cwd: Path | None = None) -> Report:
     """Run every check (read-only) and return the report."""
     report = Report(str(workspace))
     usable = _check_workspace(workspace, report)
-    if usable:
-        _check_files(workspace, report)
-    _check_index(workspace, report, usable)
     settings = _load_settings(report)
+    sources = _configured_sources(workspace, report, settings is not None)
+    if usable:
+        _check_files(workspace, report, sources)
+        _check_source_files(workspace, report, sources)
+    _check_index(workspace, report, usable, sources)
     if settings is not None:
-        _check_sources(settings, report)
         _check_model(report)
     _check_mcp(report, cwd or Path.cwd())
     order = {name: i for i, name in enumerate(SEVERITIES)}
@@ -94,9 +95,33 @@ def _check_workspace(workspace: Path, report: Report) -> bool:
     return True
 
 
-def _check_files(workspace: Path, report: Report) -> None:
-    from miniclaw.memory.sources import SOURCES
+def _configured_sources(workspace: Path, report: Report, readable: bool) -> tuple:
+    """The sources config.json gives the workspace (as a search would build them); a
+    configuration a search would refuse is an error finding, and the built-in ones are
+    checked instead."""
+    from miniclaw.errors import UsageError
+    from miniclaw.memory.sources import SOURCES, check_roots, configured_sources
 
+    if not readable:  # config.json itself is the finding already
+        return SOURCES
+    try:
+        sources, roots = configured_sources(workspace)
+        check_roots(sources, workspace, roots)
+    except UsageError as exc:
+        report.findings.append(Finding("error", "sources", str(config.config_path()), str(exc),
+                                       'fix the workspace\'s "sources" in config.json, or '
+                                       "`miniclaw sources remove NAME`"))
+        return SOURCES
+    report.checked.append(f"sources: {', '.join(source.name for source in sources)}")
+    return sources
+
+
+def _in_memory_folder(source, workspace: Path) -> bool:
+    return source.root_path(workspace) == workspace / config.MEMORY_DIR
+
+
+def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
+    inside = [source for source in sources if _in_memory_folder(source, workspace)]
     memory = workspace / config.MEMORY_DIR
     try:
         names = sorted(os.listdir(memory))
@@ -113,7 +138,7 @@ def _check_files(workspace: Path, report: Report) -> None:
                 "warning", "file", rel,
                 "a leftover temporary file of an interrupted write (a full copy of a note, "
                 "private parts included)", "`miniclaw doctor --fix` removes it"))
-        elif any(source.owns(name) for source in SOURCES):
+        elif any(source.owns(name) for source in inside):
             count += 1
             report.findings.extend(_check_file(memory / name, workspace, rel))
         elif name.endswith(".md"):
@@ -121,6 +146,27 @@ def _check_files(workspace: Path, report: Report) -> None:
                 "info", "file", rel, "not searched: only MEMORY.md and YYYY-MM-DD.md are "
                 "memory files", "rename it to a day's date (YYYY-MM-DD.md) to search it"))
     report.checked.append(f"workspace {workspace}: {count} memory file{'s' * (count != 1)}")
+
+
+def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
+    """Each other source: its root reachable, its files checked as memory files are."""
+    for source in sources:
+        if _in_memory_folder(source, workspace):
+            continue
+        root = source.root_path(workspace)
+        shown = str(getattr(source, "root", None) or root)
+        if not (root.is_dir() and os.access(root, os.R_OK | os.X_OK)):
+            report.findings.append(Finding(
+                "error", "sources", shown, f"the source {source.name!r}: its root folder is "
+                "not reachable", f"mount or create it, or `miniclaw sources remove {source.name}`"))
+            continue
+        found = source.files(workspace)
+        link_root = source.link_root(workspace) if hasattr(source, "link_root") else workspace
+        for source_file in found:
+            report.findings.extend(_check_file(Path(source_file.absolute), link_root,
+                                               source_file.path))
+        report.checked.append(f"source {source.name} {shown}: {len(found)} "
+                              f"file{'s' * (len(found) != 1)}")
 
 
 def _is_temp_file(name: str) -> bool:
@@ -186,7 +232,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def _check_index(workspace: Path, report: Report, usable: bool) -> None:
+def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) -> None:
     from miniclaw.errors import UsageError
     from miniclaw.memory import index_file
 
@@ -229,7 +275,7 @@ def _check_index(workspace: Path, report: Report, usable: bool) -> None:
         finding("error", f"cannot be opened: {exc}", "`miniclaw doctor --fix` rebuilds it")
         return
     try:
-        _check_index_content(conn, workspace, finding, usable)
+        _check_index_content(conn, workspace, finding, usable, sources)
     except sqlite3.Error as exc:
         finding("error", f"damaged: {exc}", "`miniclaw doctor --fix` rebuilds it (it is a cache)")
     finally:
@@ -245,7 +291,8 @@ def _open_read_only(path: Path, wal: int) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True)
 
 
-def _check_index_content(conn: sqlite3.Connection, workspace: Path, finding, usable: bool) -> None:
+def _check_index_content(conn: sqlite3.Connection, workspace: Path, finding, usable: bool,
+                         sources: tuple) -> None:
     from miniclaw.memory.database import index_format
 
     problems = [line for row in conn.execute("PRAGMA integrity_check(5)")
@@ -265,20 +312,19 @@ def _check_index_content(conn: sqlite3.Connection, workspace: Path, finding, usa
                 "set MINICLAW_INDEX to another file (or delete that one: it is a cache)")
         return
     if usable:
-        stale = _stale_files(conn, workspace)
+        stale = _stale_files(conn, workspace, sources)
         if stale:
             finding("info", f"{len(stale)} file{'s' * (len(stale) != 1)} changed since indexed "
                     f"({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}): the next "
                     "search updates it", "`miniclaw memory index` updates it now")
 
 
-def _stale_files(conn: sqlite3.Connection, workspace: Path) -> list[str]:
-    """Files new, changed or gone since the index last saw them (as `SearchIndex.status`)."""
-    from miniclaw.memory.sources import SOURCES
-
+def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> list[str]:
+    """Files new, changed or gone since the index last saw them (as `SearchIndex.status`),
+    over every source the workspace searches."""
     known = {row[0]: tuple(row[1:]) for row in
              conn.execute("SELECT path, size, mtime_ns, inode FROM files")}
-    disk = {f.path: f.signature for source in SOURCES for f in source.files(workspace)}
+    disk = {f.path: f.signature for source in sources for f in source.files(workspace)}
     changed = [p for p, signature in disk.items() if known.get(p) != signature]
     return sorted(changed + [p for p in known if p not in disk])
 
@@ -310,28 +356,6 @@ def _load_settings(report: Report) -> dict | None:
         report.findings.append(Finding("error", "settings", str(config.config_path()),
                                        str(exc), "set timezone to an IANA name, or remove it"))
     return settings
-
-
-def _check_sources(settings: dict, report: Report) -> None:
-    """Configured extra sources (the `sources` list of config.json): is each root there?"""
-    sources = settings.get("sources")
-    if sources is None:
-        return
-    if not isinstance(sources, list):
-        report.findings.append(Finding("error", "sources", str(config.config_path()),
-                                       '"sources" must be a list', "fix config.json"))
-        return
-    for item in sources:
-        root = item.get("root", item.get("path")) if isinstance(item, dict) else item
-        if not isinstance(root, str) or not root.strip():
-            report.findings.append(Finding("error", "sources", str(config.config_path()),
-                                           f"a source without a root folder: {item!r}",
-                                           'give each source a "root" folder'))
-        elif not Path(root).expanduser().is_dir():
-            report.findings.append(Finding("error", "sources", root, "the source's root folder "
-                                           "is not reachable", "mount or create it, or remove "
-                                           "the source from config.json"))
-    report.checked.append(f"sources: {len(sources)} configured")
 
 
 def _check_model(report: Report) -> None:

@@ -100,7 +100,8 @@ def plant_every_problem(workspace: Path, home: Path, tmp_path: Path) -> Path:
     (home / ".miniclaw").mkdir()
     (home / ".miniclaw" / "config.json").write_text(json.dumps({
         "llm": {"base_url": f"http://127.0.0.1:{closed_port()}/v1", "model": "llama3.2"},
-        "sources": [{"root": str(tmp_path / "gone")}]}))
+        "workspaces": {str(workspace): {"sources": [
+            "long_term", "daily_note", {"kind": "conkeeper", "root": str(tmp_path / "gone")}]}}}))
     return index
 
 

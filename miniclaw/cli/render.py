@@ -218,6 +218,8 @@ def status_dict(status) -> dict:
         "files_indexed": status.files, "entries": status.entries, "terms": status.terms,
         "updated_at": status.updated_at, "up_to_date": status.up_to_date,
         "stale_files": list(status.stale_files), "missing_files": list(status.missing_files),
+        "sources": [{"name": name, "files_on_disk": on_disk, "files_indexed": files,
+                     "entries": entries} for name, on_disk, files, entries in status.by_source],
     }
 
 
@@ -234,6 +236,11 @@ def status_text(status, style: Style) -> str:
         f"Updated:  {status.updated_at or 'never'}",
         f"State:    {state}",
     ]
+    if status.by_source:
+        lines.append("Sources:")
+        for name, on_disk, files, entries in status.by_source:
+            lines.append(printable(f"  {name}: {plural(entries, 'entry', 'entries')} in "
+                                   f"{plural(files, 'file')} ({on_disk} on disk)"))
     for path in list(status.stale_files)[:10]:
         lines.append(printable(f"  changed: {path}"))
     for path in list(status.missing_files)[:10]:

@@ -82,6 +82,8 @@ class IndexStatus(NamedTuple):
     stale_files: tuple[str, ...]  # on disk but new or changed since indexed
     missing_files: tuple[str, ...]  # indexed but no longer on disk
     files_on_disk: int
+    #: Per source, in the workspace's order: (name, files on disk, files indexed, entries).
+    by_source: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
     def up_to_date(self) -> bool:
@@ -588,7 +590,7 @@ class SearchIndex:
         process is running (a long-lived server's first one) is waited for, not reported
         half done."""
         disk = self.scan()
-        known, counts, updated = {}, (0, 0, 0), None
+        known, counts, updated, per_source = {}, (0, 0, 0), None, {}
         with self._refreshing, self.db.read_only() as conn:
             if conn is not None:
                 try:
@@ -599,8 +601,11 @@ class SearchIndex:
                     counts = (files, entries, terms)
                     row = conn.execute("SELECT value FROM meta WHERE key = 'updated_at'").fetchone()
                     updated = row[0] if row else None
+                    per_source = {name: (files, entries) for name, files, entries in conn.execute(
+                        "SELECT source, COUNT(*), COALESCE(SUM(entry_count), 0) FROM files "
+                        "GROUP BY source")}
                 except sqlite3.DatabaseError:  # damaged: the next search rebuilds it
-                    known, counts, updated = {}, (0, 0, 0), None
+                    known, counts, updated, per_source = {}, (0, 0, 0), None, {}
         stale, gone = self._todo(disk, known)
         # A racy file is only "maybe" stale: report it when its signature moved.
         stale = [f.path for f in stale if f.path not in known or known[f.path][1:4] != f.signature]
@@ -608,5 +613,7 @@ class SearchIndex:
         for suffix in ("", "-wal"):
             with contextlib.suppress(OSError):
                 size += os.path.getsize(f"{self.path}{suffix}")
+        by_source = tuple((source.name, sum(f.source == source.name for f in disk),
+                           *per_source.get(source.name, (0, 0))) for source in self.sources)
         return IndexStatus(str(self.path), os.path.exists(self.path), size, *counts, updated,
-                           tuple(stale), tuple(gone), len(disk))
+                           tuple(stale), tuple(gone), len(disk), by_source)

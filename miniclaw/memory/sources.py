@@ -299,6 +299,11 @@ class DailyNoteSource(FileSource):
 
 SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource())
 SOURCE_NAMES = tuple(source.name for source in SOURCES)
+#: Source kinds config.json may name (`{"kind": "conkeeper", "root": "~/x/.claude/memory"}`):
+#: kind -> "module:Class", imported only when a workspace configures it.
+KINDS: dict[str, str] = {
+    "conkeeper": "miniclaw.sources.conkeeper:ConKeeperSource",
+}
 
 
 def source_named(name: str, sources: Sequence[MemorySource] = SOURCES) -> MemorySource:
@@ -348,14 +353,18 @@ def read_entries(source: MemorySource, text: str, path: str) -> list[Entry]:
     before the source parses it, and again from each record (a format may encode a tag the
     line scan cannot see), each entry stamped with the source's name. The one place that
     calls `source.parse`, so no source can forget privacy."""
-    return redacted_entries(source.name, lambda visible: source.parse(visible, path), text)
+    return redacted_entries(source.name, lambda visible: source.parse(visible, path), text,
+                            getattr(source, "redact", None))
 
 
-def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str) -> list[Entry]:
-    """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped."""
+def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
+                     redact: Callable[[str], str] | None = None) -> list[Entry]:
+    """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped.
+    `redact`: a format's own privacy rules (lines it hides become empty), applied to the raw
+    text first; it must keep hiding what miniclaw's tags hide (see `sources/conkeeper.py`)."""
     from miniclaw.memory.privacy import may_hold_private, visible_text
 
-    entries = parse(visible_text(text))
+    entries = parse(visible_text(redact(text) if redact else text))
     # A record can only spell a tag the file does not show if the file names "private"
     # somehow (escaped brackets), or folds to it (fullwidth letters): else skip the check.
     recheck = not text.isascii() or _PRIVATE_WORD.search(text) is not None
@@ -381,8 +390,10 @@ def configured_sources(workspace: Path) -> tuple[tuple[MemorySource, ...], tuple
     """(sources, allowed roots) config.json names for this workspace, else (SOURCES, ()).
 
     `{"workspaces": {"~/.miniclaw/workspace": {"sources": ["long_term", "daily_note",
+    {"kind": "conkeeper", "root": "~/code/app/.claude/memory", "name": "app"},
     {"class": "my_notes:NotesSource", "root": "~/notes"}], "roots": ["~/notes"]}}}`: a
-    built-in source by name, or a class by `module:Class` with its settings."""
+    built-in source by name, a kind of `KINDS` or a class by `module:Class`, with its
+    settings. A configured kind's root is allowed by being configured."""
     from miniclaw import config
 
     settings = config.workspace_settings(workspace)
@@ -395,7 +406,14 @@ def configured_sources(workspace: Path) -> tuple[tuple[MemorySource, ...], tuple
         return SOURCES, tuple(roots)
     if not isinstance(listed, list) or not listed:
         raise UsageError(f'{where} "sources" must be a non-empty list')
-    return tuple(_configured(item, where) for item in listed), tuple(roots)
+    sources = tuple(_configured(item, where) for item in listed)
+    names = [source.name for source in sources]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"{where} sources have two named {name!r}: give one a "
+                             '"name" of its own')
+    kind_roots = [item["root"] for item in listed if isinstance(item, dict) and "kind" in item]
+    return sources, (*roots, *kind_roots)
 
 
 def _configured(item: object, where: str) -> MemorySource:
@@ -404,16 +422,51 @@ def _configured(item: object, where: str) -> MemorySource:
             return source_named(item)
         except KeyError:
             raise UsageError(f"{where} source {item!r} is not built in; choose from "
-                             f"{', '.join(SOURCE_NAMES)}, or name a class") from None
+                             f"{', '.join(SOURCE_NAMES)}, or name a kind or a class") from None
+    if isinstance(item, dict) and "kind" in item:
+        return _of_kind(item, where)
     if not isinstance(item, dict) or not isinstance(item.get("class"), str):
-        raise UsageError(f'{where} sources must be names or objects like {{"class": '
-                         '"module:Class", "root": "~/notes"}')
-    import importlib
-
+        raise UsageError(f'{where} sources must be names or objects like {{"kind": '
+                         f'"conkeeper", "root": "~/x/.claude/memory"}} (kinds: '
+                         f'{", ".join(KINDS)}) or {{"class": "module:Class", "root": "~/notes"}}')
     settings = dict(item)
-    module_name, _, class_name = settings.pop("class").partition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        cls = _import_class(settings.pop("class"))
     except (ImportError, AttributeError, ValueError) as exc:
         raise UsageError(f"{where} source class {item['class']!r} cannot be loaded: {exc}") from None
     return cls(**settings)
+
+
+def _of_kind(item: dict, where: str) -> MemorySource:
+    """A source of a kind of `KINDS`, built from the item's settings; the item's own words
+    in the error when the kind or a setting is refused."""
+    import json
+
+    settings = dict(item)
+    kind, root = settings.pop("kind"), settings.get("root")
+    shown = json.dumps(item, ensure_ascii=False)
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise UsageError(f"{where} source {shown} has an unknown kind: choose from "
+                         f"{', '.join(KINDS)}")
+    if not isinstance(root, str) or not root.strip():
+        raise UsageError(f'{where} source {shown} needs a "root" folder')
+    settings.setdefault("name", kind)
+    try:
+        return kind_class(kind)(**settings)
+    except UsageError as exc:
+        raise UsageError(f"{where} source {shown}: {exc}") from None
+    except TypeError as exc:  # a constructor that takes no such keyword
+        raise UsageError(f"{where} source {shown}: {exc}") from None
+
+
+def kind_class(kind: str) -> type:
+    """The class of a source kind (`KINDS`), imported now."""
+    return _import_class(KINDS[kind])
+
+
+def _import_class(spec: str) -> type:
+    """The class `module:Class` names, imported now."""
+    import importlib
+
+    module_name, _, class_name = spec.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)

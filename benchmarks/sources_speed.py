@@ -1,0 +1,82 @@
+"""CLI rank on the L workspace with and without a ConKeeper store configured beside it,
+against `python -c "import typer, asyncio"` (issue 14's speed target: within 1.3x).
+
+search_speed.py's method: its L generator, indexes built first, then the three commands
+alternated RUNS times (`memory rank -q Q --all`, Q cycling over its first 15 warm queries)
+and the medians compared. The ConKeeper store is the shared fixture, copied.
+
+Run (from the repo root): .venv/bin/python benchmarks/sources_speed.py [RUNS] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.search_speed import SEED, SIZES, Writer, generate  # noqa: E402
+
+FIXTURE = Path("/work/shared/formats/fixtures/conkeeper/project/.claude/memory")
+
+
+def main(base: Path, runs: int) -> None:
+    ws, home = base / "workspace", base / "home"
+    if not ws.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        generate(ws, Writer(SEED), *SIZES["L"])
+        shutil.copytree(FIXTURE, home / "code/app/.claude/memory", copy_function=shutil.copy)
+    writer = Writer(SEED)
+    queries = [writer.query() for _ in range(15)]
+    common = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(base / "cache")}
+    plain = {**common, "MINICLAW_HOME": str(base / "plain"),
+             "MINICLAW_INDEX": str(base / "plain.sqlite3")}
+    with_store = {**common, "MINICLAW_HOME": str(home / ".miniclaw"),
+                  "MINICLAW_INDEX": str(base / "conkeeper.sqlite3")}
+    (base / "plain").mkdir(exist_ok=True)
+    (home / ".miniclaw").mkdir(exist_ok=True)
+    (home / ".miniclaw" / "config.json").write_text(json.dumps({"workspaces": {str(ws): {
+        "sources": ["long_term", "daily_note",
+                    {"kind": "conkeeper", "root": "~/code/app/.claude/memory", "name": "app"}]}}}))
+    cli = str(Path(sys.executable).parent / "miniclaw")
+
+    def rank(query: str) -> list[str]:
+        return [cli, "--workspace", str(ws), "memory", "rank", "-q", query, "--all"]
+
+    for env in (plain, with_store):
+        subprocess.run([cli, "--workspace", str(ws), "memory", "index"], env=env, check=True,
+                       capture_output=True)
+    time.sleep(2.1)  # past sync.RACY_NS: the runs measure an up-to-date index
+    check = subprocess.run(rank("fts5 index"), env=with_store, capture_output=True, text=True)
+    assert "(app)" in check.stdout, check.stdout + check.stderr
+    bare = [sys.executable, "-c", "import typer, asyncio"]
+    times: dict[str, list[float]] = {"L": [], "L+conkeeper": [], "python": []}
+    for i in range(runs):
+        query = queries[i % len(queries)]
+        for name, cmd, env in (("L", rank(query), plain), ("L+conkeeper", rank(query), with_store),
+                               ("python", bare, plain)):
+            start = time.perf_counter()
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
+            times[name].append(time.perf_counter() - start)
+    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+    print(f"{runs} runs: L rank {ms['L']:.0f} ms, L+ConKeeper {ms['L+conkeeper']:.0f} ms, "
+          f"python+typer {ms['python']:.0f} ms; L/python {ms['L'] / ms['python']:.2f}, "
+          f"L+ConKeeper/python {ms['L+conkeeper'] / ms['python']:.2f} "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    keep = Path(args[args.index("--keep") + 1]) if "--keep" in args else None
+    count = int(next((a for a in args if a.isdigit()), "30"))
+    if keep:
+        main(keep, count)
+    else:
+        with tempfile.TemporaryDirectory(prefix="miniclaw-sources-speed-") as tmp:
+            main(Path(tmp), count)

@@ -1,0 +1,88 @@
+"""`miniclaw sources list|add|remove`: the workspace's memory sources in config.json."""
+
+from typing import Annotated
+
+import typer
+
+from miniclaw.cli.app import MiniclawGroup, run, workspace_of
+
+sources_app = typer.Typer(
+    cls=MiniclawGroup,
+    name="sources",
+    help="List, add or remove the memory sources a workspace searches (other agents' memory).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")]
+
+
+@sources_app.command("list")
+def list_sources(ctx: typer.Context, json_out: JsonOption = False) -> None:
+    """Show each source: name, kind, root, whether its root is reachable, entries indexed.
+
+    Example: miniclaw sources list --json
+    """
+    from miniclaw.cli.render import plural, printable, to_json
+    from miniclaw.memory import MemoryStore
+    from miniclaw.memory.source_config import describe
+
+    workspace = workspace_of(ctx)
+    found = describe(workspace)
+    store = MemoryStore(workspace)
+    try:
+        counts = {name: (files, entries) for name, _, files, entries in run(store.index_status()).by_source}
+    finally:
+        store.close()
+    rows = [{**source._asdict(), "files": counts.get(source.name, (0, 0))[0],
+             "entries": counts.get(source.name, (0, 0))[1]} for source in found]
+    if json_out:
+        typer.echo(to_json({"workspace": str(workspace), "sources": rows}))
+        return
+    for row in rows:
+        state = "" if row["reachable"] else "  (not reachable)"
+        typer.echo(printable(f"{row['name']}  [{row['kind']}]  {row['root']}  "
+                             f"{plural(row['entries'], 'entry', 'entries')} indexed{state}"))
+
+
+@sources_app.command("add")
+def add_source(
+    ctx: typer.Context,
+    kind: Annotated[str, typer.Argument(help="The kind of memory: conkeeper, ...", show_default=False)],
+    root: Annotated[str, typer.Argument(help="The folder it lives in (e.g. ~/code/app/.claude/memory).", show_default=False)],
+    name: Annotated[str | None, typer.Option("--name", help="Its name for --source [default: the kind].", show_default=False)] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Add a memory source to the workspace (config.json), allowing its folder.
+
+    Example: miniclaw sources add conkeeper ~/code/app/.claude/memory --name app
+    """
+    from miniclaw.cli.render import printable, to_json
+    from miniclaw.memory import source_config
+
+    item, path = source_config.add(workspace_of(ctx), kind, root, name)
+    if json_out:
+        typer.echo(to_json({"added": item, "config": str(path)}))
+        return
+    typer.echo(printable(f"Added {item.get('name', kind)} ({kind}, {item['root']}) to {path}; "
+                         "the next search indexes it."))
+
+
+@sources_app.command("remove")
+def remove_source(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The source's name (see `miniclaw sources list`).", show_default=False)],
+    json_out: JsonOption = False,
+) -> None:
+    """Remove a memory source from the workspace (config.json); its files are untouched.
+
+    Example: miniclaw sources remove app
+    """
+    from miniclaw.cli.render import printable, to_json
+    from miniclaw.memory import source_config
+
+    item, path = source_config.remove(workspace_of(ctx), name)
+    if json_out:
+        typer.echo(to_json({"removed": item, "config": str(path)}))
+        return
+    typer.echo(printable(f"Removed {name} from {path}; its files were not touched."))

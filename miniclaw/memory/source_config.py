@@ -1,0 +1,97 @@
+"""The workspace's configured sources, as people manage them (`miniclaw sources ...`):
+what each is, and adding or removing one in config.json (`config.update_workspace_settings`
+writes it atomically). Reading them for a search is `sources.configured_sources`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from miniclaw.errors import UsageError
+from miniclaw.memory.sources import KINDS, SOURCE_NAMES, configured_sources, kind_class
+
+
+class ConfiguredSource(NamedTuple):
+    name: str
+    kind: str  # a kind of KINDS, "built-in", or the "module:Class" config.json names
+    root: str  # as configured (workspace-relative for a folder of the workspace)
+    reachable: bool  # its root is a folder that can be listed
+
+
+def describe(workspace: Path) -> list[ConfiguredSource]:
+    """Every source the workspace searches, in order (a config error is a UsageError)."""
+    from miniclaw import config
+
+    sources, _ = configured_sources(workspace)
+    items = config.workspace_settings(workspace).get("sources") or list(SOURCE_NAMES)
+    out = []
+    for source, item in zip(sources, items):
+        kind = "built-in" if isinstance(item, str) else item.get("kind") or item.get("class")
+        root = source.root_path(workspace)
+        shown = getattr(source, "root", None) or str(root)
+        out.append(ConfiguredSource(source.name, str(kind), str(shown),
+                                    os.path.isdir(root) and os.access(root, os.R_OK | os.X_OK)))
+    return out
+
+
+def add(workspace: Path, kind: str, root: str, name: str | None = None) -> tuple[dict, Path]:
+    """Add a source of `kind` reading `root` (which must be a folder) to the workspace's
+    sources, and its root to the allowed roots: (the item written, config.json's path)."""
+    from miniclaw import config
+
+    if kind not in KINDS:
+        raise UsageError(f"unknown source kind {kind!r}: choose from {', '.join(KINDS)}")
+    folder = Path(os.path.expanduser(root))
+    if not folder.is_dir():
+        raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
+    written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
+    item = {"kind": kind, "root": written, **({"name": name} if name else {})}
+    kind_class(kind)(root=written, name=name or kind)  # its own checks of the settings
+    taken = [source.name for source in configured_sources(workspace)[0]]
+    if (name or kind) in taken:
+        raise UsageError(f"the workspace already has a source named {name or kind!r}: give "
+                         "this one another with --name")
+
+    def change(settings: dict) -> None:
+        settings["sources"] = [*(settings.get("sources") or SOURCE_NAMES), item]
+        roots = settings.setdefault("roots", [])
+        if written not in roots:
+            roots.append(written)
+
+    return item, config.update_workspace_settings(workspace, change)
+
+
+def _home_relative(path: str) -> str:
+    """`~/x` for a folder under the home folder: config.json stays true when the home moves,
+    and paths in results stay short."""
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if home != "~" and path.startswith(home + os.sep) else path
+
+
+def remove(workspace: Path, name: str) -> tuple[object, Path]:
+    """Remove the source called `name` from the workspace's sources (and its root from the
+    allowed roots when no other source reads it): (the item removed, config.json's path)."""
+    from miniclaw import config
+
+    sources, _ = configured_sources(workspace)
+    names = [source.name for source in sources]
+    if name not in names:
+        raise UsageError(f"the workspace has no source named {name!r}; its sources: "
+                         f"{', '.join(names)}")
+    if len(names) == 1:
+        raise UsageError(f"{name!r} is the workspace's only source: add another first")
+    removed: list[object] = []
+
+    def change(settings: dict) -> None:
+        items = list(settings.get("sources") or SOURCE_NAMES)
+        removed.append(items.pop(names.index(name)))
+        settings["sources"] = items
+        gone = removed[0].get("root") if isinstance(removed[0], dict) else None
+        still = {item.get("root") for item in items if isinstance(item, dict)}
+        if gone and gone not in still and gone in settings.get("roots", []):
+            settings["roots"] = [root for root in settings["roots"] if root != gone]
+
+    path = config.update_workspace_settings(workspace, change)
+    return removed[0], path
+

@@ -1,0 +1,237 @@
+"""ConKeeper's memory (`.claude/memory/` of a project, `~/.claude/memory/`) as a source.
+
+The format (/work/shared/formats/FORMATS.md, section 1): every `*.md` under the root,
+`sessions/` only when asked (`sessions: true`) and only files changed in the last 30 days,
+as ConKeeper's `--sessions` does. Entries: a bullet or paragraph with the
+`<!-- @category -->`/`<!-- @tag -->` lines right after it; an ADR (`decisions/ADR-NNN-*.md`)
+and a session summary give one entry per `#`/`##` section. Dates, in order: the entry's own
+stamp (hook lines), the ADR's `**Date:**`, the session file's name, the file's footer.
+A superseded ADR's entries carry `meta["adr_status"] == "Superseded"`.
+
+Privacy is ConKeeper's (`redact`), on top of miniclaw's (`sources.read_entries` applies
+both): what either hides is hidden.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import date as Date
+from pathlib import Path
+
+from miniclaw.errors import UsageError
+from miniclaw.memory.entry import Entry
+from miniclaw.memory.sources import FileSource, SourceFile
+
+SESSION_DAYS = 30  # ConKeeper's `--sessions` searches session files changed this recently
+
+# Privacy, as ConKeeper's hooks/lib-privacy.sh reads it.
+_FRONT_PRIVATE = re.compile(r"""^\s*private:\s*(['"]?)true\1\s*$""", re.IGNORECASE)
+_OPEN = re.compile(r"^\s*<private>")
+_CLOSE = re.compile(r"^\s*</private>")
+
+_ADR_FILE = re.compile(r"(?:^|/)ADR-\d+[^/]*\.md$")
+_HEADING = re.compile(r"^(#{1,2})[ \t]+(.*?)[ \t#]*$")
+_STATUS = re.compile(r"\*\*Status:\*\*[ \t]*([^|*\n]*?)[ \t]*(?:\||$)")
+_ADR_DATE = re.compile(r"\*\*Date:\*\*[ \t]*(\d{4}-\d{2}-\d{2})")
+_ADR_NAME = re.compile(r"\bADR-\d+\b")
+_FOOTER = re.compile(r"^\*(?:Session|Last updated):[ \t]*(\d{4}-\d{2}-\d{2})[^*]*\*[ \t]*$")
+_OTHER_FOOTER = re.compile(r"^\*Session duration:[^*]*\*[ \t]*$")
+_COMMENT = re.compile(r"^[ \t]*<!--(?![ \t]*@(?:category|tag)[ \t]*:).*-->[ \t]*$", re.IGNORECASE)
+_STAMP = re.compile(r"^[-*+][ \t]+\*\*(?:(\d{4}-\d{2}-\d{2})[ \t]+)?(\d{2}:\d{2}:\d{2})\*\*")
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$")  # a fence line: no words of its own
+_TABLE_RULE = re.compile(r"^[ \t]*\|[ \t:|-]*-[ \t:|-]*$")
+_NAME_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+
+
+def redact(text: str) -> str:
+    """ConKeeper's privacy and miniclaw's tags, both read on the text as written: a line
+    either hides is hidden. ConKeeper's: a file whose front matter (line 1 `---`, the line
+    in lines 2-20 before the next `---`) says `private: true` in any case or quotes is hidden
+    whole; a line starting (after blanks) with `<private>` opens a block to the first line
+    starting with `</private>` (both tag lines hidden; unclosed: to the end; code fences do
+    not matter). Front matter that is not private becomes empty lines too (metadata, not
+    memories), in place of miniclaw's reading of it (which hides `private: trueish`).
+    Hidden lines become empty, so line numbers stay those of the file."""
+    from miniclaw.memory.privacy import redact_lines
+
+    if "private" not in text.lower() and not text.startswith(("---", "\ufeff---")):
+        return text
+    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+    front = 0
+    if lines[0] == "---":
+        for number, line in enumerate(lines[1:], 1):
+            if number < 20 and _FRONT_PRIVATE.match(line):
+                return "\n".join("" for _ in lines)
+            if line == "---":
+                front = number + 1
+                break
+    hidden, block = set(), False
+    for number, line in enumerate(lines):
+        if not block and _OPEN.match(line):
+            block = True
+        if block:
+            hidden.add(number)
+            block = not _CLOSE.match(line)
+    mine = redact_lines([""] * front + lines[front:])  # miniclaw's tags, nesting and all
+    return "\n".join("" if number in hidden else line for number, line in enumerate(mine))
+
+
+def _day(text: str | None) -> Date | None:
+    try:
+        return Date.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def _is_session(relative: str) -> bool:
+    return relative.startswith("sessions/") or "/sessions/" in relative
+
+
+class ConKeeperSource(FileSource):
+    """A ConKeeper memory folder: `{"kind": "conkeeper", "root": "~/app/.claude/memory"}`,
+    with `"sessions": true` to search its session files too."""
+
+    name = "conkeeper"
+    label = "ConKeeper"
+    root = ".claude/memory"
+    recursive = True
+    sessions = False
+
+    def __init__(self, *, sessions: object = False, **settings: object) -> None:
+        if not isinstance(sessions, bool):
+            raise UsageError("the ConKeeper setting 'sessions' must be true or false")
+        super().__init__(**settings)
+        self.sessions = sessions
+
+    redact = staticmethod(redact)
+
+    def owns(self, relative: str) -> bool:
+        return relative.endswith(".md") and (self.sessions or not _is_session(relative))
+
+    def file(self, workspace: Path, absolute: str) -> SourceFile | None:
+        found = super().file(workspace, absolute)
+        if found is None:
+            return None
+        relative = os.path.relpath(absolute, self._layout(workspace)[0]).replace(os.sep, "/")
+        if _is_session(relative) and found.mtime_ns < (time.time() - SESSION_DAYS * 86400) * 1e9:
+            return None  # ConKeeper's 30-day rule for session files
+        return found
+
+    def _relative(self, path: str) -> str:
+        """The root-relative path of a display path (a folder named `sessions` above the
+        root must not make every file a session)."""
+        prefixes = [self.root.rstrip("/")] + [
+            layout[1] for layout in self.__dict__.get("_layouts", {}).values()]
+        for prefix in prefixes:
+            if prefix not in (".", "") and path.startswith(prefix + "/"):
+                return path[len(prefix) + 1:]
+        return path
+
+    def parse(self, text: str, path: str) -> list[Entry]:
+        from miniclaw.memory.parsing import long_term_entries, split_lines
+
+        lines = split_lines(text)
+        day = None
+        for line in lines:  # the footer: `*Session: YYYY-MM-DD*`, `*Last updated: ...*`
+            footer = _FOOTER.match(line)
+            if footer:
+                day = _day(footer.group(1)) or day
+        lines = ["" if _FOOTER.match(line) or _OTHER_FOOTER.match(line) or _COMMENT.match(line)
+                 or _FENCE.match(line) else line for line in lines]
+        relative = self._relative(path)
+        name = relative.rsplit("/", 1)[-1]
+        adr = _ADR_FILE.search(relative) is not None
+        session = _is_session(relative) and not name.endswith("-observations.md")
+        named = _NAME_DATE.match(name) if _is_session(relative) else None
+        day = (_day(named.group(1)) if named else None) or day
+        meta = {}
+        if adr:
+            found = _ADR_DATE.search("\n".join(lines))
+            day = (_day(found.group(1)) if found else None) or day
+            status = _adr_status(lines)
+            meta = {"adr_status": status} if status else {}
+        if adr or session:
+            return _section_entries(lines, path, day, meta)
+        entries = []
+        for entry in _table_rows(long_term_entries("\n".join(lines), path), lines):
+            stamp = _STAMP.match(lines[entry.line_start - 1])
+            if stamp:
+                entry = entry._replace(date=_day(stamp.group(1)) or day, time=stamp.group(2))
+            else:
+                entry = entry._replace(date=day)
+            entries.append(entry)
+        return entries
+
+
+def _table_rows(entries: list[Entry], lines: list[str]) -> list[Entry]:
+    """A Markdown table (ADR index, glossary) as one entry per row, its rule left out: each
+    row is a record of its own, cited by its line."""
+    out = []
+    for entry in entries:
+        rows = lines[entry.line_start - 1:entry.line_end]
+        if len(rows) < 2 or not all(row.lstrip().startswith("|") for row in rows):
+            out.append(entry)
+            continue
+        for number, row in enumerate(rows, entry.line_start):
+            if not _TABLE_RULE.match(row):
+                out.append(entry._replace(text=row.strip(), line_start=number, line_end=number))
+    return out
+
+
+def _adr_status(lines: list[str]) -> str | None:
+    """`Superseded` when the ADR says so (its status, or a `## Superseded By` naming an
+    ADR), else its `**Status:**` as written."""
+    status = None
+    for number, line in enumerate(lines):
+        found = _STATUS.search(line)
+        if found and status is None:
+            status = found.group(1).strip() or None
+        heading = _HEADING.match(line)
+        if heading and heading.group(2).lower().startswith("superseded by"):
+            following = [heading.group(2)] + [
+                next_line for next_line in lines[number + 1:number + 4]
+                if next_line.strip() and not _HEADING.match(next_line)][:1]
+            if any(_ADR_NAME.search(text) for text in following):
+                return "Superseded"
+    if status and status.lower().startswith("superseded"):
+        return "Superseded"
+    return status
+
+
+def _section_entries(lines: list[str], path: str, day: Date | None,
+                     meta: dict[str, object]) -> list[Entry]:
+    """One entry per `#`/`##` section: its heading's text and its lines, with the category
+    and tags its annotation lines give."""
+    from miniclaw.memory.parsing import parse_annotation
+
+    entries: list[Entry] = []
+    section: list[tuple[int, str]] = []
+    category, tags = None, []
+
+    def close() -> None:
+        if len(section) > 1:  # a heading alone (a session's title) is no memory
+            text = "\n".join(line.rstrip() for _, line in section).strip()
+            if text:
+                entries.append(Entry(text, "", path, section[0][0], section[-1][0], day,
+                                     None, category, tuple(tags), meta))
+
+    for number, line in enumerate(lines, 1):
+        heading = _HEADING.match(line)
+        if heading:
+            close()
+            section, category, tags = [(number, heading.group(2))], None, []
+            continue
+        annotation = parse_annotation(line)
+        if annotation:
+            kind, value = annotation
+            if kind == "category":
+                category = value
+            elif value not in tags:
+                tags.append(value)
+            continue
+        if line.strip() and line.strip() != "---":
+            section.append((number, line))
+    close()
+    return entries

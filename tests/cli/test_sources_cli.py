@@ -1,0 +1,124 @@
+"""`miniclaw sources list|add|remove` and per-source counts in `memory status` (issue 14,
+item 1): real subprocesses, a real config.json, the ConKeeper fixtures copied to tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path("/work/shared/formats/fixtures/conkeeper")
+pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
+
+
+def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "miniclaw", "-w", str(workspace), *args],
+                          capture_output=True, text=True, env=os.environ.copy(), timeout=120)
+
+
+def _ok(workspace: Path, *args: str) -> dict:
+    done = _cli(workspace, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def memory_root(tmp_path: Path) -> Path:
+    target = tmp_path / "app"
+    shutil.copytree(FIXTURES / "project", target, copy_function=shutil.copy)
+    return target / ".claude" / "memory"
+
+
+def _config(home: Path) -> dict:
+    return json.loads((home / ".miniclaw" / "config.json").read_text(encoding="utf-8"))
+
+
+def test_add_list_search_status_and_remove(workspace, memory_root, isolated_home):
+    (isolated_home / ".miniclaw").mkdir()
+    other = {"llm": {"provider": "echo"}, "workspaces": {"/elsewhere": {"roots": ["/x"]}}}
+    (isolated_home / ".miniclaw" / "config.json").write_text(json.dumps(other), encoding="utf-8")
+
+    added = _ok(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "app")
+    assert added["added"] == {"kind": "conkeeper", "root": str(memory_root), "name": "app"}  # not under HOME
+    config = _config(isolated_home)
+    assert config["llm"] == other["llm"] and config["workspaces"]["/elsewhere"] == {"roots": ["/x"]}
+    mine = config["workspaces"][str(workspace)]
+    assert mine["sources"][:2] == ["long_term", "daily_note"] and mine["roots"] == [str(memory_root)]
+
+    found = _ok(workspace, "memory", "rank", "FTS5", "--all", "--source", "app")
+    assert found["total"] > 0 and {r["source"] for r in found["results"]} == {"app"}
+
+    listed = {row["name"]: row for row in _ok(workspace, "sources", "list")["sources"]}
+    assert list(listed) == ["long_term", "daily_note", "app"]
+    assert listed["app"]["kind"] == "conkeeper" and listed["app"]["reachable"] is True
+    assert listed["app"]["entries"] > 0 and listed["app"]["root"] == str(memory_root)
+
+    status = _ok(workspace, "memory", "status")
+    counts = {row["name"]: row for row in status["sources"]}
+    assert counts["app"]["entries"] == listed["app"]["entries"] > 0
+    assert counts["app"]["files_indexed"] == counts["app"]["files_on_disk"] == 10
+    text = _cli(workspace, "memory", "status").stdout
+    assert f"app: {counts['app']['entries']} entries in 10 files" in text
+
+    removed = _ok(workspace, "sources", "remove", "app")
+    assert removed["removed"]["name"] == "app"
+    mine = _config(isolated_home)["workspaces"][str(workspace)]
+    assert mine["sources"] == ["long_term", "daily_note"] and mine["roots"] == []
+    assert memory_root.joinpath("active-context.md").exists()  # files untouched
+
+
+def test_a_root_that_goes_away_is_listed_as_not_reachable(workspace, memory_root):
+    _ok(workspace, "sources", "add", "conkeeper", str(memory_root))
+    shutil.rmtree(memory_root)
+    listed = {row["name"]: row for row in _ok(workspace, "sources", "list")["sources"]}
+    assert listed["conkeeper"]["reachable"] is False
+    assert "(not reachable)" in _cli(workspace, "sources", "list").stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["add", "zettel", "."], "unknown source kind 'zettel'"),
+    (["add", "conkeeper", "/no/such/folder"], "is not a folder"),
+    (["remove", "nope"], "no source named 'nope'"),
+])
+def test_bad_input_is_one_error_line_exit_2_and_nothing_written(workspace, isolated_home, args, words):
+    done = _cli(workspace, "sources", *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("Error: ") and words in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not (isolated_home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_second_source_of_one_name_is_refused(workspace, memory_root, isolated_home):
+    _ok(workspace, "sources", "add", "conkeeper", str(memory_root))
+    before = (isolated_home / ".miniclaw" / "config.json").read_bytes()
+    done = _cli(workspace, "sources", "add", "conkeeper", str(memory_root))
+    assert done.returncode == 2 and "--name" in done.stderr
+    assert (isolated_home / ".miniclaw" / "config.json").read_bytes() == before
+    _ok(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "twin")
+
+
+def test_the_source_option_names_configured_sources_in_its_error(workspace, memory_root):
+    _ok(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "app")
+    done = _cli(workspace, "memory", "rank", "FTS5", "--source", "nope")
+    assert done.returncode == 2 and "app" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_root_under_the_home_folder_is_written_with_a_tilde(workspace, isolated_home):
+    root = isolated_home / "code" / "app" / ".claude" / "memory"
+    shutil.copytree(FIXTURES / "project" / ".claude" / "memory", root, copy_function=shutil.copy)
+    added = _ok(workspace, "sources", "add", "conkeeper", str(root))
+    assert added["added"]["root"] == "~/code/app/.claude/memory"
+    found = _ok(workspace, "memory", "rank", "FTS5", "--all", "--source", "conkeeper")
+    assert found["results"][0]["path"].startswith("~/code/app/.claude/memory/")
+
+
+def test_a_new_config_file_is_private_to_its_owner(workspace, memory_root, isolated_home):
+    _ok(workspace, "sources", "add", "conkeeper", str(memory_root))
+    assert (isolated_home / ".miniclaw").stat().st_mode & 0o777 == 0o700
+    assert (isolated_home / ".miniclaw" / "config.json").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in (isolated_home / ".miniclaw").iterdir()] == ["config.json"]

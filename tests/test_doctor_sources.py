@@ -1,0 +1,63 @@
+"""`miniclaw doctor` over the workspace's configured sources (issue 14): a configuration a
+search would refuse is an error finding (not a crash), each source's root is reachable, its
+files get the per-file checks under their display paths, and staleness covers them all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import write
+from tests.test_doctor import register_mcp, run
+
+
+def _configure(home: Path, workspace: Path, *items: object) -> None:
+    (home / ".miniclaw").mkdir(exist_ok=True)
+    (home / ".miniclaw" / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
+        "sources": ["long_term", "daily_note", *items]}}}), encoding="utf-8")
+
+
+def _report(workspace: Path) -> dict:
+    done = run(workspace, "doctor", "--json")
+    assert "Traceback" not in done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_bad_source_configuration_is_an_error_finding(workspace, isolated_home):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    _configure(isolated_home, workspace, {"kind": "zettel", "root": "/x"})
+    done = run(workspace, "doctor", "--json")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [finding] = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "sources"]
+    assert finding["severity"] == "error" and "unknown kind" in finding["message"]
+    assert finding["path"].endswith("config.json") and finding["fix"]
+
+
+def test_each_sources_files_are_checked_and_its_staleness_seen(workspace, isolated_home, tmp_path):
+    root = tmp_path / "app" / ".claude" / "memory"
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    write(root, "patterns.md", "# Patterns\n- Use snake_case\n")
+    write(root, "progress.md", "# Progress\n- one\n<private>\n- secret pin 4321\n")
+    (root / "bad.md").write_bytes(b"# Bad\n- caf\xe9\n")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root), "name": "app"})
+    register_mcp(isolated_home)
+    assert run(workspace, "memory", "index").returncode == 0
+    report = _report(workspace)
+    found = {(f["path"], f["severity"]): f["message"] for f in report["findings"]}
+    assert "never closed" in found[(f"{root}/progress.md", "warning")]
+    assert "UTF-8" in found[(f"{root}/bad.md", "warning")]
+    assert any(line.startswith("source app ") and line.endswith("3 files")
+               for line in report["checked"])
+    assert "4321" not in json.dumps(report)
+
+    write(root, "patterns.md", "# Patterns\n- Use snake_case\n- And kebab-case for files\n")
+    stale = [f for f in _report(workspace)["findings"] if f["check"] == "index"]
+    assert len(stale) == 1 and f"{root}/patterns.md" in stale[0]["message"]
+
+
+def test_an_unreachable_source_root_is_an_error_naming_it(workspace, isolated_home, tmp_path):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": "~/gone", "name": "old"})
+    finding = [f for f in _report(workspace)["findings"] if f["check"] == "sources"]
+    assert [(f["severity"], f["path"]) for f in finding] == [("error", "~/gone")]
+    assert "'old'" in finding[0]["message"] and "sources remove old" in finding[0]["fix"]
