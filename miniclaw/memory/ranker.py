@@ -92,7 +92,7 @@ class MemoryRanker:
         if days is not None and options.since is None and options.until is None:
             window = self.today() - timedelta(days=days - 1)
         return Filters(names, window, options.since, options.until, options.category,
-                       tuple(options.tags))
+                       tuple(options.tags), meta=options.meta)
 
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
         """One operation: a sync, then reads; again from the sync if the index file was
@@ -248,7 +248,7 @@ class MemoryRanker:
                             source=entry.source, date=entry.date, path=entry.path,
                             line_start=entry.line_start, line_end=entry.line_end,
                             category=entry.category, tags=entry.tags, time=entry.time,
-                            highlights=spans, explanation=explanation)
+                            highlights=spans, explanation=explanation, meta=entry.meta)
 
 
 def _place(entry: Entry) -> Place:

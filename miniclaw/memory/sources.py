@@ -298,6 +298,11 @@ class DailyNoteSource(FileSource):
 
 SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource())
 SOURCE_NAMES = tuple(source.name for source in SOURCES)
+# Source kinds a configuration may name (kind -> "module:Class", imported only when used).
+KINDS: dict[str, str] = {
+    "mnemonic": "miniclaw.sources.mnemonic:MnemonicSource",
+    "ef_memory": "miniclaw.sources.ef_memory:EFMemorySource",
+}
 
 
 def source_named(name: str, sources: Sequence[MemorySource] = SOURCES) -> MemorySource:
@@ -347,14 +352,17 @@ def read_entries(source: MemorySource, text: str, path: str) -> list[Entry]:
     before the source parses it, and again from each record (a format may encode a tag the
     line scan cannot see), each entry stamped with the source's name. The one place that
     calls `source.parse`, so no source can forget privacy."""
-    return redacted_entries(source.name, lambda visible: source.parse(visible, path), text)
+    return redacted_entries(source.name, lambda visible: source.parse(visible, path), text,
+                            getattr(source, "reads_front_matter", False))
 
 
-def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str) -> list[Entry]:
-    """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped."""
+def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
+                     keep_front_matter: bool = False) -> list[Entry]:
+    """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped.
+    `keep_front_matter`: the source's metadata is its front matter (privacy still applies)."""
     from miniclaw.memory.privacy import may_hold_private, visible_text
 
-    entries = parse(visible_text(text))
+    entries = parse(visible_text(text, keep_front_matter))
     # A record can only spell a tag the file does not show if the file names "private"
     # somehow (escaped brackets), or folds to it (fullwidth letters): else skip the check.
     recheck = not text.isascii() or _PRIVATE_WORD.search(text) is not None

@@ -1,0 +1,1 @@
+"""Source kinds for other tools' memory stores (ConKeeper, mnemonic, EF Memory, transcripts)."""
