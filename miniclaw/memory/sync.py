@@ -41,7 +41,7 @@ from miniclaw.memory.entry import Entry
 from miniclaw.memory.database import IndexRowError
 from miniclaw.memory.files import (MAX_FILE_BYTES, NotMemoryFileError, OutsideWorkspaceError,
                                    decode, open_in_workspace, read_fd)
-from miniclaw.memory.sources import MemorySource, SourceFile, read_entries
+from miniclaw.memory.sources import MemorySource, SourceFile, read_entries, source_warning
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
@@ -197,6 +197,7 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
         return _Parsed(source_file, [], [], warning, False)
     text, warning = decode(raw, source_file.path)
     entries = read_entries(source, text, source_file.path)
+    warning = warning or source_warning(source, text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns
     # A little in the future (a synced file from a machine whose clock is ahead) is racy
     # too: that writer may write again within the same tick. Further ahead (`touch -d 2030`)
