@@ -183,3 +183,13 @@ def cited_files(sources: object) -> list[str]:
 def too_broad(total: int) -> bool:
     """Whether a query matched too many entries to be useful (`BROAD_MATCHES`)."""
     return total > BROAD_MATCHES
+
+
+def result_notes(store, found) -> list[tuple[str, ...]]:
+    """Each result's notes (`notes`), in order: empty for results of other sources. Read
+    with the store's clock, so `[Stale?]` is relative to the store's today (injectable)."""
+    by_name = {source.name: source for source in store.sources}
+    today = store.today()
+    return [by_name[hit.source].notes(hit.meta, store.workspace, today)
+            if isinstance(by_name.get(hit.source), EFMemorySource) else ()
+            for hit in found.results]
