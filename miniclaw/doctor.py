@@ -23,6 +23,9 @@ from pathlib import Path
 
 from miniclaw import config
 
+# A configured EF Memory store (by kind or class) gets its startup check.
+EF_MEMORY_KINDS = ("ef_memory", "miniclaw.sources.ef_memory:EFMemorySource")
+
 SEVERITIES = ("info", "warning", "error")
 MODEL_TIMEOUT_S = 2.0
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
@@ -331,6 +334,11 @@ def _check_sources(settings: dict, report: Report) -> None:
             report.findings.append(Finding("error", "sources", root, "the source's root folder "
                                            "is not reachable", "mount or create it, or remove "
                                            "the source from config.json"))
+        elif isinstance(item, dict) and item.get("kind", item.get("class")) in EF_MEMORY_KINDS:
+            from miniclaw.sources.ef_memory import doctor_finding
+
+            severity, message, fix_it = doctor_finding(Path(root).expanduser())
+            report.findings.append(Finding(severity, "sources", root, message, fix_it))
     report.checked.append(f"sources: {len(sources)} configured")
 
 

@@ -26,6 +26,7 @@ import re
 from datetime import date as Date
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from miniclaw.memory.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
 from miniclaw.memory.sources import FileSource, SourceFile
@@ -193,3 +194,111 @@ def result_notes(store, found) -> list[tuple[str, ...]]:
     return [by_name[hit.source].notes(hit.meta, store.workspace, today)
             if isinstance(by_name.get(hit.source), EFMemorySource) else ()
             for hit in found.results]
+
+
+# -- the startup check (EFM's `pipeline_cli.py --startup`, read-only) -----------------------
+
+DRAFT_EXPIRE_DAYS = 7  # EFM's v3.draft_auto_expire_days
+COMPACTION_RATIO = 2.0  # lines per active entry from which EFM suggests compaction
+
+
+class StartupCheck(NamedTuple):
+    """EFM's startup counts for one store. miniclaw never deletes: drafts past 7 days are
+    counted (`drafts_expired`), for EFM's own startup to remove. Every active entry is
+    checked for cited files (EFM samples 10)."""
+
+    total_entries: int
+    pending_drafts: int
+    drafts_expired: int
+    oldest_draft_age_days: int | None
+    stale_entries: int
+    source_warnings: int
+    waste_ratio: float
+    merge_markers: int
+    damaged_lines: int
+
+    @property
+    def healthy(self) -> bool:
+        return not (self.pending_drafts or self.drafts_expired or self.stale_entries
+                    or self.source_warnings or self.merge_markers or self.damaged_lines
+                    or self.waste_ratio >= COMPACTION_RATIO)
+
+    def hint(self) -> str:
+        """EFM's one-line startup hint: `EF Memory: <part> / <part>`."""
+        if self.healthy:
+            return f"EF Memory: {self.total_entries} entries, all healthy"
+        parts = []
+        drafts = []
+        if self.drafts_expired:
+            drafts.append(f"{self.drafts_expired} drafts past {DRAFT_EXPIRE_DAYS} days "
+                          "(EF Memory's startup deletes them)")
+        if self.pending_drafts:
+            drafts.append(f"{self.pending_drafts} pending (oldest: "
+                          f"{self.oldest_draft_age_days}d, review: /memory-save)")
+        if drafts:
+            parts.append(", ".join(drafts))
+        if self.source_warnings:
+            parts.append(f"{self.source_warnings} source warnings")
+        if self.stale_entries:
+            parts.append(f"{self.stale_entries} stale entries (>{STALE_DAYS}d)")
+        if self.merge_markers:
+            parts.append(f"{self.merge_markers} merge conflict markers in events.jsonl")
+        if self.damaged_lines:
+            parts.append(f"{self.damaged_lines} damaged lines skipped")
+        if self.waste_ratio >= COMPACTION_RATIO:
+            parts.append(f"compaction suggested ({self.waste_ratio:.2f} lines per entry)")
+        return "EF Memory: " + " / ".join(parts)
+
+
+def startup_check(project: Path, now: datetime) -> StartupCheck:
+    """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware)."""
+    from miniclaw.memory.privacy import visible_text
+
+    events = project / ".memory" / "events.jsonl"
+    try:
+        text = visible_text(events.read_text(encoding="utf-8", errors="replace"), per_line=True)
+    except OSError:
+        text = ""
+    latest, damaged = read_events(text)
+    active = [_entry(event, str(events), number).meta for number, event in latest.values()
+              if event.get("deprecated") is not True]
+    lines = sum(1 for line in text.split("\n") if line.strip())
+    ages = sorted(_draft_age(path, now) for path in sorted((project / ".memory/drafts").glob("*.json")))
+    pending = [age for age in ages if age <= DRAFT_EXPIRE_DAYS]
+    return StartupCheck(
+        total_entries=len(active), pending_drafts=len(pending),
+        drafts_expired=len(ages) - len(pending),
+        oldest_draft_age_days=max(pending) if pending else None,
+        stale_entries=sum(age_days(meta, now.date()) > STALE_DAYS for meta in active),
+        source_warnings=sum(any(not (project / cited).exists()
+                                for cited in cited_files(meta["source"])) for meta in active),
+        waste_ratio=round(lines / len(active), 2) if active else 0.0,
+        merge_markers=sum(bool(_CONFLICT.match(line.strip())) for line in text.split("\n")),
+        damaged_lines=len(damaged))
+
+
+def _draft_age(path: Path, now: datetime) -> int:
+    """Whole days since a draft was captured (`_meta.capture_timestamp`; else its mtime)."""
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))["_meta"]["capture_timestamp"]
+        captured = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        if captured.tzinfo is None:
+            captured = captured.replace(tzinfo=now.tzinfo)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        try:
+            captured = datetime.fromtimestamp(path.stat().st_mtime, now.tzinfo)
+        except OSError:
+            return 0
+    return (now - captured).days
+
+
+def doctor_finding(project: Path) -> tuple[str, str, str]:
+    """(severity, message, fix) of a configured store's startup check, for `miniclaw
+    doctor`: info when healthy, else a warning with EFM's hint line."""
+    from datetime import timezone
+
+    check = startup_check(project, datetime.now(timezone.utc))
+    if check.healthy:
+        return "info", check.hint(), "nothing to do"
+    return ("warning", check.hint(), "review drafts with /memory-save, re-verify stale "
+            "entries and fix cited sources in EF Memory; resolve merge markers by hand")

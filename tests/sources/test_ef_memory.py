@@ -224,3 +224,46 @@ def test_the_cli_searches_a_configured_store_and_warns(workspace, project, tmp_p
     assert [r["meta"]["id"] for r in out["results"]] == [
         "lesson-inc007-a1868b83", "lesson-legacy_index-a20d57a5", "fact-pr41-734a0d29"]
     assert "damaged lines skipped" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_startup_check_counts_as_efm_does(project):
+    """expected/startup-2026-03-15.txt: pending_drafts=1 drafts_expired=1
+    oldest_draft_age_days=2 stale_entries=2 source_warnings=1 merge_markers=0. miniclaw sees
+    7 entries, not 9: two lines are cut by `<private>` (privacy), hence waste 12/7."""
+    from datetime import datetime, timezone
+
+    from miniclaw.sources.ef_memory import startup_check
+
+    before = sorted(p.name for p in (project / ".memory/drafts").iterdir())
+    check = startup_check(project, datetime(2026, 3, 15, tzinfo=timezone.utc))
+    assert check._asdict() == {
+        "total_entries": 7, "pending_drafts": 1, "drafts_expired": 1,
+        "oldest_draft_age_days": 2, "stale_entries": 2, "source_warnings": 1,
+        "waste_ratio": 1.71, "merge_markers": 0, "damaged_lines": 2}
+    assert check.hint().startswith(
+        "EF Memory: 1 drafts past 7 days (EF Memory's startup deletes them), 1 pending "
+        "(oldest: 2d, review: /memory-save) / 1 source warnings / 2 stale entries (>90d)")
+    assert sorted(p.name for p in (project / ".memory/drafts").iterdir()) == before  # read-only
+    edge = project / ".memory/events.jsonl"
+    edge.write_text((project / ".memory/events.edge.jsonl").read_text(), encoding="utf-8")
+    check = startup_check(project, datetime(2026, 3, 15, tzinfo=timezone.utc))
+    assert check.merge_markers == 3 and check.damaged_lines == 2
+    shutil.rmtree(project / ".memory/drafts")
+    edge.write_text(_event("lesson-a-00000001", "Fine", last_verified="2026-03-01T00:00:00Z",
+                           source=["commit abcdef1"]) + "\n", encoding="utf-8")
+    check = startup_check(project, datetime(2026, 3, 15, tzinfo=timezone.utc))
+    assert check.healthy and check.hint() == "EF Memory: 1 entries, all healthy"
+
+
+def test_doctor_runs_the_startup_check_of_a_configured_store(workspace, project, isolated_home):
+    (isolated_home / ".miniclaw").mkdir(exist_ok=True)
+    (isolated_home / ".miniclaw/config.json").write_text(json.dumps({"sources": [
+        {"kind": "ef_memory", "root": str(project)}]}), encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(workspace),
+                          "doctor", "--json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HOME": str(isolated_home)})
+    assert "Traceback" not in run.stderr
+    found = [f for f in json.loads(run.stdout)["findings"] if f["check"] == "sources"]
+    assert [f["severity"] for f in found] == ["warning"]
+    assert found[0]["path"] == str(project) and found[0]["message"].startswith("EF Memory: ")
+    assert "stale entries (>90d)" in found[0]["message"]
