@@ -254,7 +254,7 @@ def _shape_data(form: str, store, found, options):
 
         meta = dict(options.meta)
         return subcall(store, found, namespace=meta.get("namespace"),
-                       tag=options.tags[0] if options.tags else None)
+                       tag=options.tags[0] if options.tags else None, sources=options.sources)
     return None
 
 

@@ -232,14 +232,17 @@ def _created(fields: dict) -> Date | None:
 EVIDENCE_CHARS = 150  # the search subcall's limit for a quote
 
 
-def subcall(store, found, *, namespace: str | None = None, tag: str | None = None) -> dict:
+def subcall(store, found, *, namespace: str | None = None, tag: str | None = None,
+            sources: tuple[str, ...] | None = None) -> dict:
     """A search as mnemonic's search-subcall agent reports one (its JSON shape): findings
     (file, id, title, namespace, type, tags, relevance, evidence, citations_count), the
-    namespaces searched and those worth trying, and refinement suggestions."""
+    namespaces searched and those worth trying, and refinement suggestions. `sources`: the
+    search's (None: every mnemonic store configured)."""
     from miniclaw.memory.hints import describe
     from miniclaw.memory.index import Filters
 
-    ours = [s for s in store.sources if isinstance(s, MnemonicSource)]
+    ours = [s for s in store.sources if isinstance(s, MnemonicSource)
+            and (sources is None or s.name in sources)]
     ids = [i for s in ours for i in store.index.matching(s, Filters((s.name,)))]
     stored = [entry.meta.get("namespace") for entry in store.index.entries(ids).values()]
     every = sorted({n for n in stored if n})
