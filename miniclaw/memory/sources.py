@@ -15,7 +15,6 @@ the source's root; only regular files are read.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -384,7 +383,7 @@ def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
                 continue
             entry = entry._replace(text=clean)
         meta = entry.meta
-        if recheck and meta and may_hold_private(json.dumps(dict(meta), ensure_ascii=False)):
+        if recheck and meta:  # its values too (visible_text passes most strings as they are)
             meta = {key: _redacted(value) for key, value in meta.items()}
         if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
             entry = entry._replace(meta=Meta(meta))
