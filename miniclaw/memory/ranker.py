@@ -127,7 +127,8 @@ class MemoryRanker:
         # The sources were read in separate snapshots: keep only entries that have a score.
         ranked = sorted((i for i in places if i in own),
                         key=lambda i: _order_key(own[i], places[i]))
-        ranked = ranked[: _with_ties(ranked, own, options.limit)]
+        ranked = ranked[: _with_ties(ranked, own, options.limit)
+                        if any(_has_priority(s) for s in selected) else options.limit]
         entries, explained = await asyncio.to_thread(
             self._finish, ranked, options.explain, mode, request, shares)
         # Read in another snapshot: an entry changed or gone since is left out.
@@ -259,6 +260,10 @@ EQUAL_RELEVANCE = 0.005
 _MAX_TIES = 50  # entries beyond the limit read to settle a tie at its edge
 
 
+def _has_priority(source) -> bool:
+    return callable(getattr(source, "priority", None))
+
+
 def _equal(best: float, score: float) -> bool:
     return score >= best - abs(best) * EQUAL_RELEVANCE
 
@@ -276,7 +281,7 @@ def _by_priority(ranked: list[int], scores: dict[int, float], entries: dict[int,
                  sources) -> list[int]:
     """In each run of equal relevance, the entries of a source with a `priority` reordered
     among the places they hold (others keep theirs; a score never changes)."""
-    order = {s.name: s.priority for s in sources if callable(getattr(s, "priority", None))}
+    order = {s.name: s.priority for s in sources if _has_priority(s)}
     if not order or len(ranked) < 2:
         return ranked
     out, start = list(ranked), 0

@@ -267,3 +267,30 @@ def test_doctor_runs_the_startup_check_of_a_configured_store(workspace, project,
     assert [f["severity"] for f in found] == ["warning"]
     assert found[0]["path"] == str(project) and found[0]["message"].startswith("EF Memory: ")
     assert "stale entries (>90d)" in found[0]["message"]
+
+
+@given(st.lists(st.tuples(st.sampled_from([1.0, 1.002, 0.5, 0.3]), st.booleans(),
+                          st.integers(0, 7)), max_size=12))
+def test_priority_reorders_only_its_own_entries_within_equal_relevance(rows):
+    """Property of the ranker's stage: other sources keep their places, every place keeps a
+    score within 0.5% of the one it had, and within a run the priority order holds."""
+    from miniclaw.memory.entry import Entry
+    from miniclaw.memory.ranker import _by_priority
+
+    class Ranked:
+        name = "ranked"
+
+        @staticmethod
+        def priority(meta):
+            return meta["p"]
+
+    rows = sorted(rows, key=lambda row: -row[0])
+    scores = {i: row[0] for i, row in enumerate(rows)}
+    entries = {i: Entry("t", "ranked" if row[1] else "other", "p", 1, 1, meta={"p": row[2]})
+               for i, row in enumerate(rows)}
+    out = _by_priority(list(scores), scores, entries, [Ranked()])
+    assert sorted(out) == list(scores)
+    for place, (before, after) in enumerate(zip(scores, out)):
+        if entries[before].source == "other":
+            assert after == before
+        assert abs(scores[after] - scores[before]) <= 0.005 * scores[before] + 1e-12
