@@ -273,7 +273,7 @@ def test_doctor_runs_the_startup_check_of_a_configured_store(workspace, project,
                           st.integers(0, 7)), max_size=12))
 def test_priority_reorders_only_its_own_entries_within_equal_relevance(rows):
     """Property of the ranker's stage: other sources keep their places, every place keeps a
-    score within 0.5% of the one it had, and within a run the priority order holds."""
+    score within 0.5% of the one it had, and no entry is lost or added."""
     from miniclaw.memory.entry import Entry
     from miniclaw.memory.ranker import _by_priority
 
