@@ -195,7 +195,9 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
                    f"over {MAX_FILE_BYTES // 1048576} MB are not searched; split it into "
                    "smaller notes")
         return _Parsed(source_file, [], [], warning, False)
-    text, warning = decode(raw, source_file.path)
+    # A source that reads its front matter needs no warning that front matter is not searched.
+    text, warning = decode(raw, source_file.path,
+                           memory_file=not getattr(source, "reads_front_matter", False))
     entries = read_entries(source, text, source_file.path)
     warning = warning or source_warning(source, text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns

@@ -235,3 +235,16 @@ def test_the_cli_searches_a_configured_store(workspace, stores, tmp_path):
     assert result["source"] == "mnemonic" and result["meta"]["namespace"] == "_semantic/decisions"
     assert result["path"].startswith(str(home)) and result["tags"] == ["search", "sqlite",
                                                                        "architecture"]
+
+
+async def test_front_matter_it_reads_gets_no_not_searched_warning(workspace, stores):
+    """Front matter with keys that read like notes warns for MEMORY.md ("not searched");
+    mnemonic reads its front matter, so that warning would be false."""
+    home, project = stores
+    (home / "default/_semantic/knowledge/prose.memory.md").write_text(
+        "---\ntitle: Prose key\nDecision Notes: we picked the fast one today\n---\nOtter body\n",
+        encoding="utf-8")
+    async with _store(workspace, home, project) as store:
+        results = await store.search("otter", days=None)
+    assert [hit.meta["title"] for hit in results.results] == ["Prose key"]
+    assert results.warnings == ()
