@@ -23,6 +23,8 @@ from pathlib import Path
 
 from miniclaw import config
 
+# A configured EF Memory store (by kind or class) gets its startup check.
+
 SEVERITIES = ("info", "warning", "error")
 MODEL_TIMEOUT_S = 2.0
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
@@ -165,6 +167,10 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
         for source_file in found:
             report.findings.extend(_check_file(Path(source_file.absolute), link_root,
                                                source_file.path))
+        health = getattr(source, "health", None)  # a format's own check (EF Memory's startup)
+        if health is not None:
+            severity, message, fix_it = health(workspace)
+            report.findings.append(Finding(severity, "sources", shown, message, fix_it))
         report.checked.append(f"source {source.name} {shown}: {len(found)} "
                               f"file{'s' * (len(found) != 1)}")
 

@@ -170,8 +170,9 @@ def rank(
     require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
     mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|keyword]", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
-    output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json or markdown.", show_default=False)] = None,
+    output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown|ef|mnemonic]", help="Output: text (default), json, markdown, or another tool's shape: ef (EF Memory's entry blocks), mnemonic (its search-subcall JSON).", show_default=False)] = None,
     json_out: JsonOption = False,
+    meta: Annotated[list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="Only entries whose source metadata has this value (namespace=_semantic/decisions); repeatable.", show_default=False)] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
     correct: Annotated[bool, typer.Option("--correct/--no-correct", help="Replace a misspelt word that matches nothing by the closest indexed spelling.")] = True,
 ) -> None:
@@ -205,13 +206,20 @@ def rank(
             options = SearchOptions.build(
                 store.today(), names=_FLAGS, limit=limit, days=window, since=since,
                 until=until, category=category, tags=tag, sources=source, mode=mode,
-                require=require, exclude=exclude, explain=explain, correct=correct)
-            return await store.search(query, options)
+                require=require, exclude=exclude, explain=explain, correct=correct,
+                meta=_meta_pairs(meta))
+            found = await store.search(query, options)
+            return found, _shape_data(form, store, found, options)
 
-    found = run(work())
+    found, shaped = run(work())
     for line in render.warning_lines(found):
         typer.echo(line, err=True)
-    if form == "json":
+    if form in ("ef", "mnemonic"):
+        from miniclaw.cli import render_formats
+
+        typer.echo(render_formats.ef_text(found, shaped) if form == "ef"
+                   else render_formats.mnemonic_json(shaped))
+    elif form == "json":
         typer.echo(render.search_json(found))
     elif form == "markdown":
         typer.echo(render.search_markdown(found))
@@ -225,12 +233,40 @@ _FLAGS = {"since": "--since", "until": "--until", "tags": "--tag", "sources": "-
           "exclude": "--exclude"}
 
 
+def _meta_pairs(pairs: list[str] | None) -> tuple[tuple[str, str], ...]:
+    """`--meta key=value` options as pairs (SearchOptions checks the keys)."""
+    from miniclaw.errors import UsageError
+
+    out = []
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"--meta takes KEY=VALUE (namespace=_semantic/decisions), not {pair!r}")
+        out.append((key.strip(), value.strip()))
+    return tuple(out)
+
+
+def _shape_data(form: str, store, found, options):
+    """What another tool's shape needs beyond the results, read while the store is open."""
+    if form == "ef":
+        from miniclaw.sources.ef_memory import result_notes
+
+        return result_notes(store, found)
+    if form == "mnemonic":
+        from miniclaw.sources.mnemonic import subcall
+
+        meta = dict(options.meta)
+        return subcall(store, found, namespace=meta.get("namespace"),
+                       tag=options.tags[0] if options.tags else None, sources=options.sources)
+    return None
+
+
 def _output_format(output: str | None, json_out: bool) -> str:
     from miniclaw.errors import UsageError
 
     form = (output or ("json" if json_out else "text")).strip().lower()
-    if form not in ("text", "json", "markdown"):
-        raise UsageError(f"--format must be text, json or markdown, not {output!r}")
+    if form not in ("text", "json", "markdown", "ef", "mnemonic"):
+        raise UsageError(f"--format must be text, json, markdown, ef or mnemonic, not {output!r}")
     if json_out and form != "json":
         raise UsageError("--json asks for JSON: choose one of --json or --format")
     return form

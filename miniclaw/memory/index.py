@@ -69,6 +69,7 @@ class Filters(NamedTuple):
     tags: tuple[str, ...] = ()
     required: tuple[str, ...] = ()  # terms every result must hold
     excluded: tuple[str, ...] = ()  # terms no result may hold
+    meta: tuple[tuple[str, str], ...] = ()  # (key, value): the source's metadata must match
 
 
 class IndexStatus(NamedTuple):
@@ -429,6 +430,9 @@ class SearchIndex:
         for tag in filters.tags:
             clauses.append("instr(' ' || e.tags || ' ', ?) > 0")
             params.append(f" {tag} ")
+        for key, value in filters.meta:  # a key is a plain name (SearchOptions.build)
+            clauses.append("json_extract(e.meta, ?) = ?")
+            params.extend((f"$.{key}", value))
         for term in filters.required:
             clauses.append("EXISTS (SELECT 1 FROM term_postings r WHERE r.term = ?"
                            " AND r.entry_id = e.id)")

@@ -54,6 +54,8 @@ class SearchOptions:
     explain: bool = False  # break each score down by term
     correct: bool = True  # replace a misspelt word that matches nothing by its closest term
     excerpts: bool = True  # False: each excerpt is the entry's start (the context's many)
+    # A source's metadata that must match: {"namespace": "_semantic/decisions"} (mnemonic).
+    meta: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def build(cls, today: Date, *, names: Mapping[str, str] | None = None,
@@ -86,6 +88,8 @@ class SearchOptions:
         for name in ("explain", "correct", "excerpts"):
             if name in values and not isinstance(values[name], bool):
                 raise UsageError(f"{label(name)} must be true or false, not {values[name]!r}")
+        if values.get("meta") is not None:
+            values["meta"] = _meta(values["meta"], label("meta"))
         options = cls(**values)
         check_limit(options.limit)
         check_days(options.days)
@@ -109,6 +113,23 @@ def _day(value: object, today: Date, name: str) -> Date:
         return parse_day(value, today, flag=name)
     raise UsageError(f"{name} must be a date, a datetime or a day such as 2026-02-14 or "
                      f"'yesterday', not {type(value).__name__}")
+
+
+def _meta(value: object, name: str) -> tuple[tuple[str, str], ...]:
+    """Metadata to match, from a mapping of plain names to strings."""
+    import re
+
+    items = value.items() if isinstance(value, Mapping) else value
+    try:
+        pairs = tuple((key, item) for key, item in items)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must map metadata keys to values, such as "
+                         '{"namespace": "_semantic/decisions"}') from None
+    for key, item in pairs:
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise UsageError(f"{name}: {key!r} is not a metadata key (letters, digits, _)")
+        _string(item, f"{name}[{key!r}]")
+    return tuple(sorted(pairs))
 
 
 def _string(value: object, name: str) -> str:

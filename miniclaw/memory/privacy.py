@@ -180,15 +180,22 @@ def front_matter_warning(text: str, name: str) -> str | None:
     return f"{name}: {warning}" if warning else None
 
 
-def visible_text(text: str) -> str:
+def visible_text(text: str, keep_front_matter: bool = False, per_line: bool = False) -> str:
     """The text as every reader may see it: front matter and private parts become empty
     lines, so line numbers stay those of the file. Shared code runs it before any source
-    parses a file (`sources.read_entries`); most files come back unchanged, unsplit."""
+    parses a file (`sources.read_entries`); most files come back unchanged, unsplit.
+    `keep_front_matter`: a format whose metadata is its front matter (mnemonic) gets it,
+    private parts still removed (a `private: true` file is still hidden whole).
+    `per_line`: one record per line (JSON Lines): each line is redacted on its own, so an
+    unclosed tag hides the rest of its record, not every later record."""
     if not starts_front_matter([text.partition("\n")[0]]) and not may_hold_private(text):
         return text
     lines = text.removeprefix("\ufeff").split("\n")
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    skip = front_matter_end(lines)  # of the text as written, as the writers see it
+    if per_line:
+        return "\n".join(redact_lines([line])[0] if may_hold_private(line) else line
+                         for line in lines)
+    skip = 0 if keep_front_matter else front_matter_end(lines)  # as the writers see it
     lines = redact_lines(lines)
     lines[:skip] = [""] * skip
     return "\n".join(lines)

@@ -92,7 +92,7 @@ class MemoryRanker:
         if days is not None and options.since is None and options.until is None:
             window = self.today() - timedelta(days=days - 1)
         return Filters(names, window, options.since, options.until, options.category,
-                       tuple(options.tags))
+                       tuple(options.tags), meta=options.meta)
 
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
         """One operation: a sync, then reads; again from the sync if the index file was
@@ -126,11 +126,14 @@ class MemoryRanker:
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
         # The sources were read in separate snapshots: keep only entries that have a score.
         ranked = sorted((i for i in places if i in own),
-                        key=lambda i: _order_key(own[i], places[i]))[: options.limit]
+                        key=lambda i: _order_key(own[i], places[i]))
+        ranked = ranked[: _with_ties(ranked, own, options.limit)
+                        if any(_has_priority(s) for s in selected) else options.limit]
         entries, explained = await asyncio.to_thread(
             self._finish, ranked, options.explain, mode, request, shares)
         # Read in another snapshot: an entry changed or gone since is left out.
         ranked = [i for i in ranked if i in entries and _place(entries[i]) == places[i]]
+        ranked = _by_priority(ranked, own, entries, selected)[: options.limit]
         shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
@@ -248,7 +251,51 @@ class MemoryRanker:
                             source=entry.source, date=entry.date, path=entry.path,
                             line_start=entry.line_start, line_end=entry.line_end,
                             category=entry.category, tags=entry.tags, time=entry.time,
-                            highlights=spans, explanation=explanation)
+                            highlights=spans, explanation=explanation, meta=entry.meta)
+
+
+#: Scores within this share of each other are equal relevance: a source's own order
+#: (`priority(meta)`, EF Memory's Hard S1 first) decides among its entries there.
+EQUAL_RELEVANCE = 0.005
+_MAX_TIES = 50  # entries beyond the limit read to settle a tie at its edge
+
+
+def _has_priority(source) -> bool:
+    return callable(getattr(source, "priority", None))
+
+
+def _equal(best: float, score: float) -> bool:
+    return score >= best - abs(best) * EQUAL_RELEVANCE
+
+
+def _with_ties(ranked: list[int], scores: dict[int, float], limit: int) -> int:
+    """How many of the ranked ids to read: the limit, and those tied with the last one."""
+    end = min(limit, len(ranked))
+    while (end < len(ranked) and end < limit + _MAX_TIES and end
+           and _equal(scores[ranked[end - 1]], scores[ranked[end]])):
+        end += 1
+    return end
+
+
+def _by_priority(ranked: list[int], scores: dict[int, float], entries: dict[int, Entry],
+                 sources) -> list[int]:
+    """In each run of equal relevance, the entries of a source with a `priority` reordered
+    among the places they hold (others keep theirs; a score never changes)."""
+    order = {s.name: s.priority for s in sources if _has_priority(s)}
+    if not order or len(ranked) < 2:
+        return ranked
+    out, start = list(ranked), 0
+    while start < len(out):
+        end = start + 1
+        while end < len(out) and _equal(scores[out[start]], scores[out[end]]):
+            end += 1
+        slots = [n for n in range(start, end) if entries[out[n]].source in order]
+        own = sorted((out[n] for n in slots),  # stable: the order key breaks further ties
+                     key=lambda i: order[entries[i].source](entries[i].meta))
+        for n, i in zip(slots, own):
+            out[n] = i
+        start = end
+    return out
 
 
 def _place(entry: Entry) -> Place:

@@ -303,6 +303,8 @@ SOURCE_NAMES = tuple(source.name for source in SOURCES)
 #: kind -> "module:Class", imported only when a workspace configures it.
 KINDS: dict[str, str] = {
     "conkeeper": "miniclaw.sources.conkeeper:ConKeeperSource",
+    "mnemonic": "miniclaw.sources.mnemonic:MnemonicSource",
+    "ef_memory": "miniclaw.sources.ef_memory:EFMemorySource",
 }
 
 
@@ -354,17 +356,26 @@ def read_entries(source: MemorySource, text: str, path: str) -> list[Entry]:
     line scan cannot see), each entry stamped with the source's name. The one place that
     calls `source.parse`, so no source can forget privacy."""
     return redacted_entries(source.name, lambda visible: source.parse(visible, path), text,
-                            getattr(source, "redact", None))
+                            getattr(source, "redact", None), **_visibility(source))
+
+
+def _visibility(source: MemorySource) -> dict[str, bool]:
+    """How privacy reads a source's files: `reads_front_matter` (its metadata is its front
+    matter, privacy still applies) and `line_records` (one record per line, JSON Lines: a
+    `<private>` tag cannot span records, so each line is redacted on its own)."""
+    return {"keep_front_matter": getattr(source, "reads_front_matter", False),
+            "per_line": getattr(source, "line_records", False)}
 
 
 def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
-                     redact: Callable[[str], str] | None = None) -> list[Entry]:
+                     redact: Callable[[str], str] | None = None, **visibility: bool) -> list[Entry]:
     """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped.
     `redact`: a format's own privacy rules (lines it hides become empty), applied to the raw
-    text first; it must keep hiding what miniclaw's tags hide (see `sources/conkeeper.py`)."""
+    text first; it must keep hiding what miniclaw's tags hide (see `sources/conkeeper.py`).
+    `visibility` as `_visibility` gives it."""
     from miniclaw.memory.privacy import may_hold_private, visible_text
 
-    entries = parse(visible_text(redact(text) if redact else text))
+    entries = parse(visible_text(redact(text) if redact else text, **visibility))
     # A record can only spell a tag the file does not show if the file names "private"
     # somehow (escaped brackets), or folds to it (fullwidth letters): else skip the check.
     recheck = not text.isascii() or _PRIVATE_WORD.search(text) is not None
@@ -377,13 +388,40 @@ def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
                 continue
             entry = entry._replace(text=clean)
         meta = entry.meta
+        if recheck and meta:  # its values too (visible_text passes most strings as they are)
+            meta = {key: _redacted(value) for key, value in meta.items()}
         if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
             entry = entry._replace(meta=Meta(meta))
         out.append(entry if entry.source == name else make((entry[0], name, *entry[2:])))
     return out
 
 
+def _redacted(value: object) -> object:
+    """A metadata value (JSON) with private parts of its strings removed."""
+    from miniclaw.memory.privacy import visible_text
+
+    if isinstance(value, str):
+        return visible_text(value).strip()
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    return value
+
+
 _PRIVATE_WORD = re.compile("private", re.IGNORECASE)
+
+
+def source_warning(source: MemorySource, text: str, path: str) -> str | None:
+    """What a source says of a file it could not fully use (`warning(visible text, path)`,
+    optional: EF Memory's damaged lines), from the visible text only, so no private part
+    can reach the warning."""
+    check = getattr(source, "warning", None)
+    if check is None:
+        return None
+    from miniclaw.memory.privacy import visible_text
+
+    return check(visible_text(text, **_visibility(source)), path)
 
 
 def configured_sources(workspace: Path) -> tuple[tuple[MemorySource, ...], tuple[str, ...]]:

@@ -41,7 +41,7 @@ from miniclaw.memory.entry import Entry
 from miniclaw.memory.database import IndexRowError
 from miniclaw.memory.files import (MAX_FILE_BYTES, NotMemoryFileError, OutsideWorkspaceError,
                                    decode, open_in_workspace, read_fd)
-from miniclaw.memory.sources import MemorySource, SourceFile, read_entries
+from miniclaw.memory.sources import MemorySource, SourceFile, read_entries, source_warning
 from miniclaw.memory.tokenizer import index_terms
 
 RACY_NS = 2_000_000_000
@@ -195,8 +195,11 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
                    f"over {MAX_FILE_BYTES // 1048576} MB are not searched; split it into "
                    "smaller notes")
         return _Parsed(source_file, [], [], warning, False)
-    text, warning = decode(raw, source_file.path)
+    # A source that reads its front matter needs no warning that front matter is not searched.
+    text, warning = decode(raw, source_file.path,
+                           memory_file=not getattr(source, "reads_front_matter", False))
     entries = read_entries(source, text, source_file.path)
+    warning = warning or source_warning(source, text, source_file.path)
     age = time.time_ns() - source_file.mtime_ns
     # A little in the future (a synced file from a machine whose clock is ahead) is racy
     # too: that writer may write again within the same tick. Further ahead (`touch -d 2030`)

@@ -1,1 +1,1 @@
-"""Source kinds: other tools' memory formats, plugged in by `memory/sources.py: KINDS`."""
+"""Source kinds for other tools' memory stores (ConKeeper, mnemonic, EF Memory, transcripts)."""
