@@ -122,3 +122,10 @@ def test_a_new_config_file_is_private_to_its_owner(workspace, memory_root, isola
     assert (isolated_home / ".miniclaw").stat().st_mode & 0o777 == 0o700
     assert (isolated_home / ".miniclaw" / "config.json").stat().st_mode & 0o777 == 0o600
     assert [p.name for p in (isolated_home / ".miniclaw").iterdir()] == ["config.json"]
+
+
+def test_add_help_names_every_kind(workspace: Path):
+    from miniclaw.memory.sources import KINDS
+
+    shown = " ".join(_cli(workspace, "sources", "add", "--help").stdout.split())
+    assert all(kind in shown for kind in KINDS), shown

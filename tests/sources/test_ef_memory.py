@@ -257,8 +257,8 @@ def test_the_startup_check_counts_as_efm_does(project):
 
 def test_doctor_runs_the_startup_check_of_a_configured_store(workspace, project, isolated_home):
     (isolated_home / ".miniclaw").mkdir(exist_ok=True)
-    (isolated_home / ".miniclaw/config.json").write_text(json.dumps({"sources": [
-        {"kind": "ef_memory", "root": str(project)}]}), encoding="utf-8")
+    (isolated_home / ".miniclaw/config.json").write_text(json.dumps({"workspaces": {str(workspace): {"sources": [
+        "long_term", "daily_note", {"kind": "ef_memory", "root": str(project)}]}}}), encoding="utf-8")
     run = subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(workspace),
                           "doctor", "--json"], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "HOME": str(isolated_home)})
