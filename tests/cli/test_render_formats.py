@@ -20,8 +20,9 @@ from miniclaw.memory import MemoryStore
 from miniclaw.memory.sources import SOURCES
 from miniclaw.sources.ef_memory import EFMemorySource, result_notes
 from miniclaw.sources.mnemonic import EVIDENCE_CHARS
+from tests.formats import FORMAT_FIXTURES
 
-FIXTURES = Path("/work/shared/formats/fixtures")
+FIXTURES = FORMAT_FIXTURES
 LABEL = re.compile(r"^\[(Hard|Soft)\]( \[S[123]\])? ([a-z_]+)((?: \[[^\]]+\])*)(?:\s+score: .*)?$")
 
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.formats import FORMAT_FIXTURES
 
-FIXTURES = Path("/work/shared/formats/fixtures/conkeeper")
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
+FIXTURES = FORMAT_FIXTURES / "conkeeper"
 
 
 def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess:

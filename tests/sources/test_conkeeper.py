@@ -23,9 +23,9 @@ from miniclaw.memory.sources import SOURCES, configured_sources, read_entries
 from miniclaw.sources.conkeeper import ConKeeperSource, redact
 from tests.conftest import NOW
 from tests.memory import test_privacy as privacy_cases
+from tests.formats import FORMAT_FIXTURES
 
-FIXTURES = Path("/work/shared/formats/fixtures/conkeeper")
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
+FIXTURES = FORMAT_FIXTURES / "conkeeper"
 
 # What the fixtures keep private: none of it may come out of any search.
 PRIVATE_TEXTS = ("sk-test-7f3a91c0", "OS keychain", "paper notebook", "contract renewal",

@@ -22,8 +22,9 @@ from miniclaw.memory import MemoryStore
 from miniclaw.memory.sources import KINDS, SOURCES, read_entries
 from miniclaw.sources.ef_memory import EFMemorySource, age_days, cited_files, too_broad
 from tests.conftest import NOW
+from tests.formats import FORMAT_FIXTURES
 
-FIXTURES = Path("/work/shared/formats/fixtures/efm")
+FIXTURES = FORMAT_FIXTURES / "efm"
 SECRET = "zanzibarquokka"
 AS_OF = Date(2026, 3, 15)  # the day the fixture's expected/ outputs were made
 

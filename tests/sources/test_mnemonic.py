@@ -22,8 +22,9 @@ from miniclaw.memory.options import SearchOptions
 from miniclaw.memory.sources import KINDS, SOURCES
 from miniclaw.sources.mnemonic import MnemonicSource, scope
 from tests.conftest import NOW
+from tests.formats import FORMAT_FIXTURES
 
-FIXTURES = Path("/work/shared/formats/fixtures/mnemonic")
+FIXTURES = FORMAT_FIXTURES / "mnemonic"
 HOME_STORE = ".claude/mnemonic"
 SECRET = "zanzibarquokka"
 
