@@ -97,12 +97,6 @@ _MAX_LINE = 2**31
 _CLOCK = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
-# The same check and reading of a stored time, in SQL, for `neighbours` (`{0}`: the table).
-_CLOCK_SQL = ("({0}.time IS NULL OR (typeof({0}.time) = 'text'"
-              " AND {0}.time GLOB '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]'))")
-_SECONDS_SQL = ("(CAST(substr({0}.time, 1, 2) AS INTEGER) * 3600"
-                " + CAST(substr({0}.time, 4, 2) AS INTEGER) * 60"
-                " + CAST(substr({0}.time, 7, 2) AS INTEGER))")
 
 
 def _clock(value: object) -> str | None:
@@ -110,6 +104,23 @@ def _clock(value: object) -> str | None:
     if value is None or (type(value) is str and _CLOCK.fullmatch(value)):
         return value
     raise IndexRowError(f"an index row holds the time {value!r}")
+
+
+# Seconds of each stored time seen (at most one per second of a day), so that `neighbours`
+# checks and reads a time with one lookup: hundreds of neighbours a search.
+_SECONDS: dict[object, int | None] = {None: None}
+
+
+def _seconds(value: object) -> int | None:
+    """An entry's time as seconds since midnight (None: no time); damage raises as `_clock`."""
+    try:
+        return _SECONDS[value]
+    except (KeyError, TypeError):
+        pass
+    clock = _clock(value)
+    seconds = int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:])
+    _SECONDS[clock] = seconds
+    return seconds
 
 
 def row_to_entry(row: Sequence) -> Entry:
@@ -507,30 +518,27 @@ class SearchIndex:
         one in its file (offset -1 is the one right before), written at most `max_gap_s`
         seconds from it (an entry without a time is close to any).
 
-        The times are compared inside SQLite: a search looks at hundreds of neighbours, and
-        reading each one's time into Python was most of a search on long conversations. A
-        stored time that is not `HH:MM:SS` is damage, as in `row_to_entry`."""
+        The times are compared in Python with `_seconds` (one lookup each): in SQL, checking
+        and reading both times of each pair was half of the statement, and the statement
+        most of the neighbour stage. A stored time that is not `HH:MM:SS` is damage, as in
+        `row_to_entry`."""
         if not entry_ids:
             return {}
         ids = _id_list(entry_ids)
-        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, CASE"
-               f" WHEN NOT ({_CLOCK_SQL.format('e')} AND {_CLOCK_SQL.format('n')}) THEN NULL"
-               " WHEN e.time IS NULL OR n.time IS NULL THEN 1"
-               f" ELSE abs({_SECONDS_SQL.format('e')} - {_SECONDS_SQL.format('n')}) <= ? END"
+        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, e.time, n.time"
                " FROM entries e JOIN entries n ON n.file_id = e.file_id"
                " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
                f" AND n.id != e.id WHERE e.id IN ({ids})")
-        def work(conn):  # decodes inside `_run`, so damage is handled as damage
-            rows = conn.execute(sql, (max_gap_s, reach, reach)).fetchall()
-            if any(close is None for *_, close in rows):
-                raise IndexRowError("an index row holds a damaged time")
-            return rows
 
-        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
-        for entry_id, other, offset, close in self._run(work):
-            if close:
-                out[entry_id].append((other, offset))
-        return out
+        def work(conn):  # decodes inside `_run`, so damage is handled as damage
+            out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
+            for entry_id, other, offset, mine, theirs in conn.execute(sql, (reach, reach)):
+                mine, theirs = _seconds(mine), _seconds(theirs)
+                if mine is None or theirs is None or abs(mine - theirs) <= max_gap_s:
+                    out[entry_id].append((other, offset))
+            return out
+
+        return self._run(work)
 
     def matching(self, source: MemorySource, filters: Filters) -> list[int]:
         """Every entry of `source` that passes the filters: for a retriever that scores

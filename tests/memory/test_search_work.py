@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miniclaw.memory import database
 from miniclaw.memory.index import Filters
@@ -101,3 +103,24 @@ async def test_filter_ids_in_one_source_keeps_only_that_sources_entries(store, w
     # The other filters still apply inside the one source.
     only_notes = Filters(("long_term",))
     assert index.filter_ids(all_ids, only_notes, by_source["daily_note"]) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.text(max_size=10), st.integers(), st.binary(max_size=8),
+                 st.times().map(lambda t: t.strftime("%H:%M:%S"))))
+def test_a_stored_time_is_read_as_seconds_or_is_damage(value):
+    """`neighbours` reads both times of a pair in Python, one lookup each, and must accept
+    and refuse exactly what `_clock` (the reading of a row's time) does."""
+    from miniclaw.memory.database import IndexRowError
+    from miniclaw.memory.index import _clock, _seconds
+
+    try:
+        clock = _clock(value)
+    except IndexRowError:
+        with pytest.raises(IndexRowError):
+            _seconds(value)
+        return
+    expected = None if clock is None else (
+        int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:8]))
+    assert _seconds(value) == expected
+    assert _seconds(value) == expected  # the second time from the cache
