@@ -90,7 +90,7 @@ class IndexStatus(NamedTuple):
 
 def _id_list(entry_ids: Iterable[int]) -> str:
     """Entry ids inlined into SQL: integers only, so nothing user-written reaches the SQL."""
-    return ", ".join(str(int(i)) for i in entry_ids)
+    return ", ".join(map(str, map(int, entry_ids)))
 
 
 _MAX_LINE = 2**31

@@ -47,8 +47,10 @@ def add_neighbour_scores(index, own: dict[int, float], filters,
     for entry_id in candidates + newcomers:
         mine = parts[entry_id]
         base = own[entry_id] if entry_id in own else sum(mine.values())
-        share = sum(weight.get(offset, 0.0) * _missing_part(parts[n], mine)
-                    for n, offset in around[entry_id])
+        share = 0.0
+        for n, offset in around[entry_id]:
+            if parts[n]:  # a neighbour holding no query term lends nothing
+                share += weight.get(offset, 0.0) * _missing_part(parts[n], mine)
         boosted[entry_id] = base + share
     boosted = {i: score for i, score in boosted.items()
                if (own[i] if i in own else sum(parts[i].values())) > 0}
