@@ -47,6 +47,31 @@ def _hits(flat: str, terms: set[str] | frozenset[str]) -> list[tuple[int, int, s
     return hits
 
 
+def _best_window(hits: list[tuple[int, int, set[str]]], room: int) -> tuple[int, int]:
+    """(start, end) of the first window of at most `room` characters, starting at a hit,
+    that holds the most distinct query terms. One pass with a count per term in the window
+    (a long entry that repeats the query's words has hundreds of hits: comparing each
+    with all the hits after it was most of an excerpt)."""
+    best_start, best_end, best_count = 0, 0, -1
+    counts: dict[str, int] = {}
+    after = 0  # hits[i:after] fit in the window starting at hit i
+    for i, (start, _, _) in enumerate(hits):
+        after = max(after, i)
+        while after < len(hits) and hits[after][1] - start <= room:
+            for term in hits[after][2]:
+                counts[term] = counts.get(term, 0) + 1
+            after += 1
+        if len(counts) > best_count:
+            best_start, best_count = start, len(counts)
+            best_end = hits[after - 1][1] if after > i else start
+        if after > i:  # hit i leaves the window
+            for term in hits[i][2]:
+                counts[term] -= 1
+                if not counts[term]:
+                    del counts[term]
+    return best_start, best_end
+
+
 def make_excerpt(text: str, terms: set[str] | frozenset[str],
                  width: int = EXCERPT_WIDTH) -> tuple[str, tuple[tuple[int, int], ...]]:
     """(excerpt, highlight spans as (start, end) offsets into the excerpt)."""
@@ -55,18 +80,8 @@ def make_excerpt(text: str, terms: set[str] | frozenset[str],
     if len(flat) <= width:
         return flat, tuple((s, e) for s, e, _ in hits)
 
-    best_start, best_end, best_count = 0, 0, -1
     room = width - 2  # leave room for an ellipsis on each side
-    for i, (start, _, _) in enumerate(hits):
-        seen: set[str] = set()
-        end = start
-        for _, other_end, found in hits[i:]:
-            if other_end - start > room:
-                break
-            seen |= found
-            end = other_end
-        if len(seen) > best_count:
-            best_start, best_end, best_count = start, end, len(seen)
+    best_start, best_end = _best_window(hits, room)
     lead = max(min(_LEAD, room - (best_end - best_start) - 1), 0)  # the cluster must fit
     begin = 0 if best_start <= lead else best_start - lead
     if begin:  # start at a word boundary

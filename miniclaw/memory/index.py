@@ -93,19 +93,13 @@ class IndexStatus(NamedTuple):
 
 def _id_list(entry_ids: Iterable[int]) -> str:
     """Entry ids inlined into SQL: integers only, so nothing user-written reaches the SQL."""
-    return ", ".join(str(int(i)) for i in entry_ids)
+    return ", ".join(map(str, map(int, entry_ids)))
 
 
 _MAX_LINE = 2**31
 _CLOCK = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
-# The same check and reading of a stored time, in SQL, for `neighbours` (`{0}`: the table).
-_CLOCK_SQL = ("({0}.time IS NULL OR (typeof({0}.time) = 'text'"
-              " AND {0}.time GLOB '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]'))")
-_SECONDS_SQL = ("(CAST(substr({0}.time, 1, 2) AS INTEGER) * 3600"
-                " + CAST(substr({0}.time, 4, 2) AS INTEGER) * 60"
-                " + CAST(substr({0}.time, 7, 2) AS INTEGER))")
 
 
 def _clock(value: object) -> str | None:
@@ -113,6 +107,23 @@ def _clock(value: object) -> str | None:
     if value is None or (type(value) is str and _CLOCK.fullmatch(value)):
         return value
     raise IndexRowError(f"an index row holds the time {value!r}")
+
+
+# Seconds of each stored time seen (at most one per second of a day), so that `neighbours`
+# checks and reads a time with one lookup: hundreds of neighbours a search.
+_SECONDS: dict[object, int | None] = {None: None}
+
+
+def _seconds(value: object) -> int | None:
+    """An entry's time as seconds since midnight (None: no time); damage raises as `_clock`."""
+    try:
+        return _SECONDS[value]
+    except (KeyError, TypeError):
+        pass
+    clock = _clock(value)
+    seconds = int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:])
+    _SECONDS[clock] = seconds
+    return seconds
 
 
 def row_to_entry(row: Sequence) -> Entry:
@@ -404,13 +415,22 @@ class SearchIndex:
                 if middle is not None and type(middle[0]) is not int:
                     raise IndexRowError("an entry's length in the index is damaged")
                 self._median = (count, length, float(max(middle[0], 1)) if middle else 0.0)
-            df = {}
-            for term in terms:
-                df[term] = conn.execute(
-                    "SELECT COUNT(*) FROM term_postings WHERE term = ?", (term,)).fetchone()[0]
+            df = dict.fromkeys(terms, 0)
+            if terms:  # one statement for all the terms: a question has ten
+                df.update(conn.execute(
+                    "SELECT term, COUNT(*) FROM term_postings"
+                    f" WHERE term IN ({', '.join('?' * len(terms))}) GROUP BY term", terms))
             return count, self._median[2], df
 
         return self._run(work)
+
+    def has_entries(self, source: MemorySource) -> bool:
+        """Whether any file of `source` holds entries: a search skips an empty source, whose
+        retrieval would still read every posting of the query's terms to find none of its
+        own (a workspace without MEMORY.md, a configured source not filled yet)."""
+        return self._run(lambda c: c.execute(
+            "SELECT 1 FROM files WHERE source = ? AND entry_count > 0 LIMIT 1",
+            (source.name,)).fetchone()) is not None
 
     @staticmethod
     def _where(filters: Filters, source: str, windowed: bool) -> tuple[str, list]:
@@ -504,30 +524,27 @@ class SearchIndex:
         one in its file (offset -1 is the one right before), written at most `max_gap_s`
         seconds from it (an entry without a time is close to any).
 
-        The times are compared inside SQLite: a search looks at hundreds of neighbours, and
-        reading each one's time into Python was most of a search on long conversations. A
-        stored time that is not `HH:MM:SS` is damage, as in `row_to_entry`."""
+        The times are compared in Python with `_seconds` (one lookup each): in SQL, checking
+        and reading both times of each pair was half of the statement, and the statement
+        most of the neighbour stage. A stored time that is not `HH:MM:SS` is damage, as in
+        `row_to_entry`."""
         if not entry_ids:
             return {}
         ids = _id_list(entry_ids)
-        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, CASE"
-               f" WHEN NOT ({_CLOCK_SQL.format('e')} AND {_CLOCK_SQL.format('n')}) THEN NULL"
-               " WHEN e.time IS NULL OR n.time IS NULL THEN 1"
-               f" ELSE abs({_SECONDS_SQL.format('e')} - {_SECONDS_SQL.format('n')}) <= ? END"
+        sql = ("SELECT e.id, n.id, n.ordinal - e.ordinal, e.time, n.time"
                " FROM entries e JOIN entries n ON n.file_id = e.file_id"
                " AND n.ordinal BETWEEN e.ordinal - ? AND e.ordinal + ?"
                f" AND n.id != e.id WHERE e.id IN ({ids})")
-        def work(conn):  # decodes inside `_run`, so damage is handled as damage
-            rows = conn.execute(sql, (max_gap_s, reach, reach)).fetchall()
-            if any(close is None for *_, close in rows):
-                raise IndexRowError("an index row holds a damaged time")
-            return rows
 
-        out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
-        for entry_id, other, offset, close in self._run(work):
-            if close:
-                out[entry_id].append((other, offset))
-        return out
+        def work(conn):  # decodes inside `_run`, so damage is handled as damage
+            out: dict[int, list[tuple[int, int]]] = {i: [] for i in entry_ids}
+            for entry_id, other, offset, mine, theirs in conn.execute(sql, (reach, reach)):
+                mine, theirs = _seconds(mine), _seconds(theirs)
+                if mine is None or theirs is None or abs(mine - theirs) <= max_gap_s:
+                    out[entry_id].append((other, offset))
+            return out
+
+        return self._run(work)
 
     def matching(self, source: MemorySource, filters: Filters) -> list[int]:
         """Every entry of `source` that passes the filters: for a retriever that scores
@@ -536,16 +553,18 @@ class SearchIndex:
         sql = f"SELECT e.id FROM entries e WHERE {where} ORDER BY e.id"
         return [row[0] for row in self._run(lambda c: c.execute(sql, params).fetchall())]
 
-    def filter_ids(self, entry_ids: Sequence[int], filters: Filters) -> list[int]:
-        """The given entries that pass the filters."""
+    def filter_ids(self, entry_ids: Sequence[int], filters: Filters,
+                   source: MemorySource | None = None) -> list[int]:
+        """The given entries that pass the filters (looked for in `source` alone when they
+        are known to be its own: one query instead of one per source)."""
         if not entry_ids:
             return []
         ids = _id_list(entry_ids)
         keep = []
-        for source in self.sources:
-            if source.name not in filters.sources:
+        for each in self.sources if source is None else (source,):
+            if each.name not in filters.sources:
                 continue
-            where, params = self._where(filters, source.name, source.windowed)
+            where, params = self._where(filters, each.name, each.windowed)
             sql = f"SELECT e.id FROM entries e WHERE e.id IN ({ids}) AND {where}"
             keep.extend(row[0] for row in self._run(lambda c: c.execute(sql, params).fetchall()))
         return keep

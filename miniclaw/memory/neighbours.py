@@ -20,13 +20,14 @@ MAX_GAP_S = 30 * 60
 def add_neighbour_scores(index, own: dict[int, float], filters,
                          shares: tuple[tuple[int, float], ...],
                          parts_of: Callable[[list[int]], dict[int, dict[str, float]]],
-                         ) -> dict[int, float]:
+                         source=None) -> dict[int, float]:
     """The candidates' scores with neighbour shares added, and the neighbours that joined:
     the neighbour stage over any retriever's candidates of one sequence source.
 
     `own` holds the candidates' own scores; their neighbours that pass the filters and hold
     a query word join the candidates. `shares` are (offset, share of that neighbour's
-    score); `parts_of` is the retriever's score of entries by part (`Retriever.parts`).
+    score); `parts_of` is the retriever's score of entries by part (`Retriever.parts`);
+    `source`, when given, is the candidates' source (neighbours share an entry's file).
     Runs in a worker thread (it queries the index). Only a neighbour that holds a query
     word can join, so only such newcomers have their own neighbours looked up (on long
     conversations, looking up every neighbour's neighbours was most of a search's time).
@@ -37,7 +38,7 @@ def add_neighbour_scores(index, own: dict[int, float], filters,
     around = index.neighbours(candidates, reach, MAX_GAP_S)
     extra = {n for found in around.values() for n, _ in found} - own.keys()
     parts = parts_of(sorted(extra | own.keys()))
-    newcomers = [i for i in index.filter_ids(sorted(extra), filters)
+    newcomers = [i for i in index.filter_ids(sorted(extra), filters, source)
                  if sum(parts[i].values()) > 0]
     around.update(index.neighbours(newcomers, reach, MAX_GAP_S))
     further = {n for i in newcomers for n, _ in around[i]} - parts.keys()
@@ -46,8 +47,10 @@ def add_neighbour_scores(index, own: dict[int, float], filters,
     for entry_id in candidates + newcomers:
         mine = parts[entry_id]
         base = own[entry_id] if entry_id in own else sum(mine.values())
-        share = sum(weight.get(offset, 0.0) * _missing_part(parts[n], mine)
-                    for n, offset in around[entry_id])
+        share = 0.0
+        for n, offset in around[entry_id]:
+            if parts[n]:  # a neighbour holding no query term lends nothing
+                share += weight.get(offset, 0.0) * _missing_part(parts[n], mine)
         boosted[entry_id] = base + share
     boosted = {i: score for i, score in boosted.items()
                if (own[i] if i in own else sum(parts[i].values())) > 0}

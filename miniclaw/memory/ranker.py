@@ -58,6 +58,7 @@ class _Plan(NamedTuple):
     replaced: dict[str, str]  # term that matched nothing -> the indexed term used instead
     missing: list[str]  # terms that matched nothing and had no close spelling
     warnings: tuple[SearchWarning, ...] = ()  # files indexed with a problem
+    empty: frozenset[str] = frozenset()  # sources with no entries: nothing to search there
 
 
 # A stored time is `HH:MM:SS`: with its digits mapped 0->9, 1->8, ..., ascending order of the
@@ -107,7 +108,9 @@ class MemoryRanker:
         mode = get_mode(options.mode)
         filters = self.filters(options)
 
-        plan = await asyncio.to_thread(self._prepare, query, mode.retrievers[0], options.correct)
+        selected = [s for s in self.index.sources if s.name in filters.sources]
+        plan = await asyncio.to_thread(self._prepare, query, mode.retrievers[0], options.correct,
+                                       selected)
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
         request = Request(query, tuple(plan.terms), plan.stats, filters)
@@ -115,10 +118,9 @@ class MemoryRanker:
         spans = named_dates(query.text, self.today()) if mode.date_weight else []
         wide = mode.neighbor_weights or spans or len(mode.retrievers) > 1
         k = max(options.limit, _CANDIDATES) if wide else options.limit
-        selected = [s for s in self.index.sources if s.name in filters.sources]
         found = await asyncio.gather(*(
             asyncio.to_thread(self._search_source, source, mode, request, k, phrases)
-            for source in selected))
+            for source in selected if source.name not in plan.empty))
         places = {i: place for part in found for i, place in part.places.items()}
         own, shares = _fuse(mode, found, places)
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
@@ -145,12 +147,16 @@ class MemoryRanker:
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings)
 
-    def _prepare(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
-        """Refresh the index, note damaged files, expand prefixes, correct spellings, and
-        read the corpus statistics (one worker thread)."""
+    def _prepare(self, query: Query, planner: Retriever, correct: bool = True,
+                 selected: list | tuple = ()) -> _Plan:
+        """Refresh the index, note damaged files, expand prefixes, correct spellings, read
+        the corpus statistics, and which `selected` sources hold no entries (one worker
+        thread)."""
         self.index.refresh()
         with self.index.snapshot():
-            return self._plan(query, planner, correct)
+            plan = self._plan(query, planner, correct)
+            empty = frozenset(s.name for s in selected if not self.index.has_entries(s))
+        return plan._replace(empty=empty)
 
     def _plan(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
         warnings = tuple(SearchWarning("file", path=path, message=message)
@@ -206,7 +212,7 @@ class MemoryRanker:
             before = scores
             scores = add_neighbour_scores(
                 self.index, scores, request.filters, mode.neighbor_weights,
-                lambda ids: retriever.parts(self.index, ids, request))
+                lambda ids: retriever.parts(self.index, ids, request), source)
             if phrases:  # neighbours that join must hold the phrases too
                 joined = self.index.entries([i for i in scores if i not in before])
                 scores = {i: score for i, score in scores.items()

@@ -177,3 +177,24 @@ def test_matches_found_chunk_by_chunk_are_those_of_every_word(text, terms):
     every_word = [(start, end, terms.intersection(found))
                   for start, end, found in token_spans(flat) if terms.intersection(found)]
     assert _hits(flat, terms) == every_word
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT, _TERMS, st.integers(min_value=1, max_value=200))
+def test_the_window_is_the_first_holding_the_most_distinct_terms(text, terms, room):
+    """The one-pass window (speed on long entries with many hits) is the one comparing every
+    hit with every hit after it finds."""
+    from miniclaw.memory.excerpt import _best_window, _hits
+
+    hits = _hits(" ".join(text.split()), terms)
+    best = (0, 0, -1)
+    for i, (start, _, _) in enumerate(hits):
+        seen, end = set(), start
+        for _, other_end, found in hits[i:]:
+            if other_end - start > room:
+                break
+            seen |= found
+            end = other_end
+        if len(seen) > best[2]:
+            best = (start, end, len(seen))
+    assert _best_window(hits, room) == best[:2]
