@@ -107,7 +107,7 @@ class MemoryRanker:
         mode = get_mode(options.mode)
         filters = self.filters(options)
 
-        plan = await asyncio.to_thread(self._prepare, query, mode.retrievers[0], options.correct)
+        plan = await asyncio.to_thread(self._prepare, query, mode, options.correct)
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
         request = Request(query, tuple(plan.terms), plan.stats, filters)
@@ -140,14 +140,19 @@ class MemoryRanker:
                                  s.windowed for s in selected) else None,
                              missing_words=_typed_words(query.text, plan.missing))
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
-                             corrections=corrections, hints=hints, warnings=plan.warnings)
+                             corrections=corrections, hints=hints, warnings=plan.warnings,
+                             degraded=mode.degraded)
 
-    def _prepare(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
-        """Refresh the index, note damaged files, expand prefixes, correct spellings, and
-        read the corpus statistics (one worker thread)."""
+    def _prepare(self, query: Query, mode: SearchMode, correct: bool = True) -> _Plan:
+        """Refresh the index, let retrievers that compute (embed) do it outside any
+        transaction (`prepare`, e.g. scoring/semantic.py), note damaged files, expand
+        prefixes, correct spellings, and read the corpus statistics (one worker thread)."""
         self.index.refresh()
+        said = tuple(warning for retriever in mode.retrievers if hasattr(retriever, "prepare")
+                     for warning in retriever.prepare(self.index, query))
         with self.index.snapshot():
-            return self._plan(query, planner, correct)
+            plan = self._plan(query, mode.retrievers[0], correct)
+        return plan._replace(warnings=plan.warnings + said) if said else plan
 
     def _plan(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
         warnings = tuple(SearchWarning("file", path=path, message=message)
@@ -199,7 +204,8 @@ class MemoryRanker:
             kept = [i for i in scores if self._has_phrases(entries[i], phrases)]
             total = len(kept)
             scores = {i: scores[i] for i in kept[:k]}
-        if mode.neighbor_weights and scores and source.sequence:
+        if mode.neighbor_weights and scores and source.sequence and getattr(
+                retriever, "neighbours", True):
             before = scores
             scores = add_neighbour_scores(
                 self.index, scores, request.filters, mode.neighbor_weights,

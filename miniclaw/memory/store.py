@@ -346,6 +346,20 @@ class MemoryStore:
             log.warning("%s", warning)
         return report
 
+    async def embed_index(self, progress: Callable[[int, int], None] | None = None
+                          ) -> tuple[int, int] | None:
+        """Compute the vector of every indexed text that has none yet, for the semantic
+        modes (scoring/semantic.py): (texts with a vector, texts); None without the model."""
+        from miniclaw.memory import embedding
+
+        if not embedding.available()[0]:
+            return None
+        from miniclaw.memory.scoring.semantic import embed_missing
+
+        index = self.index
+        return await asyncio.to_thread(lambda: embed_missing(index, embedding.load(), None,
+                                                             progress))
+
     async def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         return await self.refresh_index(rebuild=True, progress=progress)
 
