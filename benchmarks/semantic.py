@@ -20,6 +20,7 @@ Run (from the repo root, with `pip install -e '.[dev,semantic]'`; wordllama is m
 it is installed, e.g. `pip install wordllama`):
   nice .venv/bin/python benchmarks/semantic.py --data ../shared/data
   nice .venv/bin/python benchmarks/semantic.py --models minilm-int8 --limit-conversations 2 --json
+  nice .venv/bin/python benchmarks/semantic.py --speed L   # the chosen model inside miniclaw
 """
 
 from __future__ import annotations
@@ -220,8 +221,74 @@ def quality(rankings: list[dict], embed, embed_query) -> tuple[dict, float, floa
             round(embedded / cpu, 1) if cpu else 0.0)
 
 
+def speed(size: str, n_queries: int, cli_runs: int) -> dict:
+    """The chosen model in miniclaw, on a synthetic workspace of `search_speed.py`: embedding
+    it from scratch (`MemoryStore.embed_index`, what `memory index` runs), warm search p50 per
+    mode in one process, and one-shot CLI wall time and peak RSS per mode."""
+    import search_speed as sp
+    from miniclaw.memory import MemoryStore
+
+    report: dict = {"size": size}
+    with tempfile.TemporaryDirectory(prefix="miniclaw-semantic-") as tmp:
+        base = Path(tmp)
+        ws, home = base / "workspace", base / "home"
+        home.mkdir()
+        env = {"MINICLAW_INDEX": str(base / "index.sqlite3"), "XDG_CACHE_HOME": str(base / "c")}
+        os.environ.update(env)
+        writer = sp.Writer(sp.SEED)
+        long_term, days = sp.SIZES[size]
+        sp.generate(ws, writer, long_term, days)
+        queries = [writer.query() for _ in range(n_queries)]
+
+        async def in_process() -> None:
+            async with MemoryStore(ws) as store:
+                await store.rebuild_index()
+                start, cpu = time.perf_counter(), time.process_time()
+                done, total = await store.embed_index()
+                seconds = time.perf_counter() - start
+                report["embed"] = {"texts": total, "seconds": round(seconds, 1),
+                                   "texts_per_s": round(total / seconds, 1),
+                                   "texts_per_cpu_s": round(total / (time.process_time() - cpu), 1)}
+                for mode in ("bm25", "hybrid", "vector"):
+                    await store.search_memories("warm up query", limit=5, days=None, mode=mode)
+                    times = []
+                    for q in queries:
+                        start = time.perf_counter()
+                        await store.search_memories(q, limit=5, days=None, mode=mode)
+                        times.append((time.perf_counter() - start) * 1000)
+                    report[f"warm_{mode}_ms"] = {"p50": round(statistics.median(times), 2),
+                                                 "p90": round(statistics.quantiles(times, n=10)[8], 2)}
+            status = Path("/proc/self/status").read_text().splitlines()
+            report["peak_rss_mb"] = next(round(int(line.split()[1]) / 1024, 1)
+                                         for line in status if line.startswith("VmHWM"))
+
+        asyncio.run(in_process())
+        sub_env = {**os.environ, "HOME": str(home), "MINICLAW_HOME": str(home / ".miniclaw")}
+        time.sleep(2.1)  # past sync.RACY_NS: the runs measure an up-to-date index
+        for mode in ("bm25", "hybrid"):
+            def cli(q: str) -> list[str]:
+                return [sys.executable, "-m", "miniclaw", "--workspace", str(ws), "memory",
+                        "rank", q, "--all", "--mode", mode]
+            subprocess.run(cli(queries[0]), env=sub_env, check=True, capture_output=True)
+            times = []
+            for i in range(cli_runs):
+                start = time.perf_counter()
+                subprocess.run(cli(queries[i % len(queries)]), env=sub_env, check=True,
+                               capture_output=True)
+                times.append((time.perf_counter() - start) * 1000)
+            report[f"cli_{mode}_ms"] = {"p50": round(statistics.median(times)),
+                                        "min": round(min(times))}
+            report[f"cli_{mode}_peak_rss_mb"] = round(sp.peak_rss_mb(cli(queries[0]), sub_env), 1)
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--speed", metavar="SIZE", choices=("S", "L", "XL"),
+                    help="instead: the chosen model's cost inside miniclaw on a synthetic "
+                         "workspace of search_speed.py (embed from scratch, warm and CLI search)")
+    ap.add_argument("--queries", type=int, default=100, help="warm queries with --speed")
+    ap.add_argument("--cli-runs", type=int, default=9, help="CLI runs per mode with --speed")
     ap.add_argument("--models", default=",".join(MODELS),
                     help="comma-separated, of: " + ", ".join(MODELS))
     ap.add_argument("--sets", default=",".join(DEV_SETS), help="comma-separated dev sets")
@@ -230,6 +297,9 @@ def main() -> None:
     ap.add_argument("--limit-conversations", type=int, default=None, metavar="N")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.speed:
+        print(json.dumps(speed(args.speed, args.queries, args.cli_runs), indent=2))
+        return
     import locomo
     import longmemeval
 

@@ -22,6 +22,7 @@ a semantic mode runs, so the other modes' start-up pays nothing for them.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
@@ -105,7 +106,7 @@ def embed_missing(index: SearchIndex, model, limit: int | None = None,
 
     derived = DerivedData(index, model.name)
     done, total = derived.progress()
-    todo = derived.missing(limit)
+    todo = derived.missing(limit) if done < total else []
     table = _vectors(index)
     for start in range(0, len(todo), EMBED_BATCH):
         batch = todo[start:start + EMBED_BATCH]
@@ -117,6 +118,15 @@ def embed_missing(index: SearchIndex, model, limit: int | None = None,
         if progress is not None:
             progress(min(done, total), total)
     return min(done, total), total
+
+
+@functools.lru_cache(maxsize=256)
+def _query_vector(text: str):
+    """A query's vector: embedding it is most of a warm hybrid search, and a chat or an agent
+    asks the same question again."""
+    vector = embedding.load().embed([text])[0]
+    vector.flags.writeable = False
+    return vector
 
 
 class VectorRetriever:
@@ -139,7 +149,7 @@ class VectorRetriever:
         `embed_per_search` new texts, and read vectors stored since. A warning says how far
         along the vectors are while some texts have none."""
         model = embedding.load()
-        self._query = model.embed([query.text])[0]
+        self._query = _query_vector(query.text)
         done, total = embed_missing(index, model, self.embed_per_search)
         self._table = _vectors(index)
         with self._table.lock:
