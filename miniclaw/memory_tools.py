@@ -139,8 +139,10 @@ SEARCH = ToolSpec(
         "sources": {"type": "array", "items": {"type": "string",
                                                "enum": ["long_term", "daily_note"]},
                     "description": "Only these files: long_term (MEMORY.md), daily_note."},
-        "mode": {"type": "string", "enum": ["bm25", "keyword"],
-                 "description": "Ranking: bm25 (default) or keyword (word counts)."},
+        "mode": {"type": "string", "enum": ["bm25", "hybrid", "vector", "keyword"],
+                 "description": "Ranking: bm25 (default), hybrid (words and meaning; bm25 "
+                                "when no embedding model is installed), vector (meaning) "
+                                "or keyword (word counts)."},
     }, ["query"]),
     {"type": "object", "properties": {
         "query": _STR, "mode": _STR,
@@ -154,6 +156,8 @@ SEARCH = ToolSpec(
         "warnings": {**_KINDS, "description": "memory files the search could not use as it "
                                               "should: kind 'file', path, message"},
         "results": {"type": "array", "items": _RESULT_SCHEMA},
+        "degraded": {"type": "object", "description": "only when the mode asked for could "
+                                                      "not run: requested, mode, reason"},
     }, "required": ["query", "mode", "total", "corrections", "suggestions", "results"]},
 )
 
