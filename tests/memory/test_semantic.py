@@ -125,6 +125,23 @@ async def test_vectors_follow_the_filters_of_every_source(store, workspace):
     assert FACTS[1] in [hit.content for hit in fenced.results]
 
 
+@needs_model
+async def test_a_damaged_vector_in_the_index_leaves_its_text_to_bm25(store, workspace,
+                                                                   monkeypatch):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    await store.search("Lisbon", mode="hybrid")
+
+    def damage(conn):
+        with conn:
+            conn.execute("UPDATE derived SET value = x'0102' WHERE kind = ?", (embedding.NAME,))
+
+    store.index.db.run(damage)
+    monkeypatch.setattr(semantic, "_TABLES", {})  # as a new process reads the index
+    found = await store.search("Lisbon flights", mode="hybrid", explain=True)
+    assert found.results[0].content == FACTS[4]
+    assert dict(found.results[0].explanation)["vector"] == 0.0
+
+
 async def test_without_the_model_hybrid_runs_bm25_and_says_so(store, workspace, no_model):
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     plain = await store.search("Lisbon conference", mode="bm25")

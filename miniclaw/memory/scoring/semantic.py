@@ -7,7 +7,7 @@ entry keeps its vector and a deleted one loses it with the sync. They are comput
 any index transaction: `prepare()` runs after the search's sync and before its reads, embeds
 the query and up to `EMBED_PER_SEARCH` texts that have no vector yet (a new entry is embedded
 by the next search that needs it; `miniclaw memory index` embeds the rest with a progress
-bar, `embed_all`), and says how far along the vectors are while they are incomplete: the
+bar, `embed_missing`), and says how far along the vectors are while they are incomplete: the
 search ranks with the vectors it has.
 
 Why brute force: an L workspace (16,000 entries) is a 16,000 x 384 float32 matrix (25 MB)
@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     from miniclaw.memory.sources import MemorySource
 
 EMBED_PER_SEARCH = 32  # texts a search embeds before it ranks with what it has (~0.3 s)
-EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_all`
+EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_missing`
 WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if too few pass)
-# A cosine below this is not a match: MiniLM puts unrelated sentences at about -0.1 to 0.15,
-# so without a floor every search would "find" every memory.
+# A cosine below this is not a match: MiniLM put unrelated sentences at about -0.1 to 0.15 in
+# our tests, and without a floor every search would "find" every memory.
 MIN_SIMILARITY = 0.2
 
 
@@ -51,18 +51,24 @@ class _Vectors:
     longer indexed are harmless (no entry maps to them) and dropped when they are many."""
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()  # held by whoever reads or grows the matrix
+        self.clear()
+
+    def clear(self) -> None:
         import numpy as np
 
-        self.lock = threading.Lock()
         self.hashes: list[bytes] = []
         self.rows: dict[bytes, int] = {}
         self.matrix = np.zeros((0, embedding.DIM), dtype=np.float32)
         self.stored = -1  # the derived table's count of this kind when last read
 
     def add(self, values: dict[bytes, bytes]) -> None:
+        """Add these vectors (text hash -> float32 bytes); a damaged one (wrong size) is left
+        out: that text is then found by BM25 only."""
         import numpy as np
 
-        new = [(h, v) for h, v in values.items() if h not in self.rows]
+        size = embedding.DIM * 4
+        new = [(h, v) for h, v in values.items() if h not in self.rows and len(v) == size]
         if not new:
             return
         block = np.frombuffer(b"".join(v for _, v in new), dtype=np.float32)
@@ -78,7 +84,7 @@ class _Vectors:
         if stored == self.stored:
             return
         if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
-            self.__init__()
+            self.clear()
         known = self.rows
         hashes = [h for (h,) in index.db.run(lambda c: c.execute(
             "SELECT hash FROM derived WHERE kind = ?", (kind,)).fetchall()) if h not in known]
@@ -193,8 +199,9 @@ class VectorRetriever:
         from miniclaw.memory.derived import DerivedData
 
         values = DerivedData(index, embedding.NAME).for_entries(entry_ids)
+        size = embedding.DIM * 4  # a damaged value (wrong size) counts as no vector
         return {i: {self.name: float(np.frombuffer(values[i], np.float32) @ self._query)
-                    if i in values else 0.0} for i in entry_ids}
+                    if len(values.get(i, b"")) == size else 0.0} for i in entry_ids}
 
 
 def _degraded(requested: str):
