@@ -357,8 +357,12 @@ class MemoryStore:
         from miniclaw.memory.scoring.semantic import embed_missing
 
         index = self.index
-        return await asyncio.to_thread(lambda: embed_missing(index, embedding.load(), None,
-                                                             progress))
+
+        def work() -> tuple[int, int]:
+            index.refresh()  # an operation syncs first: the texts of now
+            return embed_missing(index, embedding.load(), None, progress)
+
+        return await asyncio.to_thread(index.retrying, work)
 
     async def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         return await self.refresh_index(rebuild=True, progress=progress)

@@ -67,11 +67,12 @@ def hybrid():
     """The mode `hybrid`: BM25 and the fake embedding, fused (registered from this module)."""
     from miniclaw.memory import scoring
 
+    saved = dict(scoring._MODES)  # miniclaw's own hybrid comes back afterwards
     register_mode("hybrid", lambda: SearchMode("hybrid", (BM25Scorer(), HashedEmbedding())))
     register_mode("hashed", HashedEmbedding)
     yield "hybrid"
-    for name in ("hybrid", "hashed"):
-        scoring._MODES.pop(name)
+    scoring._MODES.clear()
+    scoring._MODES.update(saved)
 
 
 FACTS = ["repair repair repair the fence", "repair repair kit", "car repair booked",

@@ -221,6 +221,13 @@ def test_memory_index_embeds_the_whole_workspace(workspace):
     assert data["results"][0]["content"] == FACTS[1] and data["warnings"] == []
 
 
+@needs_model
+async def test_embed_index_syncs_first(store):
+    for day in ("seeds", "compost", "tomatoes"):
+        await store.add_daily_note(f"Garden: planted {day}")
+    assert await store.embed_index() == (3, 3)
+
+
 def test_memory_index_without_the_model_indexes_as_before(workspace):
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     done = _cli(workspace, "memory", "index", "--json", patch_missing=True)
