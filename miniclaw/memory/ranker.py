@@ -271,7 +271,8 @@ def _fuse(mode: SearchMode, found: list[_Found], places: dict[int, Place]
         return lists[0], None
     rankings = [sorted(scores, key=lambda i: _order_key(scores[i], places[i]))
                 for scores in lists]
-    shares = reciprocal_rank_fusion(rankings)
+    shares = reciprocal_rank_fusion(rankings, weights=[
+        getattr(retriever, "fusion_weight", 1.0) for retriever in mode.retrievers])
     return {i: sum(parts) for i, parts in shares.items()}, shares
 
 

@@ -162,3 +162,10 @@ async def test_no_neighbour_context_in_a_source_that_is_not_a_sequence(store, wo
     answers = [hit.content for hit in found.results if hit.content.startswith("Anna")]
     assert answers == ["Anna: a trip to Rome", "Anna: the trip is booked for the whole family"]
 
+
+
+def test_a_weighted_ranking_counts_for_its_share():
+    shares = reciprocal_rank_fusion([[1, 2], [2, 1]], weights=[1.0, 0.5])
+    assert shares == {1: (1 / (RRF_K + 1), 0.5 / (RRF_K + 2)),
+                      2: (1 / (RRF_K + 2), 0.5 / (RRF_K + 1))}
+    assert sum(shares[1]) > sum(shares[2])  # with equal weights they would tie

@@ -43,6 +43,8 @@ WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if t
 # A cosine below this is not a match: MiniLM put unrelated sentences at about -0.1 to 0.15 in
 # our tests, and without a floor every search would "find" every memory.
 MIN_SIMILARITY = 0.2
+# The vector list's weight in hybrid's fusion, BM25's being 1 (benchmarks/README.md).
+FUSION_WEIGHT = 1.0
 
 
 class _Vectors:
@@ -142,8 +144,10 @@ class VectorRetriever:
     summary: ClassVar[str] = "meaning: cosine of the offline model's vectors"
     neighbours: ClassVar[bool] = False  # context is BM25's stage: a cosine has no terms
 
-    def __init__(self, embed_per_search: int | None = None) -> None:
+    def __init__(self, embed_per_search: int | None = None,
+                 fusion_weight: float = FUSION_WEIGHT) -> None:
         self.embed_per_search = EMBED_PER_SEARCH if embed_per_search is None else embed_per_search
+        self.fusion_weight = float(fusion_weight)
         self._query = None  # the query's unit vector, set by prepare()
         self._table: _Vectors | None = None
 
