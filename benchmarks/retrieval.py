@@ -152,6 +152,10 @@ async def run(conversations: list[Conversation], modes: list[str], speed: bool =
                 start = time.perf_counter()
                 spans = await write_conversation(store, conversation)
                 seconds["build"] += time.perf_counter() - start
+                if {"hybrid", "vector"} & set(modes):  # every vector first, as `memory index`
+                    start = time.perf_counter()
+                    await store.embed_index()
+                    seconds["embed"] = seconds.get("embed", 0.0) + time.perf_counter() - start
                 for mode in modes:
                     start = time.perf_counter()
                     if mode == PLAIN:

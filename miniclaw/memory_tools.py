@@ -140,8 +140,10 @@ SEARCH = ToolSpec(
                                                "enum": ["long_term", "daily_note"]},
                     "description": "Only these sources: long_term (Long-term Memory), "
                                    "daily_note (Daily Note)."},  # as search_spec(SOURCES)
-        "mode": {"type": "string", "enum": ["bm25", "keyword"],
-                 "description": "Ranking: bm25 (default) or keyword (word counts)."},
+        "mode": {"type": "string", "enum": ["bm25", "hybrid", "vector", "keyword"],
+                 "description": "Ranking: bm25 (default), hybrid (words and meaning; bm25 "
+                                "when no embedding model is installed), vector (meaning) "
+                                "or keyword (word counts)."},
     }, ["query"]),
     {"type": "object", "properties": {
         "query": _STR, "mode": _STR,
@@ -155,6 +157,8 @@ SEARCH = ToolSpec(
         "warnings": {**_KINDS, "description": "memory files the search could not use as it "
                                               "should: kind 'file', path, message"},
         "results": {"type": "array", "items": _RESULT_SCHEMA},
+        "degraded": {"type": "object", "description": "only when the mode asked for could "
+                                                      "not run: requested, mode, reason"},
     }, "required": ["query", "mode", "total", "corrections", "suggestions", "results"]},
 )
 

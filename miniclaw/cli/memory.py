@@ -169,7 +169,7 @@ def rank(
     source: Annotated[list[str] | None, typer.Option("--source", metavar="SOURCE", help="Only this memory source (long_term, daily_note, or one config.json adds); repeatable.", show_default=False)] = None,
     require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
-    mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|keyword]", help="Ranking mode: bm25 (default) or keyword.", show_default=False)] = None,
+    mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|hybrid|vector|keyword]", help="Ranking mode: bm25 (default: words), hybrid (words and meaning, with pip install 'miniclaw[semantic]'), vector (meaning only) or keyword (word count, also called basic).", show_default=False)] = None,
     output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown|ef|mnemonic]", help="Output: text (default), json, markdown, or another tool's shape: ef (EF Memory's entry blocks), mnemonic (its search-subcall JSON).", show_default=False)] = None,
     json_out: JsonOption = False,
     meta: Annotated[list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="Only entries whose source metadata has this value (namespace=_semantic/decisions); repeatable.", show_default=False)] = None,
@@ -377,28 +377,36 @@ def index(
     The index is a cache of the memory files; deleting it loses nothing.
     Example: miniclaw memory index --rebuild
     """
-    progress = _Progress()
+    progress, embedding = _Progress(), _Progress("Embedding")
 
     async def work():
         async with _store(ctx) as store:
-            return await store.refresh_index(rebuild=rebuild, progress=progress)
+            report = await store.refresh_index(rebuild=rebuild, progress=progress)
+            progress.close()
+            # with the extra `semantic`: every text's vector, so hybrid search is complete
+            return report, await store.embed_index(progress=embedding)
 
     try:
-        report = run(work())
+        report, vectors = run(work())
     finally:
         progress.close()
+        embedding.close()
     from miniclaw.cli.render import plural, to_json
 
     if json_out:
         typer.echo(to_json({"files_parsed": report.files_parsed,
                             "entries_added": report.entries_added,
                             "entries_removed": report.entries_removed,
-                            "files_removed": report.files_removed}))
+                            "files_removed": report.files_removed,
+                            **({"vectors": {"embedded": vectors[0], "total": vectors[1]}}
+                               if vectors else {})}))
         return
     typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
                f"{plural(report.entries_added, 'entry', 'entries')} added, "
                f"{report.entries_removed} removed; "
                f"{plural(report.files_removed, 'deleted file')} dropped.")
+    if vectors:
+        typer.echo(f"Vectors for meaning search: {vectors[0]} of {vectors[1]} texts.")
 
 
 @memory_app.command("status")
@@ -424,9 +432,10 @@ def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
 class _Progress:
     """A progress bar on stderr, shown only on a terminal once work has run for a second."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "Indexing") -> None:
         import time
 
+        self._label = label
         self._clock = time.monotonic
         self._start = self._clock()
         self._bar = None
@@ -436,7 +445,7 @@ class _Progress:
         if self._bar is None:
             if self._clock() - self._start < 1.0 or not sys.stderr.isatty():
                 return
-            self._bar = typer.progressbar(length=total, label="Indexing", file=sys.stderr)
+            self._bar = typer.progressbar(length=total, label=self._label, file=sys.stderr)
             self._bar.__enter__()
         self._bar.update(done - self._shown)
         self._shown = done
@@ -444,3 +453,4 @@ class _Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
+            self._bar = None

@@ -118,6 +118,10 @@ def _explanation(hit) -> str:
 
 def search_text(found, style: Style, wording=CLI_WORDING) -> str:
     lines = [style(f'Search Results for: "{found.query}"', "bold"), ""]
+    if found.degraded:  # the mode that ran, visibly: `[bm25] ⚠ no embedding model installed`
+        from miniclaw.memory.hints import describe
+
+        lines += [style(printable(describe(found.degraded)), "yellow"), ""]
     if found.corrections:
         lines += [printable(f"Searched instead: {_corrections(found)}"), ""]
     if not found.results:

@@ -1,4 +1,4 @@
-"""Data derived from an entry's text alone (a model's vector, to come): computed once per
+"""Data derived from an entry's text alone (a model's vector: `scoring/semantic.py`): computed once per
 distinct text and kept in the index's `derived` table by (kind, text hash).
 
 A value outlives a move of its entry (an entry's identity is its text: `sync.content_hash`),
@@ -48,6 +48,12 @@ class DerivedData:
         if any(type(h) is not bytes or type(text) is not str for h, text in rows):
             raise IndexRowError("an entry's text hash in the index is damaged")
         return rows
+
+    def progress(self) -> tuple[int, int]:
+        """(texts with a value of this kind, distinct texts indexed): how far along it is."""
+        return tuple(self.index.db.run(lambda c: c.execute(
+            "SELECT (SELECT COUNT(*) FROM derived WHERE kind = ?),"
+            " (SELECT COUNT(DISTINCT hash) FROM entries)", (self.kind,)).fetchone()))
 
     def get(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         """The stored values of these texts (those without one are left out)."""

@@ -18,6 +18,11 @@ JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
     narrow_tag         tag             a tag found among the results
     file (warning)     path, message   a memory file was indexed with a problem (message
                                        names it, never its private text)
+    vectors (warning)  embedded, total a semantic mode ranked with the vectors of only
+                                       `embedded` of `total` texts (the rest come later)
+    degraded           requested, mode, reason   `SearchResults.degraded`: the mode asked
+                                       for could not run (the model is not installed), so
+                                       `mode` ran instead; never an error
 """
 
 from __future__ import annotations
@@ -82,6 +87,9 @@ WORDING: Mapping[str, str] = {
     "narrow_category": "narrow to the category {category} (found among these results)",
     "narrow_tag": "narrow to the tag {tag} (found among these results)",
     "file": "{message}",
+    "vectors": "meaning search used the vectors of {embedded} of {total} memories so far "
+               "(`miniclaw memory index` computes the rest)",
+    "degraded": "[{mode}] \u26a0 {reason} (pip install 'miniclaw[semantic]' for {requested})",
 }
 
 

@@ -553,6 +553,21 @@ class SearchIndex:
         sql = f"SELECT e.id FROM entries e WHERE {where} ORDER BY e.id"
         return [row[0] for row in self._run(lambda c: c.execute(sql, params).fetchall())]
 
+    def with_texts(self, source: MemorySource, filters: Filters,
+                   hashes: Sequence[bytes]) -> list[tuple[int, bytes]]:
+        """(entry id, text hash) of the entries of `source` that pass the filters and hold
+        one of these texts: for a retriever that finds texts first (by their vectors)."""
+        if not hashes:
+            return []
+        where, params = self._where(filters, source.name, source.windowed)
+        out: list[tuple[int, bytes]] = []
+        for start in range(0, len(hashes), 500):  # SQLite caps a statement's parameters
+            chunk = list(hashes[start:start + 500])
+            sql = (f"SELECT e.id, e.hash FROM entries e WHERE e.hash IN"
+                   f" ({', '.join('?' * len(chunk))}) AND {where}")
+            out.extend(self._run(lambda c: c.execute(sql, [*chunk, *params]).fetchall()))
+        return out
+
     def filter_ids(self, entry_ids: Sequence[int], filters: Filters,
                    source: MemorySource | None = None) -> list[int]:
         """The given entries that pass the filters (looked for in `source` alone when they

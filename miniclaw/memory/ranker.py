@@ -109,8 +109,7 @@ class MemoryRanker:
         filters = self.filters(options)
 
         selected = [s for s in self.index.sources if s.name in filters.sources]
-        plan = await asyncio.to_thread(self._prepare, query, mode.retrievers[0], options.correct,
-                                       selected)
+        plan = await asyncio.to_thread(self._prepare, query, mode, options.correct, selected)
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
         request = Request(query, tuple(plan.terms), plan.stats, filters)
@@ -145,18 +144,23 @@ class MemoryRanker:
                                  s.windowed for s in selected) else None,
                              missing_words=_typed_words(query.text, plan.missing))
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
-                             corrections=corrections, hints=hints, warnings=plan.warnings)
+                             corrections=corrections, hints=hints, warnings=plan.warnings,
+                             degraded=mode.degraded)
 
-    def _prepare(self, query: Query, planner: Retriever, correct: bool = True,
+    def _prepare(self, query: Query, mode: SearchMode, correct: bool = True,
                  selected: list | tuple = ()) -> _Plan:
-        """Refresh the index, note damaged files, expand prefixes, correct spellings, read
-        the corpus statistics, and which `selected` sources hold no entries (one worker
-        thread)."""
+        """Refresh the index, let retrievers that compute (embed) do it outside any
+        transaction (`prepare`, e.g. scoring/semantic.py), note damaged files, expand
+        prefixes, correct spellings, read the corpus statistics, and which `selected`
+        sources hold no entries (one worker thread)."""
         self.index.refresh()
+        said = tuple(warning for retriever in mode.retrievers if hasattr(retriever, "prepare")
+                     for warning in retriever.prepare(self.index, query))
         with self.index.snapshot():
-            plan = self._plan(query, planner, correct)
+            plan = self._plan(query, mode.retrievers[0], correct)
             empty = frozenset(s.name for s in selected if not self.index.has_entries(s))
-        return plan._replace(empty=empty)
+        plan = plan._replace(empty=empty)
+        return plan._replace(warnings=plan.warnings + said) if said else plan
 
     def _plan(self, query: Query, planner: Retriever, correct: bool = True) -> _Plan:
         warnings = tuple(SearchWarning("file", path=path, message=message)
@@ -208,7 +212,8 @@ class MemoryRanker:
             kept = [i for i in scores if self._has_phrases(entries[i], phrases)]
             total = len(kept)
             scores = {i: scores[i] for i in kept[:k]}
-        if mode.neighbor_weights and scores and source.sequence:
+        if mode.neighbor_weights and scores and source.sequence and getattr(
+                retriever, "neighbours", True):
             before = scores
             scores = add_neighbour_scores(
                 self.index, scores, request.filters, mode.neighbor_weights,
@@ -318,7 +323,8 @@ def _fuse(mode: SearchMode, found: list[_Found], places: dict[int, Place]
         return lists[0], None
     rankings = [sorted(scores, key=lambda i: _order_key(scores[i], places[i]))
                 for scores in lists]
-    shares = reciprocal_rank_fusion(rankings)
+    shares = reciprocal_rank_fusion(rankings, weights=[
+        getattr(retriever, "fusion_weight", 1.0) for retriever in mode.retrievers])
     return {i: sum(parts) for i, parts in shares.items()}, shares
 
 

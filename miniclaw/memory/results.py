@@ -78,6 +78,7 @@ class SearchResults:
     corrections: tuple[tuple[str, str], ...] = ()  # (word as typed, word searched instead)
     hints: tuple[Hint, ...] = ()  # what to try when results are few (hints.py)
     warnings: tuple[SearchWarning, ...] = ()  # files the search could not use as it should
+    degraded: SearchWarning | None = None  # the mode asked for could not run (hints.py)
 
     @property
     def suggestions(self) -> tuple[str, ...]:
@@ -88,7 +89,7 @@ class SearchResults:
         """The JSON object of docs/ARCHITECTURE.md: `suggestions` are the hints in words
         (the caller's `wording` for their kinds, see hints.py), `hints` and `warnings` the
         same as data."""
-        return {
+        out = {
             "query": self.query, "mode": self.mode, "total": self.total,
             "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
             "suggestions": [describe(hint, wording) for hint in self.hints],
@@ -96,3 +97,6 @@ class SearchResults:
             "warnings": [warning.to_dict() for warning in self.warnings],
             "results": [hit.to_dict(rank) for rank, hit in enumerate(self.results, 1)],
         }
+        if self.degraded is not None:  # only then: the mode asked for could not run
+            out["degraded"] = self.degraded.to_dict()
+        return out

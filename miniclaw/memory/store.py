@@ -375,6 +375,24 @@ class MemoryStore:
             log.warning("%s", warning)
         return report
 
+    async def embed_index(self, progress: Callable[[int, int], None] | None = None
+                          ) -> tuple[int, int] | None:
+        """Compute the vector of every indexed text that has none yet, for the semantic
+        modes (scoring/semantic.py): (texts with a vector, texts); None without the model."""
+        from miniclaw.memory import embedding
+
+        if not embedding.available()[0]:
+            return None
+        from miniclaw.memory.scoring.semantic import embed_missing
+
+        index = self.index
+
+        def work() -> tuple[int, int]:
+            index.refresh()  # an operation syncs first: the texts of now
+            return embed_missing(index, embedding.load(), None, progress)
+
+        return await asyncio.to_thread(index.retrying, work)
+
     async def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         return await self.refresh_index(rebuild=True, progress=progress)
 

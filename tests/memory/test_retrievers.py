@@ -67,11 +67,12 @@ def hybrid():
     """The mode `hybrid`: BM25 and the fake embedding, fused (registered from this module)."""
     from miniclaw.memory import scoring
 
+    saved = dict(scoring._MODES)  # miniclaw's own hybrid comes back afterwards
     register_mode("hybrid", lambda: SearchMode("hybrid", (BM25Scorer(), HashedEmbedding())))
     register_mode("hashed", HashedEmbedding)
     yield "hybrid"
-    for name in ("hybrid", "hashed"):
-        scoring._MODES.pop(name)
+    scoring._MODES.clear()
+    scoring._MODES.update(saved)
 
 
 FACTS = ["repair repair repair the fence", "repair repair kit", "car repair booked",
@@ -161,3 +162,10 @@ async def test_no_neighbour_context_in_a_source_that_is_not_a_sequence(store, wo
     answers = [hit.content for hit in found.results if hit.content.startswith("Anna")]
     assert answers == ["Anna: a trip to Rome", "Anna: the trip is booked for the whole family"]
 
+
+
+def test_a_weighted_ranking_counts_for_its_share():
+    shares = reciprocal_rank_fusion([[1, 2], [2, 1]], weights=[1.0, 0.5])
+    assert shares == {1: (1 / (RRF_K + 1), 0.5 / (RRF_K + 2)),
+                      2: (1 / (RRF_K + 2), 0.5 / (RRF_K + 1))}
+    assert sum(shares[1]) > sum(shares[2])  # with equal weights they would tie

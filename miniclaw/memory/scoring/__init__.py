@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from miniclaw.errors import UsageError
 from miniclaw.memory.scoring.base import (Candidates, CorpusStats, Request, Retriever, Scorer,
                                           TermRetriever)
 from miniclaw.memory.scoring.bm25 import BM25Scorer
 from miniclaw.memory.scoring.keyword import KeywordScorer
+
+if TYPE_CHECKING:
+    from miniclaw.memory.hints import SearchWarning
 
 DEFAULT_MODE = "bm25"
 
@@ -29,6 +33,7 @@ class SearchMode:
     retrievers: tuple[Retriever, ...]
     neighbor_weights: tuple[tuple[int, float], ...] = ()
     date_weight: float = 0.0
+    degraded: SearchWarning | None = None  # the mode asked for, when it could not run
 
     @classmethod
     def of(cls, retriever: Retriever, name: str | None = None) -> SearchMode:
@@ -38,9 +43,23 @@ class SearchMode:
                    float(getattr(retriever, "date_weight", 0.0)))
 
 
+def _semantic(name: str) -> Callable[[], SearchMode]:
+    """A semantic mode, its module (and the model's) imported only when it runs."""
+    def make() -> SearchMode:
+        from miniclaw.memory.scoring import semantic
+        return getattr(semantic, f"{name}_mode")()
+    return make
+
+
+# The ladder of modes (issue 16): hybrid (BM25 + vectors), vector, bm25 (the ladder's
+# "keyword"), keyword (word count; also called basic). `keyword` keeps its meaning: it is
+# in users' scripts and in JSON (`"mode"`).
 _MODES: dict[str, Callable[[], Retriever | SearchMode]] = {
     KeywordScorer.name: KeywordScorer,
     BM25Scorer.name: BM25Scorer,
+    "hybrid": _semantic("hybrid"),
+    "vector": _semantic("vector"),
+    "basic": KeywordScorer,
 }
 MODE_NAMES = tuple(_MODES)  # the built-in modes
 

