@@ -248,7 +248,7 @@ class MemoryRanker:
                             source=entry.source, date=entry.date, path=entry.path,
                             line_start=entry.line_start, line_end=entry.line_end,
                             category=entry.category, tags=entry.tags, time=entry.time,
-                            highlights=spans, explanation=explanation)
+                            highlights=spans, explanation=explanation, meta=entry.meta)
 
 
 def _place(entry: Entry) -> Place:

@@ -13,7 +13,7 @@ from datetime import date as Date
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from miniclaw.memory.entry import citation
+from miniclaw.memory.entry import NO_META, citation
 from miniclaw.memory.hints import Hint, SearchWarning, describe
 
 
@@ -43,6 +43,7 @@ class RankedMemory:
     # kept in the JSON, whose fields are only ever added.
     matched: bool = True
     explanation: tuple[tuple[str, float], ...] = ()  # (term or "neighbours", part of score)
+    meta: Mapping[str, object] = NO_META  # the source's own metadata (a transcript's session)
 
     @property
     def citation(self) -> str:
@@ -59,6 +60,8 @@ class RankedMemory:
             "category": self.category, "tags": list(self.tags),
             "content": self.content, "excerpt": self.excerpt, "matched": self.matched,
         }
+        if self.meta:
+            out["meta"] = dict(self.meta)
         if self.explanation:
             out["explain"] = {part: round(value, 4) for part, value in self.explanation}
         return out
