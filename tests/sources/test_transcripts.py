@@ -1,0 +1,267 @@
+"""Chat transcripts as sources (issue 15): miniclaw's sessions/*.jsonl and Claude Code's
+projects folder, the reference transcript search's filters, and `miniclaw sessions search`
+compared with the reference tool's own output (fixtures copied from
+shared/formats/fixtures/transcripts, FORMATS.md section 4)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from miniclaw.memory import MemoryStore
+from miniclaw.memory.sessions import search_sessions
+from miniclaw.memory.sources import KINDS, SOURCES, read_entries
+from miniclaw.sources.claude_code import ClaudeCodeSource
+from miniclaw.sources.transcripts import TranscriptSource, kept_text
+from tests.conftest import NOW
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+PROJECTS = FIXTURES / "home" / ".claude" / "projects"
+REPO = Path(__file__).parents[2]
+
+
+def _parse_fixtures(source: ClaudeCodeSource) -> list:
+    entries = []
+    for path in sorted(PROJECTS.glob("*/*.jsonl")):
+        text = path.read_text(encoding="utf-8")
+        entries += read_entries(source, text, str(path.relative_to(PROJECTS)))
+    return entries
+
+
+def test_claude_code_records_are_the_reference_index_less_its_documented_gaps():
+    """Every row the reference indexes, except: the sub-agent file (sidechain), the
+    "usage limit reached" API message (model <synthetic>), "sounds good" (an
+    acknowledgement), and the assistant turn that quotes a recall's output."""
+    rows = [line.split("\t") for line in
+            (FIXTURES / "expected" / "index-48ce2b6.tsv").read_text(encoding="utf-8").splitlines()]
+    left_out = {("5d8e2c41-7a3b-4f9e-9c1d-2b6a8f0e4c17", "2025-12-27T14:05:06.502Z"),  # sounds good
+                ("5d8e2c41-7a3b-4f9e-9c1d-2b6a8f0e4c17", "2025-12-27T14:05:15.639Z"),  # synthetic
+                ("c9a4f1b2-6d3e-4b8a-9f17-3e5d2a1c0b98", "2025-12-29T09:15:28.685Z")}  # recall quote
+    expected = [(sid, stamp, role, text.replace("\\n", "\n"), cwd) for sid, stamp, role, text, cwd
+                in rows if not sid.startswith("agent-") and (sid, stamp) not in left_out]
+    got = [(e.meta["session"], e.meta["timestamp"], e.meta["role"], e.text, e.meta["project"])
+           for e in _parse_fixtures(ClaudeCodeSource())]
+    assert sorted(got) == sorted(expected)
+
+
+def test_a_claude_code_entry_has_its_place_date_and_metadata():
+    entries = _parse_fixtures(ClaudeCodeSource())
+    first = next(e for e in entries if e.text.startswith("How should the memory ranker"))
+    assert first.source == "claude_code" and first.line_start == first.line_end == 5
+    assert first.path == "-home-alice-code-miniclaw/5d8e2c41-7a3b-4f9e-9c1d-2b6a8f0e4c17.jsonl"
+    assert str(first.date) == "2025-12-27" and first.time == "14:02:33"
+    assert dict(first.meta) == {"session": "5d8e2c41-7a3b-4f9e-9c1d-2b6a8f0e4c17", "role": "user",
+                                "timestamp": "2025-12-27T14:02:33.721Z",
+                                "project": "/home/alice/code/miniclaw"}
+
+
+def test_fork_sessions_are_left_out_and_sidechains_only_when_asked():
+    sessions = {e.meta["session"] for e in _parse_fixtures(ClaudeCodeSource())}
+    assert "7b1d9e04-3c2a-4e8f-a6b5-0d9c8e7f6a51" not in sessions  # first line queue-operation
+    with_agents = _parse_fixtures(ClaudeCodeSource(sidechains=True))
+    assert any(e.path.endswith("agent-3f9a2c1.jsonl") for e in with_agents)
+    assert not any(e.path.endswith("agent-3f9a2c1.jsonl") for e in _parse_fixtures(ClaudeCodeSource()))
+
+
+@pytest.mark.parametrize("text", [
+    "ok", "thanks!", "Sounds good, thanks.", "OK thank you", "short one",
+    "<ide_selection>x</ide_selection> what does this do here?",
+    "[Request interrupted by user for tool use]",
+    "[1/2] 5d8e2c4 • Dec 27\nForks are skipped by reading the first line.",
+    "/home/a/code | 5d8e2c41 | 3 matches | 2025-12-27T14:03:56.543Z\n[user] how are forks found"])
+def test_noise_short_acknowledgements_and_recall_output_are_left_out(text):
+    assert kept_text(text) == ""
+
+
+def test_only_the_recall_output_is_left_out_of_a_message_that_quotes_one():
+    """The reference drops every message before a recall; only what it printed goes here."""
+    text = ("Before that, we chose the queue-operation check.\n\n"
+            "[1/2] 5d8e2c4 • Dec 27\nFork sessions are detected by the first line.")
+    assert kept_text(text) == "Before that, we chose the queue-operation check."
+    assert kept_text("Did you remember what we talked about for fork sessions?") != ""
+
+
+@given(st.text(max_size=300))
+def test_any_text_parses_without_error(text):
+    """A transcript is whatever is on disk: cut lines, bad JSON, odd shapes never raise."""
+    for source in (TranscriptSource(), ClaudeCodeSource()):
+        for entry in source.parse(text, "s.jsonl"):
+            assert entry.text.strip()
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=20),
+                          st.dictionaries(st.sampled_from(["type", "text", "content"]),
+                                          st.text(max_size=20), max_size=3)), max_size=4))
+def test_odd_message_shapes_are_skipped(content):
+    record = {"type": "user", "message": {"role": "user", "content": content},
+              "timestamp": "2026-01-01T00:00:00.000Z", "sessionId": "s", "cwd": "/p"}
+    for entry in ClaudeCodeSource().parse(json.dumps(record), "p/s.jsonl"):
+        assert isinstance(entry.text, str) and entry.text
+
+
+def test_the_kinds_are_registered():
+    assert KINDS["transcripts"] == "miniclaw.sources.transcripts:TranscriptSource"
+    assert KINDS["claude_code"] == "miniclaw.sources.claude_code:ClaudeCodeSource"
+    assert "transcripts" in [source.name for source in SOURCES]  # on by default
+
+
+# -- miniclaw's own transcripts --------------------------------------------------------------
+
+def _chat(workspace: Path, session: str, *messages: tuple[str, str]) -> Path:
+    from miniclaw.chat.transcript import Transcript
+
+    transcript = Transcript(workspace / "sessions", session)
+
+    async def write():
+        for role, content in messages:
+            await transcript.append(role, content, NOW)
+
+    asyncio.run(write())
+    transcript.close()
+    return transcript.path
+
+
+def test_the_chat_transcript_is_searched_by_default(workspace):
+    _chat(workspace, "20260214-091203-a1b2c3",
+          ("user", "Where did we leave the lantern for the camping trip?"),
+          ("assistant", "In the blue crate in the garage, next to the tent pegs."),
+          ("tool", "search_memory lantern -> 0 results"),
+          ("error", "the model server did not answer about the lantern"))
+
+    async def search():
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            return await search_sessions(store, "lantern garage")
+
+    found = asyncio.run(search())
+    assert [hit.session for hit in found.sessions] == ["20260214-091203-a1b2c3"]
+    roles = [m.meta["role"] for m in found.sessions[0].messages]
+    assert roles == ["user", "assistant"]  # tool and error records are not messages
+
+
+def test_the_running_session_and_copies_of_a_session_are_left_out(workspace):
+    messages = (("user", "Which bakery sells the rye sourdough on Sundays?"),
+                ("assistant", "The bakery on Elm Street sells rye sourdough on Sundays."))
+    _chat(workspace, "20260214-091203-aaaaaa", *messages)
+    copy = workspace / "sessions" / "20260215-091203-bbbbbb.jsonl"
+    shutil.copy(workspace / "sessions" / "20260214-091203-aaaaaa.jsonl", copy)
+    _chat(workspace, "20260216-091203-cccccc", ("user", "Ask the bakery about rye sourdough again."))
+
+    async def search(skip):
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            return await search_sessions(store, "bakery sourdough", skip=skip)
+
+    shown = [hit.session for hit in asyncio.run(search(frozenset())).sessions]
+    assert len(shown) == 2 and "20260216-091203-cccccc" in shown  # the copy is shown once
+    running = [hit.session for hit in asyncio.run(
+        search(frozenset({"20260216-091203-cccccc"}))).sessions]
+    assert "20260216-091203-cccccc" not in running and len(running) == 1
+
+
+# -- the command, against the reference tool's output -------------------------------------
+
+def _configured(tmp_path: Path, workspace: Path) -> dict:
+    projects = tmp_path / "claude" / "projects"
+    shutil.copytree(PROJECTS, projects)
+    home = tmp_path / "mchome"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
+        "sources": ["long_term", "daily_note", "transcripts",
+                    {"class": "miniclaw.sources.claude_code:ClaudeCodeSource",
+                     "root": str(projects)}],
+        "roots": [str(projects)]}}}), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_SESSION_ID", "MINICLAW_SESSION_ID")}
+    return {**env, "MINICLAW_HOME": str(home), "MINICLAW_WORKSPACE": str(workspace),
+            "PYTHONPATH": str(REPO)}
+
+
+def _sessions(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "miniclaw", "sessions", "search", *args],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_sessions_search_prints_what_the_reference_prints_less_its_gaps(tmp_path, workspace):
+    """The reference's `search fork`, but: the message quoting a recall is gone, and the
+    question asked before the recall is kept (the reference cut every earlier message)."""
+    run = _sessions(_configured(tmp_path, workspace), "fork")
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    expected = (FIXTURES / "expected" / "search-fork-48ce2b6.txt").read_text(encoding="utf-8")
+    expected = expected.replace(
+        "[asst] Here is what the earlier sessions say: [1/2] 5d8e2c4 • Dec 27 — forks are skipped"
+        " by checking the first line for a queue-operation record.\n",
+        "[user] Did you remember what we talked about for fork sessions?\n")
+    assert run.stdout == expected
+
+
+def test_sessions_search_json_markdown_project_and_limits(tmp_path, workspace):
+    env = _configured(tmp_path, workspace)
+    run = _sessions(env, "fork", "--json", "--messages", "1")
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout)
+    first = found["sessions"][0]
+    assert first["session"] == "5d8e2c41-7a3b-4f9e-9c1d-2b6a8f0e4c17" and first["matches"] == 3
+    assert first["more"] == 2 and len(first["messages"]) == 1
+    assert first["messages"][0]["role"] in ("user", "assistant")
+    text = _sessions(env, "fork", "-m", "1").stdout
+    assert "... and 2 more matches" in text
+    other = _sessions(env, "BM25 fork", "--project", "/home/alice/code/notes", "--json")
+    assert [s["project"] for s in json.loads(other.stdout)["sessions"]] == ["/home/alice/code/notes"]
+    markdown = _sessions(env, "saturation", "--format", "markdown").stdout
+    assert markdown.startswith("# Conversations about: saturation") and "**user**" in markdown
+    env["CLAUDE_SESSION_ID"] = "5d8e2c41-7a3b-4f9e-9c1d-2b6a8f0e4c17"
+    shown = json.loads(_sessions(env, "fork", "--json").stdout)["sessions"]
+    assert "5d8e2c41-7a3b-4f9e-9c1d-2b6a8f0e4c17" not in [s["session"] for s in shown]
+
+
+def test_sessions_search_bad_input_is_one_error_line(tmp_path, workspace):
+    run = _sessions(_configured(tmp_path, workspace), "fork", "--limit", "0")
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.startswith("Error:") and len(run.stderr.strip().splitlines()) == 1
+
+
+# -- privacy -------------------------------------------------------------------------------
+
+SECRET = "zanzibarquokka"
+
+_words = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40).filter(
+    lambda s: "private" not in s.lower() and SECRET not in s)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(before=_words, after=_words)
+def test_private_text_typed_in_a_chat_never_reaches_an_entry(before, after):
+    """The shared redaction (`read_entries`) hides `<private>` in a transcript's message,
+    however the JSON writer escaped the rest, in both formats."""
+    message = f"{before} <private>{SECRET}</private> {after} lantern details"
+    miniclaw_line = json.dumps({"role": "user", "content": message, "session_id": "s",
+                                "timestamp": "2026-02-14T09:12:03.000Z"}, ensure_ascii=False)
+    claude_line = json.dumps({"type": "user", "sessionId": "s", "cwd": "/p",
+                              "timestamp": "2026-02-14T09:12:03.000Z",
+                              "message": {"role": "user", "content": [{"type": "text", "text": message}]}})
+    for source, line in ((TranscriptSource(), miniclaw_line), (ClaudeCodeSource(), claude_line)):
+        for entry in read_entries(source, line + "\n", "s.jsonl"):
+            assert SECRET not in entry.text and SECRET not in json.dumps(dict(entry.meta))
+
+
+def test_private_text_typed_in_a_chat_is_not_in_the_index_or_the_output(workspace):
+    _chat(workspace, "20260214-091203-a1b2c3",
+          ("user", f"The alarm code is <private>{SECRET}</private> and the lantern is in the shed."))
+
+    async def search():
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            return await search_sessions(store, f"lantern {SECRET}")
+
+    found = asyncio.run(search())
+    assert found.sessions and SECRET not in json.dumps(found.to_dict()["sessions"])
+    for path in (Path(os.environ["XDG_CACHE_HOME"]) / "miniclaw").rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes()
