@@ -125,7 +125,12 @@ class TranscriptSource(FileSource):
         return relative.endswith(".jsonl") and not relative.startswith(".")
 
     def parse(self, text: str, path: str) -> list[Entry]:
-        if is_fork(text):
+        return self.parse_part(text, path, text.partition("\n")[0])
+
+    def parse_part(self, text: str, path: str, head: str) -> list[Entry]:
+        """Entries of some complete lines of the file (`append_only`: the index reads what
+        was appended), `head` being the file's first line (a fork's marker)."""
+        if is_fork(head):
             return []
         session = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
         entries = []

@@ -6,6 +6,7 @@ shared/formats/fixtures/transcripts, FORMATS.md section 4)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -265,3 +266,137 @@ def test_private_text_typed_in_a_chat_is_not_in_the_index_or_the_output(workspac
     for path in (Path(os.environ["XDG_CACHE_HOME"]) / "miniclaw").rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes()
+
+
+# -- appends are read from where the last read stopped ---------------------------------------
+
+class CountingTranscripts(TranscriptSource):
+    """miniclaw's transcripts, recording how much text each parse was given."""
+
+    def __init__(self, **settings):
+        super().__init__(**settings)
+        self.parsed: list[str] = []
+
+    def parse_part(self, text, path, head):
+        self.parsed.append(text)
+        return super().parse_part(text, path, head)
+
+
+def _line(content: str, role: str = "user", second: int = 0) -> str:
+    return json.dumps({"role": role, "content": content, "session_id": "s1",
+                       "timestamp": f"2026-02-14T09:12:{second:02d}.000Z"}) + "\n"
+
+
+def _index(workspace: Path, source) -> list[tuple]:
+    async def refresh():
+        async with MemoryStore(workspace, sources=(source,), now=lambda: NOW) as store:
+            await store.search("anything", SearchOptions(days=None))
+
+    asyncio.run(refresh())
+    return _rows(workspace)
+
+
+def _rows(workspace: Path) -> list[tuple]:
+    from miniclaw.config import index_path
+
+    with contextlib.closing(sqlite3.connect(index_path(workspace))) as conn:
+        return conn.execute("SELECT id, line_start, ordinal, occurrence, content FROM entries"
+                            " ORDER BY ordinal").fetchall()
+
+
+from miniclaw.memory.options import SearchOptions  # noqa: E402
+
+
+def test_an_append_is_read_alone_and_a_rewrite_whole(workspace):
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    first = _line("We picked the blue tent for the lake trip.") + _line(
+        "The blue tent sleeps four and packs small.", "assistant", 1)
+    path.write_text(first, encoding="utf-8")
+    source = CountingTranscripts()
+    before = _index(workspace, source)
+    assert [row[4][:12] for row in before] == ["We picked th", "The blue ten"]
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(_line("We picked the blue tent for the lake trip.", second=2))  # same text again
+    source.parsed.clear()
+    after = _index(workspace, source)
+    assert source.parsed == [_line("We picked the blue tent for the lake trip.", second=2)]
+    assert after[:2] == before  # earlier entries untouched, same ids
+    assert [(row[1], row[2], row[3]) for row in after] == [(1, 0, 0), (2, 1, 0), (3, 2, 1)]
+    # Rewritten in place (same inode), its start changed: read whole again.
+    with open(path, "r+", encoding="utf-8") as out:
+        out.write(_line("We picked the green tent for the lake trip."))
+    source.parsed.clear()
+    rewritten = _index(workspace, source)
+    assert len(source.parsed) == 1 and source.parsed[0].startswith('{"role": "user"')
+    assert rewritten[0][4] == "We picked the green tent for the lake trip."
+
+
+def test_a_line_still_being_written_waits_for_its_end(workspace):
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    whole = _line("The ferry to the island leaves at nine sharp.")
+    path.write_text(whole + _line("Bring the passports and the tickets.")[:20], encoding="utf-8")
+    assert [row[4] for row in _index(workspace, TranscriptSource())] == [
+        "The ferry to the island leaves at nine sharp."]
+    path.write_text(whole + _line("Bring the passports and the tickets."), encoding="utf-8")
+    assert [row[4] for row in _index(workspace, TranscriptSource())] == [
+        "The ferry to the island leaves at nine sharp.", "Bring the passports and the tickets."]
+
+
+def test_a_transcript_over_16_mb_is_indexed(workspace):
+    path = workspace / "sessions" / "long.jsonl"
+    path.parent.mkdir()
+    line = _line("Profiling the indexer again with a larger corpus of words " + "x" * 400)
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(line * (17 * 1024 * 1024 // len(line) + 1))
+        out.write(_line("The needle message about the walrus is the last one."))
+    assert path.stat().st_size > 16 * 1024 * 1024
+
+    async def search():
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            return await store.search("walrus", SearchOptions(days=None))
+
+    found = asyncio.run(search())
+    assert [hit.content for hit in found.results] == [
+        "The needle message about the walrus is the last one."] and not found.warnings
+
+
+_message = st.lists(st.sampled_from(["lake ", "tent ", " ", "<private>", "</private>", "é", "\n"]),
+                    min_size=3, max_size=12).map("".join)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=st.lists(_message, min_size=1, max_size=8),
+       part=st.integers(min_value=1, max_value=200), split=st.integers(min_value=0, max_value=8))
+def test_reading_in_parts_or_appends_hides_what_a_whole_read_hides(tmp_path, monkeypatch,
+                                                                  messages, part, split):
+    """Entries are the same whether the file is read whole, in parts, or as an earlier
+    read plus an append: a `<private>` block open across parts stays hidden."""
+    from miniclaw.memory import appends, sync
+
+    source = TranscriptSource()
+    root = tmp_path / "p"
+    (root / "sessions").mkdir(parents=True, exist_ok=True)
+    path = root / "sessions" / "s1.jsonl"
+    lines = [_line(m, second=i) for i, m in enumerate(messages)]
+    text = "".join(lines)
+    whole = read_entries(source, text, "sessions/s1.jsonl")
+
+    def entries(tail):
+        found = []
+        for parsed in sync._parse_growing(source, source.file(root, str(path)), str(root), tail):
+            found += [(data[1], data[-1]) for _, data in parsed.keys]
+            last = parsed.tail
+        return found, last
+
+    monkeypatch.setattr(appends, "PART_BYTES", part)
+    path.write_text("".join(lines[:split]), encoding="utf-8")
+    first, tail = entries(None)
+    path.write_text(text, encoding="utf-8")
+    tail = tail._replace(signature=(0, 0, path.stat().st_ino))
+    rest, _ = entries(tail)
+    expected = [(e.line_start, e.text) for e in whole]
+    assert first + rest == expected
+    assert entries(None)[0] == expected
