@@ -203,6 +203,9 @@ class SearchIndex:
         self._watch = None  # a FolderWatch once this process has refreshed twice
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
         self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
+        #: Sources with a file on disk at the last refresh: a search skips the others (an
+        #: empty or missing sessions/ folder costs a search nothing). None: not known yet.
+        self.present: set[str] | None = None
 
     def close(self) -> None:
         """Stop watching the folder and close every connection (no search may be running)."""
@@ -284,6 +287,7 @@ class SearchIndex:
                              in conn.execute("SELECT path FROM files WHERE racy != 0")}
         if names is None:
             disk = self.scan()
+            self.present = {f.source for f in disk}
             fingerprint = "\n".join(sorted(f"{f.path}\t{f.size}\t{f.mtime_ns}\t{f.inode}"
                                            for f in disk))
             stored = conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
@@ -301,6 +305,8 @@ class SearchIndex:
                     if found is not None:
                         disk.append(found)
         known = self._known(conn, paths)
+        if self.present is not None:
+            self.present.update(f.source for f in disk)
         return (*self._todo(disk, known), known, None)
 
     def _known(self, conn: sqlite3.Connection, paths: list[str] | None = None) -> dict[str, tuple]:

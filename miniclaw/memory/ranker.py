@@ -115,7 +115,9 @@ class MemoryRanker:
         spans = named_dates(query.text, self.today()) if mode.date_weight else []
         wide = mode.neighbor_weights or spans or len(mode.retrievers) > 1
         k = max(options.limit, _CANDIDATES) if wide else options.limit
-        selected = [s for s in self.index.sources if s.name in filters.sources]
+        present = self.index.present
+        selected = [s for s in self.index.sources if s.name in filters.sources
+                    and (present is None or s.name in present)]
         found = await asyncio.gather(*(
             asyncio.to_thread(self._search_source, source, mode, request, k, phrases)
             for source in selected))

@@ -400,3 +400,34 @@ def test_reading_in_parts_or_appends_hides_what_a_whole_read_hides(tmp_path, mon
     expected = [(e.line_start, e.text) for e in whole]
     assert first + rest == expected
     assert entries(None)[0] == expected
+
+
+def test_an_empty_or_missing_sessions_folder_costs_a_search_no_source_search(workspace, monkeypatch):
+    """On by default, but a search runs no retriever over a source with no file on disk."""
+    from miniclaw.memory.ranker import MemoryRanker
+
+    (workspace / "memory" / "MEMORY.md").write_text("# Long-term Memory\n\n## 2026-02-10\n\n"
+                                                    "- The atlas budget was approved.\n")
+    searched: list[str] = []
+    original = MemoryRanker._search_source
+
+    def recording(self, source, *args):
+        searched.append(source.name)
+        return original(self, source, *args)
+
+    monkeypatch.setattr(MemoryRanker, "_search_source", recording)
+
+    async def search():
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            return await store.search("atlas budget", SearchOptions(days=None))
+
+    asyncio.run(search())
+    assert "transcripts" not in searched and "long_term" in searched
+    (workspace / "sessions").mkdir()
+    asyncio.run(search())
+    assert "transcripts" not in searched
+    _chat(workspace, "20260214-091203-a1b2c3", ("user", "What did the atlas budget cover?"))
+    searched.clear()
+    found = asyncio.run(search())
+    assert "transcripts" in searched and {hit.source for hit in found.results} == {
+        "long_term", "transcripts"}
