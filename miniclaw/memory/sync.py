@@ -320,8 +320,10 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
     def parse(source_file: SourceFile) -> _Parsed | Iterator[_Parsed]:
         source = by_name[source_file.source]
         if getattr(source, "append_only", False):
-            return _parse_growing(source, source_file, os.fspath(workspace),
-                                  tails.get(source_file.path))
+            parts = _parse_growing(source, source_file, os.fspath(workspace),
+                                   tails.get(source_file.path))
+            # One part (most transcripts): parsed now, in the parse-ahead thread if any.
+            return list(parts) if source_file.size <= appends.PART_BYTES else parts
         return _parse(source, source_file, os.fspath(workspace))
 
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
