@@ -112,6 +112,15 @@ def current_sessions() -> frozenset[str]:
                      if (value := os.environ.get(name, "").strip()))
 
 
+def not_running(hits: list) -> list:
+    """Search results less the messages of the sessions running now: a conversation is not
+    its own memory (the context builder, the chat's /search)."""
+    running = current_sessions()
+    if not running:
+        return hits
+    return [hit for hit in hits if not (hit.meta and hit.meta.get("session") in running)]
+
+
 class TranscriptSource(FileSource):
     """miniclaw's chat transcripts, `sessions/<session-id>.jsonl` in the workspace."""
 
@@ -122,7 +131,12 @@ class TranscriptSource(FileSource):
     root = SESSIONS_DIR
 
     def owns(self, relative: str) -> bool:
-        return relative.endswith(".jsonl") and not relative.startswith(".")
+        """Its `.jsonl` files, less the running session's (named after its id): a
+        conversation is not its own memory, and its words would hide the typos it makes."""
+        if not relative.endswith(".jsonl") or relative.startswith("."):
+            return False
+        running = current_sessions()
+        return not running or relative.rsplit("/", 1)[-1][:-6] not in running
 
     def parse(self, text: str, path: str) -> list[Entry]:
         return self.parse_part(text, path, text.partition("\n")[0])

@@ -431,3 +431,55 @@ def test_an_empty_or_missing_sessions_folder_costs_a_search_no_source_search(wor
     found = asyncio.run(search())
     assert "transcripts" in searched and {hit.source for hit in found.results} == {
         "long_term", "transcripts"}
+
+
+# -- the assistant recalls ------------------------------------------------------------------
+
+def test_the_context_cites_past_messages_by_session_and_time_not_the_running_one(workspace,
+                                                                               monkeypatch):
+    from miniclaw.context import ContextBuilder
+
+    _chat(workspace, "20260210-080000-aaaaaa",
+          ("user", "My sister's wedding is in Porto on the third of June."))
+    _chat(workspace, "20260214-091203-bbbbbb",
+          ("user", "Remind me where my sister's wedding is, the Porto trip?"))
+    monkeypatch.setenv("MINICLAW_SESSION_ID", "20260214-091203-bbbbbb")
+
+    async def build():
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            return await ContextBuilder(store).build("where is my sister's wedding?")
+
+    rendered = asyncio.run(build()).render()
+    assert ("[sessions/20260210-080000-aaaaaa.jsonl:1, 2026-02-14 09:12:03, session "
+            "20260210-080000-aaaaaa, user] My sister's wedding is in Porto") in rendered
+    assert "Remind me where" not in rendered
+
+
+def test_slash_search_in_chat_reaches_past_conversations_not_this_one(workspace):
+    import io
+
+    from miniclaw.chat.echo import EchoProvider
+    from miniclaw.chat.loop import ChatSession
+    from miniclaw.cli.render import Style, search_text
+
+    _chat(workspace, "20260210-080000-aaaaaa",
+          ("user", "The spare key is under the blue flowerpot by the door."))
+
+    async def talk():
+        out, err = io.StringIO(), io.StringIO()
+        chat = ChatSession.open(workspace, EchoProvider(), out=out, err=err,
+                                format_search=lambda found: search_text(found, Style(False)))
+        try:
+            await chat.handle("is the flowerpot key still there?")
+            await chat.handle("/search flowerpot")
+        finally:
+            await chat.aclose()
+        return out.getvalue(), chat.transcript.session_id
+
+    try:
+        said, running = asyncio.run(talk())
+    finally:
+        os.environ.pop("MINICLAW_SESSION_ID", None)
+    searched = said.split("flowerpot key still there", 1)[-1]
+    assert "sessions/20260210-080000-aaaaaa.jsonl:1" in searched
+    assert f"sessions/{running}.jsonl" not in searched
