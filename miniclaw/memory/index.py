@@ -351,7 +351,7 @@ class SearchIndex:
         if rebuild:
             for table in ("postings", "terms", "entries", "files"):
                 conn.execute(f"DELETE FROM {table}")
-            conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+            conn.execute("DELETE FROM meta WHERE key = 'fingerprint' OR key LIKE 'tail:%'")
         # Another process may have refreshed while we waited for the lock: look again.
         stale, gone, known, fingerprint = self._look(conn, names)
         report = sync_files(conn, self.sources, known, stale, gone, progress, self.workspace)

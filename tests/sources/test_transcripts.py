@@ -483,3 +483,31 @@ def test_slash_search_in_chat_reaches_past_conversations_not_this_one(workspace)
     searched = said.split("flowerpot key still there", 1)[-1]
     assert "sessions/20260210-080000-aaaaaa.jsonl:1" in searched
     assert f"sessions/{running}.jsonl" not in searched
+
+
+def test_a_rebuild_reads_a_transcript_whole_again(workspace):
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    path.write_text(_line("The kayak rental opens at eight in the morning."), encoding="utf-8")
+    _index(workspace, TranscriptSource())
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(_line("The kayak rental closes at six in the evening.", second=1))
+    _index(workspace, TranscriptSource())
+
+    async def rebuild():
+        async with MemoryStore(workspace, sources=(TranscriptSource(),), now=lambda: NOW) as store:
+            return await store.rebuild_index()
+
+    report = asyncio.run(rebuild())
+    assert report.files_parsed == 1 and report.entries_added == 2
+    assert [row[4] for row in _rows(workspace)] == [
+        "The kayak rental opens at eight in the morning.",
+        "The kayak rental closes at six in the evening."]
+    with contextlib.closing(sqlite3.connect(_index_file(workspace))) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 'tail:%'").fetchone() == (1,)
+
+
+def _index_file(workspace: Path) -> Path:
+    from miniclaw.config import index_path
+
+    return index_path(workspace)
