@@ -92,6 +92,7 @@ def test_only_the_recall_output_is_left_out_of_a_message_that_quotes_one():
     assert kept_text("Did you remember what we talked about for fork sessions?") != ""
 
 
+@settings(deadline=None)
 @given(st.text(max_size=300))
 def test_any_text_parses_without_error(text):
     """A transcript is whatever is on disk: cut lines, bad JSON, odd shapes never raise."""
@@ -100,6 +101,7 @@ def test_any_text_parses_without_error(text):
             assert entry.text.strip()
 
 
+@settings(deadline=None)
 @given(st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=20),
                           st.dictionaries(st.sampled_from(["type", "text", "content"]),
                                           st.text(max_size=20), max_size=3)), max_size=4))
@@ -237,7 +239,8 @@ _words = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40).
     lambda s: "private" not in s.lower() and SECRET not in s)
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60,
+          deadline=None)
 @given(before=_words, after=_words)
 def test_private_text_typed_in_a_chat_never_reaches_an_entry(before, after):
     """The shared redaction (`read_entries`) hides `<private>` in a transcript's message,
