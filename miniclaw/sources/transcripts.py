@@ -15,7 +15,6 @@ session (first record a `queue-operation`: a headless recall) is left out whole.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -65,6 +64,8 @@ def kept_text(text: str) -> str:
 
 def records(text: str) -> Iterator[tuple[int, dict]]:
     """(1-based line number, record) for each line that is a JSON object."""
+    import json  # only when a transcript changed: not at every CLI start
+
     for number, line in enumerate(text.split("\n"), 1):
         if not line.startswith("{"):
             continue
@@ -81,6 +82,8 @@ def is_fork(text: str) -> bool:
     first = text.split("\n", 1)[0]
     if '"queue-operation"' not in first:
         return False
+    import json
+
     try:
         return json.loads(first).get("type") == "queue-operation"
     except (ValueError, AttributeError):
