@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Iterator
 from datetime import date as Date
+from pathlib import Path
 
 from miniclaw.config import SESSIONS_DIR
 from miniclaw.memory.entry import Entry
@@ -140,6 +141,12 @@ class TranscriptSource(FileSource):
             return False
         running = current_sessions()
         return not running or relative.rsplit("/", 1)[-1][:-6] not in running
+
+    def folders(self, workspace: Path) -> list[Path]:
+        """None while its folder is missing (no chat yet): a watch needs every folder it is
+        given to exist, and must not be lost for the other sources. A long-lived process
+        that started before the folder existed reads it at its next full look."""
+        return [folder for folder in super().folders(workspace) if os.path.isdir(folder)]
 
     def parse(self, text: str, path: str) -> list[Entry]:
         return self.parse_part(text, path, text.partition("\n")[0])

@@ -514,3 +514,16 @@ def _index_file(workspace: Path) -> Path:
     from miniclaw.config import index_path
 
     return index_path(workspace)
+
+
+def test_a_missing_sessions_folder_does_not_cost_the_other_sources_their_watch(workspace):
+    (workspace / "memory" / "MEMORY.md").write_text("# Long-term Memory\n\n## 2026-02-10\n\n"
+                                                    "- The atlas budget was approved.\n")
+
+    async def searches():
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            for _ in range(3):  # from the second search on, the store watches its folders
+                assert await store.search_memories("atlas")
+            return store.index._watch is not None and store.index._watch.active
+
+    assert asyncio.run(searches())
