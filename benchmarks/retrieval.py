@@ -135,8 +135,12 @@ class Clock:
         return self.current
 
 
-async def run(conversations: list[Conversation], modes: list[str], speed: bool = False) -> dict:
-    """Scores per mode and group, build and query seconds, and warm timings if `speed`."""
+async def run(conversations: list[Conversation], modes: list[str], speed: bool = False,
+              layout=None) -> dict:
+    """Scores per mode and group, build and query seconds, and warm timings if `speed`.
+    `layout` writes the conversations another way than as daily notes (`longmemeval.py
+    --as transcripts`): `layout.sources(tmp)` gives the store's (sources, roots) and
+    `await layout.write(store, conversation, tmp)` the spans as `write_conversation` does."""
     scores = {mode: defaultdict(list) for mode in modes}
     seconds = {"build": 0.0, **{mode: 0.0 for mode in modes}}
     timings: list[float] = []
@@ -148,9 +152,11 @@ async def run(conversations: list[Conversation], modes: list[str], speed: bool =
             workspace = Path(tmp) / "workspace"
             (workspace / "memory").mkdir(parents=True)
             clock = Clock(conversation.sessions[-1].when + timedelta(days=1))
-            async with MemoryStore(workspace, now=clock) as store:
+            sources, roots = layout.sources(Path(tmp)) if layout else (None, ())
+            async with MemoryStore(workspace, now=clock, sources=sources, roots=roots) as store:
                 start = time.perf_counter()
-                spans = await write_conversation(store, conversation)
+                spans = await (layout.write(store, conversation, Path(tmp)) if layout
+                               else write_conversation(store, conversation))
                 seconds["build"] += time.perf_counter() - start
                 if {"hybrid", "vector"} & set(modes):  # every vector first, as `memory index`
                     start = time.perf_counter()
@@ -267,8 +273,9 @@ def add_arguments(ap) -> None:
                     help="also time warm searches (default mode) over the questions")
 
 
-def main(description: str, load) -> None:
-    """The command line both benchmarks share; `load(path)` gives the Conversations."""
+def main(description: str, load, layouts=None) -> None:
+    """The command line both benchmarks share; `load(path)` gives the Conversations;
+    `layouts` (name -> layout, see `run`) adds `--as NAME`."""
     import argparse
     import asyncio
     import json
@@ -276,7 +283,11 @@ def main(description: str, load) -> None:
 
     ap = argparse.ArgumentParser(description=description)
     add_arguments(ap)
+    if layouts:
+        ap.add_argument("--as", dest="layout", choices=["notes", *layouts], default="notes",
+                        help="write the conversations as daily notes (default) or otherwise")
     args = ap.parse_args()
+    layout = (layouts or {}).get(getattr(args, "layout", "notes"))
     conversations = load(args.path)[: args.limit_conversations]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if args.plain_bm25 and PLAIN not in modes:
@@ -285,7 +296,7 @@ def main(description: str, load) -> None:
         modes += register_ablations()
     if args.no_stemming:
         disable_stemming()
-    report = asyncio.run(run(conversations, modes, speed=args.speed))
+    report = asyncio.run(run(conversations, modes, speed=args.speed, layout=layout))
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         print()

@@ -239,7 +239,9 @@ class ContextBuilder:
                 query, SearchOptions(limit=limit, days=self.memory_days, excerpts=False))
         except QueryError:  # prose with no searchable word in it ("?!", only stop words)
             return _Found([], ())
-        return _Found(found.results, found.corrections, found.warnings)
+        from miniclaw.sources.transcripts import not_running
+
+        return _Found(not_running(found.results), found.corrections, found.warnings)
 
 
 class _Found(NamedTuple):
@@ -345,6 +347,9 @@ def _day_label(day: Date, today: Date) -> str:
 
 def _memory_item(hit: RankedMemory, body: str) -> ContextItem:
     day = hit.date.isoformat() if hit.date else "undated"
+    if hit.meta.get("session"):  # a past message: which conversation, when, who said it
+        day = (f"{day} {hit.time or ''}".rstrip() + f", session {hit.meta['session']}, "
+               f"{hit.meta.get('role', '')}".rstrip(", "))
     return _item(f"- [{hit.citation}, {day}] {_indent(body)}", body,
                  citation=hit.citation, date=hit.date, time=hit.time, source=hit.source)
 

@@ -15,6 +15,7 @@ answers and command output, `err` for errors) and reads nothing: the terminal is
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TextIO
@@ -86,6 +87,9 @@ class ChatSession:
         store = MemoryStore(workspace)
         store.require_workspace()
         transcript = Transcript(store.workspace / SESSIONS_DIR, new_session_id(store.now()))
+        # The running chat, as Claude Code names its own: left out of recalls (its own words
+        # are its history, not memories), here and in the tools it starts.
+        os.environ["MINICLAW_SESSION_ID"] = transcript.session_id
         return cls(store, provider, transcript, **options)
 
     async def aclose(self) -> None:
@@ -143,6 +147,7 @@ class ChatSession:
                            "Noted (all of it is private, so it will not show in searches).")
         elif name == "search":
             found = await self.store.search(arg, limit=SEARCH_LIMIT, days=None)
+            found = _without_running(found)
             for warning in found.warnings:  # a damaged file: said, the search still answers
                 self._err.line(f"Warning: {warning.params['message']}")
             self._out.line(self._format_search(found))
@@ -248,3 +253,13 @@ class ChatSession:
 
     async def _record(self, role: str, content: str, **marks: bool) -> None:
         await self.transcript.append(role, content, self.store.now(), **marks)
+
+
+def _without_running(found):
+    """/search's results less this very conversation's messages (already on screen)."""
+    from dataclasses import replace
+
+    from miniclaw.sources.transcripts import not_running
+
+    kept = not_running(found.results)
+    return found if len(kept) == len(found.results) else replace(found, results=kept)

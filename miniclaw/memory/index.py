@@ -217,6 +217,8 @@ class SearchIndex:
         self._watch = None  # a FolderWatch once this process has refreshed twice
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
         self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
+        #: Sources with a file on disk at the last refresh: a search skips the others (an
+        #: empty or missing sessions/ folder costs a search nothing). None: not known yet.
 
     def close(self) -> None:
         """Stop watching the folder and close every connection (no search may be running)."""
@@ -359,7 +361,7 @@ class SearchIndex:
         if rebuild:
             for table in ("postings", "terms", "entries", "files"):
                 conn.execute(f"DELETE FROM {table}")
-            conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+            conn.execute("DELETE FROM meta WHERE key = 'fingerprint' OR key LIKE 'tail:%'")
         # Another process may have refreshed while we waited for the lock: look again.
         stale, gone, known, fingerprint = self._look(conn, names)
         report = sync_files(conn, self.sources, known, stale, gone, progress, self.workspace)

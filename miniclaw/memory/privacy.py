@@ -201,6 +201,23 @@ def visible_text(text: str, keep_front_matter: bool = False, per_line: bool = Fa
     return "\n".join(lines)
 
 
+def open_depth(text: str) -> int:
+    """How many `<private>` blocks are still open at the end of the text, for a reader that
+    goes on with what follows (an append-only file read in parts); -1 when the whole file
+    is private (its front matter says so)."""
+    if not starts_front_matter([text.partition("\n")[0]]) and not may_hold_private(text):
+        return 0
+    lines = [line[:-1] if line.endswith("\r") else line
+             for line in text.removeprefix("\ufeff").split("\n")]
+    if is_private_file(lines):
+        return -1
+    depth = 0
+    for tags in _line_tags(lines):
+        for tag in tags:
+            depth = max(depth + tag.step, 0)
+    return depth
+
+
 def may_hold_private(text: str) -> bool:
     """False when the text has no private tag at all (most files): nothing to redact."""
     if _MAYBE_TAG.search(text):

@@ -297,7 +297,13 @@ class DailyNoteSource(FileSource):
         return daily_note_entries(text, path, daily_note_date(path.rsplit("/", 1)[-1]), self.name)
 
 
-SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource())
+def _default_transcripts() -> MemorySource:
+    from miniclaw.sources.transcripts import TranscriptSource
+
+    return TranscriptSource()
+
+
+SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource(), _default_transcripts())
 SOURCE_NAMES = tuple(source.name for source in SOURCES)
 #: Source kinds config.json may name (`{"kind": "conkeeper", "root": "~/x/.claude/memory"}`):
 #: kind -> "module:Class", imported only when a workspace configures it.
@@ -305,6 +311,12 @@ KINDS: dict[str, str] = {
     "conkeeper": "miniclaw.sources.conkeeper:ConKeeperSource",
     "mnemonic": "miniclaw.sources.mnemonic:MnemonicSource",
     "ef_memory": "miniclaw.sources.ef_memory:EFMemorySource",
+}
+
+#: Source kinds by name (config.json's `{"kind": ...}`): "module:Class", imported lazily.
+KINDS: dict[str, str] = {
+    "transcripts": "miniclaw.sources.transcripts:TranscriptSource",
+    "claude_code": "miniclaw.sources.claude_code:ClaudeCodeSource",
 }
 
 

@@ -76,6 +76,8 @@ class _Parsed(NamedTuple):
     terms: list[list[str]]  # the index terms of each entry, repeats kept
     warning: str | None
     racy: bool
+    append: bool = False  # entries appended to the file's (an append-only file's new part)
+    tail: object = None  # `appends.Tail` to remember once stored (append-only files)
 
 
 def content_hash(text: str) -> bytes:
@@ -210,27 +212,140 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
                    warning, racy)
 
 
+def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str,
+                   tail) -> Iterator[_Parsed]:
+    """An append-only file's parts (`memory/appends.py`): from the remembered tail when
+    the file only grew since, else the whole file; each part of bounded size, the last one
+    carrying the new tail. The source parses a part with `parse_part(text, path, head)`,
+    `head` being the file's first line."""
+    from miniclaw.memory import appends
+    from miniclaw.memory.privacy import open_depth
+    from miniclaw.memory.sources import redacted_entries
+
+    try:
+        opened = _open(source_file, workspace)
+    except _Unreadable as exc:
+        yield _Parsed(source_file, [], [], str(exc), True)
+        return
+    if opened is None:
+        yield _Parsed(source_file, None, [], None, False)
+        return
+    fd, st = opened
+    try:
+        source_file = source_file._replace(size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                           inode=st.st_ino)
+        age = time.time_ns() - source_file.mtime_ns
+        racy = -FUTURE_RACY_NS < age < RACY_NS
+        start = appends.resume(fd, st, tail)
+        head, _ = decode(appends.head(fd), source_file.path)
+        end, lines = (start.offset, start.lines) if start else (0, 0)
+        depth = start.private_depth if start else 0
+        append = start is not None
+        warning = None
+        for raw, lines_before, end in appends.parts(fd, st.st_size, start):
+            text, warning = decode(raw, source_file.path)
+            shift = lines_before
+            if depth:  # the part starts inside a private block: it stays hidden
+                text, shift = appends.reopened(text, max(depth, 0)), lines_before - 1
+            entries = [] if depth < 0 else redacted_entries(
+                source.name, lambda visible: source.parse_part(visible, source_file.path, head), text)
+            if shift:
+                entries = [e._replace(line_start=e.line_start + shift, line_end=e.line_end + shift)
+                           for e in entries]
+            depth = depth if depth < 0 else open_depth(text)
+            lines = lines_before + raw.count(b"\n")
+            yield _Parsed(source_file, _entry_keys(entries), [index_terms(e.text) for e in entries],
+                          warning, racy, append)
+            append = True
+        new_tail = appends.Tail(end, lines, appends.mark(fd, end), depth,
+                                source_file.signature)
+        yield _Parsed(source_file, [], [], warning, racy, append, new_tail)
+    except OSError as exc:
+        yield _Parsed(source_file, [], [], f"cannot read {source_file.path}: "
+                      f"{exc.strerror or exc}; it is not searched until it can be read", True)
+    finally:
+        os.close(fd)
+
+
+def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
+                    report: RefreshReport, rows: _Rows) -> int:
+    """Add a part's entries after the file's indexed ones: nothing is diffed or deleted,
+    occurrences and ordinals go on from those already there."""
+    counts = Counter()
+    digests = list({key[0] for key, _ in parsed.keys})
+    for start in range(0, len(digests), 500):
+        chunk = digests[start:start + 500]
+        counts.update(dict(conn.execute(
+            "SELECT hash, COUNT(*) FROM entries WHERE file_id = ? AND hash IN"
+            f" ({', '.join('?' * len(chunk))}) GROUP BY hash", (file_id, *chunk))))
+    base = conn.execute("SELECT COUNT(*) FROM entries WHERE file_id = ?", (file_id,)).fetchone()[0]
+    source_file = parsed.file
+    term_ids = rows.terms.of(chain.from_iterable(parsed.terms))
+    postings_before = len(rows.postings)
+    for ((digest, occurrence), data), terms in zip(parsed.keys, parsed.terms):
+        postings, ids = _postings(terms, next_id, term_ids)
+        rows.entries.append((next_id, file_id, source_file.source, source_file.path, digest,
+                             counts[digest] + occurrence, base + data[0], *data[1:],
+                             len(terms), ids))
+        rows.postings.extend(postings)
+        next_id += 1
+    conn.execute(
+        "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, warning = ?,"
+        " entry_count = entry_count + ?, term_count = term_count + ? WHERE id = ?",
+        (*source_file.signature, int(parsed.racy), parsed.warning, len(parsed.keys),
+         sum(map(len, parsed.terms)), file_id))
+    rows.flush()
+    report.postings_added += len(rows.postings) - postings_before
+    report.entries_added += len(parsed.keys)
+    return next_id
+
+
 def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
                stale: Sequence[SourceFile], gone: Sequence[str],
                progress: Callable[[int, int], None] | None = None,
                workspace: str | os.PathLike[str] = ".") -> RefreshReport:
     """Re-index `stale` files of `workspace` and drop `gone` ones; `known` maps path ->
     (file id, ...)."""
+    from miniclaw.memory import appends
+
     report = RefreshReport()
     rows = _Rows(conn)
     for path in gone:
         report.entries_removed += _drop_file(conn, known[path][0], rows)
         report.files_removed += 1
+        appends.forget(conn, path)
     by_name = {source.name: source for source in sources}
+    growing = [f.path for f in stale if getattr(by_name[f.source], "append_only", False)]
+    # A remembered tail counts only for the file row it was saved with (not after a rebuild).
+    tails = {path: tail for path, tail in appends.load(conn, growing).items()
+             if path in known and tuple(known[path][1:4]) == tail.signature}
 
-    def parse(source_file: SourceFile) -> _Parsed:
-        return _parse(by_name[source_file.source], source_file, os.fspath(workspace))
+    def parse(source_file: SourceFile) -> _Parsed | Iterator[_Parsed]:
+        source = by_name[source_file.source]
+        if getattr(source, "append_only", False):
+            parts = _parse_growing(source, source_file, os.fspath(workspace),
+                                   tails.get(source_file.path))
+            # One part (most transcripts): parsed now, in the parse-ahead thread if any.
+            return list(parts) if source_file.size <= appends.PART_BYTES else parts
+        return _parse(source, source_file, os.fspath(workspace))
 
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
     with _parsed_files(parse, stale) as parsed_files:
         for done, parsed in enumerate(parsed_files, 1):
-            file_id = known[parsed.file.path][0] if parsed.file.path in known else None
-            next_id = _store(conn, parsed, file_id, next_id, report, rows)
+            whole = isinstance(parsed, _Parsed)
+            for part in (parsed,) if whole else parsed:
+                file_id = known[part.file.path][0] if part.file.path in known else None
+                if part.append:
+                    rows.flush(final=True)  # the file's row and earlier parts, to add to
+                    file_id = file_id or conn.execute("SELECT id FROM files WHERE path = ?",
+                                                      (part.file.path,)).fetchone()[0]
+                    next_id = _store_appended(conn, part, file_id, next_id, report, rows)
+                else:
+                    next_id = _store(conn, part, file_id, next_id, report, rows)
+                    whole = True
+                if part.tail is not None:
+                    appends.save(conn, part.file.path, part.tail)
+            report.files_parsed += not whole  # only appended to: counted here
             if progress is not None:
                 progress(done, len(stale))
     rows.flush(final=True)

@@ -1,0 +1,134 @@
+"""Indexing speed of chat transcripts, and a search right after an append to a long one.
+
+1. Indexing: ~`--mb` MB of miniclaw transcripts (`sessions/*.jsonl`, files of ~`--file-mb`
+   MB), made by repeating the LongMemEval dev turns (each copy numbered, so texts differ),
+   indexed from nothing (`refresh_index`); MB/s = bytes on disk / seconds.
+2. Append: one transcript of ~`--append-mb` MB, indexed; then `--appends` times: one
+   message appended, then a search (its sync reads only the new tail); against the same
+   searches warm (nothing changed). Without a watch (MINICLAW_WATCH=0: a stat per file, as a
+   one-shot CLI search does).
+
+Run (from the repo root):
+  .venv/bin/python benchmarks/transcripts_speed.py ../shared/data/longmemeval/longmemeval-dev.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUERIES = ["what did I say about my sister's wedding", "sql joins with examples",
+           "budget for the trip", "how many hours did I practice guitar", "recipe with lentils"]
+
+
+def turns(path: Path) -> list[tuple[str, str]]:
+    out = []
+    for workspace in json.loads(path.read_text(encoding="utf-8")):
+        for session in workspace["sessions"]:
+            out += [(t["speaker"].lower(), t["text"]) for t in session["turns"]]
+    return out
+
+
+def line(role: str, text: str, session: str, n: int) -> str:
+    stamp = f"2026-01-{1 + n // 86400 % 28:02d}T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+    return json.dumps({"role": role, "content": f"{text} (copy {n})", "timestamp": stamp,
+                       "session_id": session}, ensure_ascii=False) + "\n"
+
+
+def write_transcripts(folder: Path, source: list[tuple[str, str]], total: int, per_file: int) -> int:
+    folder.mkdir(parents=True, exist_ok=True)
+    written, n, index = 0, 0, 0
+    while written < total:
+        name = f"bench-{index:04d}"
+        size = 0
+        with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as out:
+            while size < per_file and written + size < total:
+                role, text = source[n % len(source)]
+                data = line(role, text, name, n)
+                out.write(data)
+                size += len(data.encode("utf-8"))
+                n += 1
+        written += size
+        index += 1
+    return written
+
+
+async def measure(args) -> dict:
+    from miniclaw.memory import MemoryStore
+    from miniclaw.memory.options import SearchOptions
+    from miniclaw.sources.transcripts import TranscriptSource
+
+    source = turns(args.path)
+    report = {}
+    options = SearchOptions(limit=10, days=None)
+    with tempfile.TemporaryDirectory(prefix="miniclaw-transcripts-") as tmp:
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+        os.environ["MINICLAW_WATCH"] = "0"
+        workspace = Path(tmp) / "ws"
+        (workspace / "memory").mkdir(parents=True)
+        size = write_transcripts(workspace / "sessions", source, args.mb << 20, args.file_mb << 20)
+        async with MemoryStore(workspace, sources=(TranscriptSource(),)) as store:
+            start = time.perf_counter()
+            done = await store.refresh_index()
+            seconds = time.perf_counter() - start
+        report["index"] = {"mb": round(size / 1048576, 1), "files": done.files_parsed,
+                           "entries": done.entries_added, "seconds": round(seconds, 2),
+                           "mb_per_s": round(size / 1048576 / seconds, 2)}
+
+    with tempfile.TemporaryDirectory(prefix="miniclaw-append-") as tmp:
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+        workspace = Path(tmp) / "ws"
+        (workspace / "memory").mkdir(parents=True)
+        size = write_transcripts(workspace / "sessions", source, args.append_mb << 20,
+                                 args.append_mb << 20)
+        path = next((workspace / "sessions").glob("*.jsonl"))
+        async with MemoryStore(workspace, sources=(TranscriptSource(),)) as store:
+            start = time.perf_counter()
+            await store.refresh_index()
+            first = time.perf_counter() - start
+            for query in QUERIES:  # warm-up
+                await store.search(query, options)
+            warm, after = [], []
+            for i in range(args.appends):
+                query = QUERIES[i % len(QUERIES)]
+                start = time.perf_counter()
+                await store.search(query, options)
+                warm.append((time.perf_counter() - start) * 1000)
+                with open(path, "a", encoding="utf-8") as out:
+                    out.write(line("user", f"appended message {i} about the lentil recipe",
+                                   "bench-0000", 10_000_000 + i))
+                start = time.perf_counter()
+                found = await store.search(query, options)
+                after.append((time.perf_counter() - start) * 1000)
+            assert found.results is not None
+            check = await store.search("appended lentil", SearchOptions(limit=20, days=None))
+            assert any("appended message" in hit.content for hit in check.results)
+        report["append"] = {"mb": round(size / 1048576, 1), "index_seconds": round(first, 2),
+                            "warm_p50_ms": round(statistics.median(warm), 2),
+                            "after_append_p50_ms": round(statistics.median(after), 2),
+                            "ratio": round(statistics.median(after) / statistics.median(warm), 2),
+                            "n": args.appends}
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("path", type=Path, help="LongMemEval-format JSON (the turns repeated)")
+    ap.add_argument("--mb", type=int, default=100, help="MB of transcripts to index")
+    ap.add_argument("--file-mb", type=int, default=2, help="MB per transcript file")
+    ap.add_argument("--append-mb", type=int, default=50, help="MB of the appended transcript")
+    ap.add_argument("--appends", type=int, default=20)
+    args = ap.parse_args()
+    json.dump(asyncio.run(measure(args)), sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()

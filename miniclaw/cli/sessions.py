@@ -1,0 +1,122 @@
+"""`miniclaw sessions search QUERY`: past conversations (chat transcripts) grouped by session.
+
+The library does the search (`memory/sessions.py`); this module parses options and renders
+text (the reference transcript search's layout), JSON or Markdown.
+"""
+
+from typing import Annotated
+
+import typer
+
+from miniclaw.cli.app import MiniclawGroup, run, workspace_of
+
+sessions_app = typer.Typer(
+    cls=MiniclawGroup,
+    name="sessions",
+    help="Search past conversations: miniclaw's chat transcripts and configured ones (Claude Code).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+_ROLES = {"user": "user", "assistant": "asst"}
+
+
+@sessions_app.command("search")
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help='Words (any may match), "a phrase", +must, -mustnot.', show_default=False)],
+    project: Annotated[str | None, typer.Option("--project", "-p", help="Only conversations held in this folder (or below it).", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many sessions.")] = 10,
+    messages: Annotated[int, typer.Option("--messages", "-m", help="How many messages per session.")] = 5,
+    require: Annotated[list[str] | None, typer.Option("--require", help="Words every message must hold; repeatable.", show_default=False)] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no message may hold; repeatable.", show_default=False)] = None,
+    output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json or markdown.", show_default=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")] = False,
+) -> None:
+    """Find the conversations that talked about QUERY, best first.
+
+    Each session shows its project, id, number of matching messages and latest time, then
+    its best messages in time order ([user] / [asst]), long ones cut around the match.
+    The running session (CLAUDE_SESSION_ID, MINICLAW_SESSION_ID) is left out.
+    Example: miniclaw sessions search 'fork queue-operation' --project ~/code/miniclaw
+    """
+    from miniclaw.cli.memory import _output_format
+    from miniclaw.cli.render import to_json
+    from miniclaw.memory import MemoryStore
+    from miniclaw.memory.sessions import search_sessions
+
+    form = _output_format(output, json_out)
+
+    async def work():
+        async with MemoryStore(workspace_of(ctx)) as store:
+            return await search_sessions(store, query, sessions=limit, messages=messages,
+                                         project=project, require=tuple(require or ()),
+                                         exclude=tuple(exclude or ()))
+
+    found = run(work())
+    if form == "json":
+        typer.echo(to_json(found.to_dict()))
+    elif form == "markdown":
+        typer.echo(sessions_markdown(found))
+    else:
+        typer.echo(sessions_text(found))
+
+
+def _project(hit) -> str:
+    import os
+
+    project = hit.project or hit.source
+    home = os.path.expanduser("~")
+    if project == home or project.startswith(home.rstrip("/") + "/"):
+        project = "~" + project[len(home.rstrip("/")):]
+    return project
+
+
+def _line(text: str) -> str:
+    from miniclaw.text import printable
+
+    return printable(text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t"))
+
+
+def sessions_text(found) -> str:
+    """The reference tool's layout: a header per session, `[user]`/`[asst]` lines,
+    `... and K more matches`, and a closing count."""
+    from miniclaw.memory.sessions import snippet
+
+    if not found.sessions:
+        return f"No conversation matches {_line(found.query)!r}."
+    blocks = []
+    for hit in found.sessions:
+        lines = [_line(f"{_project(hit)} | {hit.session} | {hit.matches} "
+                       f"{'match' if hit.matches == 1 else 'matches'} | {hit.latest or '-'}")]
+        for message in hit.messages:
+            role = _ROLES.get(str(message.meta.get("role")), str(message.meta.get("role")))
+            lines.append(f"[{role}] {_line(snippet(message))}")
+        if hit.matches > len(hit.messages):
+            more = hit.matches - len(hit.messages)
+            lines.append(f"... and {more} more {'match' if more == 1 else 'matches'}")
+        blocks.append("\n".join(lines))
+    count = len(found.sessions)
+    return "\n\n".join(blocks) + f"\n\n\nFound matches in {count} {'session' if count == 1 else 'sessions'}"
+
+
+def sessions_markdown(found) -> str:
+    from miniclaw.memory.sessions import snippet
+    from miniclaw.text import printable
+
+    out = [f"# Conversations about: {printable(found.query)}", ""]
+    if not found.sessions:
+        out.append("No conversation matches.")
+    for hit in found.sessions:
+        out += [f"## {printable(_project(hit))} · `{printable(hit.session)}`", "",
+                f"{hit.matches} {'match' if hit.matches == 1 else 'matches'}, latest "
+                f"{printable(hit.latest or '-')}", ""]
+        for message in hit.messages:
+            role = printable(str(message.meta.get("role")))
+            when = printable(str(message.meta.get("timestamp") or ""))
+            text = printable(" ".join(snippet(message).split()))
+            out.append(f"- **{role}** {when}: {text}")
+        if hit.matches > len(hit.messages):
+            out.append(f"- … and {hit.matches - len(hit.messages)} more")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

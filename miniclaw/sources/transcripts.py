@@ -1,0 +1,177 @@
+"""Chat transcripts as a memory source: one entry per user or assistant message.
+
+Two formats share this reading (the `claude_code` kind subclasses `TranscriptSource`):
+miniclaw's own `sessions/<id>.jsonl` (`{"role", "content", "timestamp", "session_id"}`,
+chat/transcript.py) and Claude Code's projects folder. A file is JSON lines appended in
+time order; a line that is not a JSON object (cut short, or blanked by a `<private>` span,
+`sources.read_entries`) is skipped. What is left out is what the reference transcript
+search leaves out (shared/formats/FORMATS.md section 4), per message: text of 10
+characters or less, acknowledgements ("ok", "thanks"), system noise (IDE and shell
+wrappers, interrupted requests, API errors), and what an earlier recall printed or quoted
+(each paragraph holding a recall's header or result line, not the messages before a
+recall: the reference's known gap). A fork
+session (first record a `queue-operation`: a headless recall) is left out whole.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from datetime import date as Date
+from pathlib import Path
+
+from miniclaw.config import SESSIONS_DIR
+from miniclaw.memory.entry import Entry
+from miniclaw.memory.sources import FileSource
+
+#: Messages shorter than this say nothing worth finding (the reference's `length > 10`).
+MIN_TEXT = 11
+
+#: The reference tool's noise: any message holding one of these is a wrapper, not speech.
+NOISE = ("<ide_", "[Request interrupted", "New environment", "API Error", "Limit reached",
+         "Caveat:", "<bash-", "<function_calls", "<invoke", "</invoke", "<parameter",
+         "</parameter", "</function_calls")
+
+#: A line a recall printed: the reference's `[k/n] 5d8e2c4 • Dec 27` header, and the session
+#: headers and message lines of `miniclaw sessions search` (cli/render_sessions.py).
+RECALL_LINE = re.compile(r"\[\d+/\d+\]\s+[a-f0-9]{7}\s+•"
+                         r"|^.* \| \S+ \| \d+ match(?:es)? \| \S+\s*$"
+                         r"|^\s*\[(?:user|asst)\] "
+                         r"|^\s*\.\.\. and \d+ more match(?:es)?\s*$"
+                         r"|^\s*Found matches in \d+ sessions?\s*$", re.MULTILINE)
+
+#: A whole message that only acknowledges ("ok", "thanks!", "sounds good, thank you").
+_ACK_WORDS = (r"ok|okay|k|thanks|thank you|thx|ty|great|perfect|sounds good|got it|cool|"
+              r"nice|sure|yes|yep|no|nope|lgtm|done|good|fine|alright|all right|awesome|"
+              r"ok thanks|great thanks|understood|makes sense")
+ACKNOWLEDGEMENT = re.compile(rf"^\W*(?:(?:{_ACK_WORDS})\W*)+$", re.IGNORECASE)
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+def kept_text(text: str) -> str:
+    """A message's text as indexed, or "" when it is left out (noise, short, a recall)."""
+    if any(marker in text for marker in NOISE):
+        return ""
+    if "•" in text or "|" in text or "[" in text or "Found" in text or "..." in text:
+        paragraphs = _PARAGRAPH_BREAK.split(text)
+        text = "\n\n".join(p for p in paragraphs if not RECALL_LINE.search(p)).strip()
+    if len(text) < MIN_TEXT or ACKNOWLEDGEMENT.match(text):
+        return ""
+    return text
+
+
+def records(text: str) -> Iterator[tuple[int, dict]]:
+    """(1-based line number, record) for each line that is a JSON object."""
+    import json  # only when a transcript changed: not at every CLI start
+
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.startswith("{"):
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield number, record
+
+
+def is_fork(text: str) -> bool:
+    """A headless session (a recall fork) starts with a `queue-operation` record."""
+    first = text.split("\n", 1)[0]
+    if '"queue-operation"' not in first:
+        return False
+    import json
+
+    try:
+        return json.loads(first).get("type") == "queue-operation"
+    except (ValueError, AttributeError):
+        return False
+
+
+def message_entry(text: str, path: str, line: int, *, session: str, role: str,
+                  timestamp: object, project: str | None) -> Entry | None:
+    """One message's entry (date and time from its UTC timestamp), or None when left out."""
+    text = kept_text(text)
+    if not text:
+        return None
+    stamp = timestamp if isinstance(timestamp, str) else ""
+    try:
+        day = Date.fromisoformat(stamp[:10])
+    except ValueError:
+        day = None
+    clock = stamp[11:19] if day is not None and len(stamp) >= 19 else None
+    meta = {"session": session, "role": role, "timestamp": stamp or None}
+    if project:
+        meta["project"] = project
+    return Entry(text, "", path, line, line, day, clock, meta=meta)
+
+
+def current_sessions() -> frozenset[str]:
+    """The sessions running now, left out of a recall: the agent's own (Claude Code sets
+    `CLAUDE_SESSION_ID`) and the running miniclaw chat's (`MINICLAW_SESSION_ID`)."""
+    return frozenset(value for name in ("CLAUDE_SESSION_ID", "MINICLAW_SESSION_ID")
+                     if (value := os.environ.get(name, "").strip()))
+
+
+def not_running(hits: list) -> list:
+    """Search results less the messages of the sessions running now: a conversation is not
+    its own memory (the context builder, the chat's /search)."""
+    running = current_sessions()
+    if not running:
+        return hits
+    return [hit for hit in hits if not (hit.meta and hit.meta.get("session") in running)]
+
+
+class TranscriptSource(FileSource):
+    """miniclaw's chat transcripts, `sessions/<session-id>.jsonl` in the workspace."""
+
+    name = "transcripts"
+    label = "Chat Transcript"
+    sequence = True  # turns of a conversation: neighbour context applies
+    append_only = True  # a transcript only grows: an append is read from its old end
+    root = SESSIONS_DIR
+
+    def owns(self, relative: str) -> bool:
+        """Its `.jsonl` files, less the running session's (named after its id): a
+        conversation is not its own memory, and its words would hide the typos it makes."""
+        if not relative.endswith(".jsonl") or relative.startswith("."):
+            return False
+        running = current_sessions()
+        return not running or relative.rsplit("/", 1)[-1][:-6] not in running
+
+    def folders(self, workspace: Path) -> list[Path]:
+        """None while its folder is missing (no chat yet): a watch needs every folder it is
+        given to exist, and must not be lost for the other sources. A long-lived process
+        that started before the folder existed reads it at its next full look."""
+        return [folder for folder in super().folders(workspace) if os.path.isdir(folder)]
+
+    def parse(self, text: str, path: str) -> list[Entry]:
+        return self.parse_part(text, path, text.partition("\n")[0])
+
+    def parse_part(self, text: str, path: str, head: str) -> list[Entry]:
+        """Entries of some complete lines of the file (`append_only`: the index reads what
+        was appended), `head` being the file's first line (a fork's marker)."""
+        if is_fork(head):
+            return []
+        session = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
+        entries = []
+        for line, record in records(text):
+            entry = self.record_entry(record, path, line, session)
+            if entry is not None:
+                entries.append(entry)
+        return entries
+
+    def record_entry(self, record: dict, path: str, line: int, session: str) -> Entry | None:
+        """A miniclaw record: only what the user typed and what the assistant answered
+        (tool calls and errors are the chat's own bookkeeping)."""
+        role, content = record.get("role"), record.get("content")
+        if role not in ("user", "assistant") or not isinstance(content, str):
+            return None
+        if record.get("interrupted") and not content.strip():
+            return None
+        sid = record.get("session_id")
+        return message_entry(content, path, line, session=sid if isinstance(sid, str) else session,
+                             role=role, timestamp=record.get("timestamp"), project=None)
