@@ -157,6 +157,10 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
             continue
         root = source.root_path(workspace)
         shown = str(getattr(source, "root", None) or root)
+        if not root.exists() and not getattr(source, "outside", lambda _: True)(workspace):
+            # a folder of the workspace made on first use (sessions/ at the first chat)
+            report.checked.append(f"source {source.name} {shown}: no folder yet")
+            continue
         if not (root.is_dir() and os.access(root, os.R_OK | os.X_OK)):
             report.findings.append(Finding(
                 "error", "sources", shown, f"the source {source.name!r}: its root folder is "

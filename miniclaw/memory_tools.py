@@ -137,9 +137,11 @@ SEARCH = ToolSpec(
         "category": {"type": "string", "description": "Only entries of this category."},
         "tags": {**_STRINGS, "description": "Only entries with all of these tags."},
         "sources": {"type": "array", "items": {"type": "string",
-                                               "enum": ["long_term", "daily_note"]},
+                                               "enum": ["long_term", "daily_note",
+                                                        "transcripts"]},
                     "description": "Only these sources: long_term (Long-term Memory), "
-                                   "daily_note (Daily Note)."},  # as search_spec(SOURCES)
+                                   "daily_note (Daily Note), transcripts (Chat "
+                                   "Transcript)."},  # as search_spec(SOURCES)
         "mode": {"type": "string", "enum": ["bm25", "hybrid", "vector", "keyword"],
                  "description": "Ranking: bm25 (default), hybrid (words and meaning; bm25 "
                                 "when no embedding model is installed), vector (meaning) "

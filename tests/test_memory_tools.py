@@ -42,7 +42,7 @@ def test_any_arguments_are_checked_or_refused_with_a_usage_error(name, arguments
     ({"query": True}, "query must be a string, not bool"),
     ({"query": "x", "limit": True}, "limit must be an integer, not bool"),
     ({"query": "x", "limit": 21}, "limit must be between 1 and 20, not 21"),
-    ({"query": "x", "sources": ["both"]}, "must be one of long_term, daily_note, not 'both'"),
+    ({"query": "x", "sources": ["both"]}, "must be one of long_term, daily_note, transcripts, not 'both'"),
     ({"query": "x", "tags": "work"}, "tags must be an array, not str"),
     ({"query": ""}, "query is empty"),
     ({}, "search_memory needs the argument 'query'"),

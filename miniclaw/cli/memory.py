@@ -166,7 +166,7 @@ def rank(
     until: Annotated[str | None, typer.Option("--until", help="Only entries dated on or before DAY.", show_default=False)] = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only entries of this category.", show_default=False)] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only entries with this tag; repeat: all must match.", show_default=False)] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", metavar="SOURCE", help="Only this memory source (long_term, daily_note, or one config.json adds); repeatable.", show_default=False)] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", metavar="SOURCE", help="Only this memory source (long_term, daily_note, transcripts, or one config.json adds); repeatable.", show_default=False)] = None,
     require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
     mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|hybrid|vector|keyword]", help="Ranking mode: bm25 (default: words), hybrid (words and meaning, with pip install 'miniclaw[semantic]'), vector (meaning only) or keyword (word count, also called basic).", show_default=False)] = None,

@@ -311,10 +311,6 @@ KINDS: dict[str, str] = {
     "conkeeper": "miniclaw.sources.conkeeper:ConKeeperSource",
     "mnemonic": "miniclaw.sources.mnemonic:MnemonicSource",
     "ef_memory": "miniclaw.sources.ef_memory:EFMemorySource",
-}
-
-#: Source kinds by name (config.json's `{"kind": ...}`): "module:Class", imported lazily.
-KINDS: dict[str, str] = {
     "transcripts": "miniclaw.sources.transcripts:TranscriptSource",
     "claude_code": "miniclaw.sources.claude_code:ClaudeCodeSource",
 }

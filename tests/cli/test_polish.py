@@ -59,7 +59,7 @@ def test_help_lists_the_choices(runner: CliRunner):
         assert choices in result.stdout
     # sources are configurable, so the help names the built-in ones and where others come from
     flat = " ".join(result.stdout.split())
-    assert "(long_term, daily_note, or one config.json adds)" in flat
+    assert "(long_term, daily_note, transcripts, or one config.json adds)" in flat
 
 
 def test_status_names_its_workspace(runner: CliRunner, workspace: Path):

@@ -54,7 +54,7 @@ def test_add_list_search_status_and_remove(workspace, memory_root, isolated_home
     assert found["total"] > 0 and {r["source"] for r in found["results"]} == {"app"}
 
     listed = {row["name"]: row for row in _ok(workspace, "sources", "list")["sources"]}
-    assert list(listed) == ["long_term", "daily_note", "app"]
+    assert list(listed) == ["long_term", "daily_note", "transcripts", "app"]
     assert listed["app"]["kind"] == "conkeeper" and listed["app"]["reachable"] is True
     assert listed["app"]["entries"] > 0 and listed["app"]["root"] == str(memory_root)
 
@@ -68,7 +68,7 @@ def test_add_list_search_status_and_remove(workspace, memory_root, isolated_home
     removed = _ok(workspace, "sources", "remove", "app")
     assert removed["removed"]["name"] == "app"
     mine = _config(isolated_home)["workspaces"][str(workspace)]
-    assert mine["sources"] == ["long_term", "daily_note"] and mine["roots"] == []
+    assert mine["sources"] == ["long_term", "daily_note", "transcripts"] and mine["roots"] == []
     assert memory_root.joinpath("active-context.md").exists()  # files untouched
 
 

@@ -21,13 +21,13 @@ async def test_the_search_tool_offers_and_accepts_the_workspaces_sources(workspa
         tools = MemoryTools(store)
         [search] = [spec for spec in tools.specs() if spec.name == "search_memory"]
         rule = _search_sources(search)
-        assert rule["items"]["enum"] == ["long_term", "daily_note", "text_notes"]
+        assert rule["items"]["enum"] == ["long_term", "daily_note", "transcripts", "text_notes"]
         assert "text_notes (Text Note)" in rule["description"]
         found = await tools.call("search_memory", {"query": "lantern",
                                                    "sources": ["text_notes"]})
         assert {(r["source"], r["path"]) for r in found["results"]} == {
             ("text_notes", f"{root}/a.txt"), ("text_notes", f"{root}/trips/b.txt")}
-        with pytest.raises(UsageError, match="one of long_term, daily_note, text_notes"):
+        with pytest.raises(UsageError, match="one of long_term, daily_note, transcripts, text_notes"):
             await tools.call("search_memory", {"query": "lantern", "sources": ["notes"]})
 
 
@@ -49,7 +49,7 @@ async def test_the_chat_tells_its_model_the_workspaces_sources(workspace, tmp_pa
             tools = offered_tools(store, confirmed=confirmed)
             assert [t["function"]["name"] for t in tools] == names
             search = tools[1]["function"]["parameters"]["properties"]["sources"]
-            assert search["items"]["enum"] == ["long_term", "daily_note", "text_notes"]
+            assert search["items"]["enum"] == ["long_term", "daily_note", "transcripts", "text_notes"]
 
 
 def test_the_default_search_spec_is_the_built_in_sources_one():
