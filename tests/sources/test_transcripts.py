@@ -1,7 +1,7 @@
 """Chat transcripts as sources (issue 15): miniclaw's sessions/*.jsonl and Claude Code's
 projects folder, the reference transcript search's filters, and `miniclaw sessions search`
-compared with the reference tool's own output (fixtures copied from
-shared/formats/fixtures/transcripts, FORMATS.md section 4)."""
+compared with the reference tool's own output (tests/fixtures/formats/transcripts,
+FORMATS.md section 4)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ from miniclaw.memory.sources import KINDS, SOURCES, read_entries
 from miniclaw.sources.claude_code import ClaudeCodeSource
 from miniclaw.sources.transcripts import TranscriptSource, kept_text
 from tests.conftest import NOW
+from tests.formats import FORMAT_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = FORMAT_FIXTURES / "transcripts"
 PROJECTS = FIXTURES / "home" / ".claude" / "projects"
 REPO = Path(__file__).parents[2]
 
