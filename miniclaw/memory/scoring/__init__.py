@@ -9,8 +9,7 @@ itself needs no edit (docs/ARCHITECTURE.md, "Adding a retriever").
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from miniclaw.errors import UsageError
 from miniclaw.memory.scoring.base import (Candidates, CorpusStats, Request, Retriever, Scorer,
@@ -24,8 +23,7 @@ if TYPE_CHECKING:
 DEFAULT_MODE = "bm25"
 
 
-@dataclass(frozen=True, slots=True)
-class SearchMode:
+class SearchMode(NamedTuple):
     """What a search runs: its retrievers (fused when more than one) and the stages'
     parameters (neighbour context in sequence sources, the date cue)."""
 

@@ -25,7 +25,6 @@ on a day the query names ("last week", "in May": `date_cue.py`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 if TYPE_CHECKING:
@@ -42,8 +41,7 @@ class CorpusStats(NamedTuple):
     df: dict[str, int]  # entries containing each term
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """A query as every retriever receives it."""
 
     query: Query
@@ -52,8 +50,7 @@ class Request:
     filters: Filters
 
 
-@dataclass(frozen=True, slots=True)
-class Candidates:
+class Candidates(NamedTuple):
     """One retriever's best entries of one source."""
 
     scores: dict[int, float]  # entry id -> score, higher is better
