@@ -15,6 +15,7 @@ session (first record a `queue-operation`: a headless recall) is left out whole.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator
@@ -35,30 +36,36 @@ NOISE = ("<ide_", "[Request interrupted", "New environment", "API Error", "Limit
 
 #: A line a recall printed: the reference's `[k/n] 5d8e2c4 • Dec 27` header, and the session
 #: headers and message lines of `miniclaw sessions search` (cli/render_sessions.py).
-RECALL_LINE = re.compile(r"\[\d+/\d+\]\s+[a-f0-9]{7}\s+•"
-                         r"|^.* \| \S+ \| \d+ match(?:es)? \| \S+\s*$"
-                         r"|^\s*\[(?:user|asst)\] "
-                         r"|^\s*\.\.\. and \d+ more match(?:es)?\s*$"
-                         r"|^\s*Found matches in \d+ sessions?\s*$", re.MULTILINE)
+_RECALL_LINE = (r"\[\d+/\d+\]\s+[a-f0-9]{7}\s+•"
+                r"|^.* \| \S+ \| \d+ match(?:es)? \| \S+\s*$"
+                r"|^\s*\[(?:user|asst)\] "
+                r"|^\s*\.\.\. and \d+ more match(?:es)?\s*$"
+                r"|^\s*Found matches in \d+ sessions?\s*$")
 
 #: A whole message that only acknowledges ("ok", "thanks!", "sounds good, thank you").
 _ACK_WORDS = (r"ok|okay|k|thanks|thank you|thx|ty|great|perfect|sounds good|got it|cool|"
               r"nice|sure|yes|yep|no|nope|lgtm|done|good|fine|alright|all right|awesome|"
               r"ok thanks|great thanks|understood|makes sense")
-ACKNOWLEDGEMENT = re.compile(rf"^\W*(?:(?:{_ACK_WORDS})\W*)+$", re.IGNORECASE)
 
 
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+@functools.cache
+def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """(recall line, acknowledgement, paragraph break), compiled when a transcript is first
+    read: this module is imported by every CLI start (the source is on by default)."""
+    return (re.compile(_RECALL_LINE, re.MULTILINE),
+            re.compile(rf"^\W*(?:(?:{_ACK_WORDS})\W*)+$", re.IGNORECASE),
+            re.compile(r"\n[ \t]*\n"))
 
 
 def kept_text(text: str) -> str:
     """A message's text as indexed, or "" when it is left out (noise, short, a recall)."""
     if any(marker in text for marker in NOISE):
         return ""
+    recall_line, acknowledgement, paragraph_break = _patterns()
     if "•" in text or "|" in text or "[" in text or "Found" in text or "..." in text:
-        paragraphs = _PARAGRAPH_BREAK.split(text)
-        text = "\n\n".join(p for p in paragraphs if not RECALL_LINE.search(p)).strip()
-    if len(text) < MIN_TEXT or ACKNOWLEDGEMENT.match(text):
+        paragraphs = paragraph_break.split(text)
+        text = "\n\n".join(p for p in paragraphs if not recall_line.search(p)).strip()
+    if len(text) < MIN_TEXT or acknowledgement.match(text):
         return ""
     return text
 

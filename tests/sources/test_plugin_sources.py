@@ -305,3 +305,17 @@ async def test_a_built_in_source_reads_another_root_when_configured(workspace, t
         found = await store.search_memories("fig")
     assert [(h.path, h.source, h.date.isoformat()) for h in found] == [
         (f"{journal}/2026-02-13.md", "daily_note", "2026-02-13")]
+
+
+@pytest.mark.parametrize("module", ["miniclaw.sources.transcripts", "miniclaw.sources.claude_code",
+                                    "miniclaw.sources.conkeeper", "miniclaw.sources.mnemonic",
+                                    "miniclaw.sources.ef_memory"])
+def test_a_source_kind_imports_first_in_a_new_process(module):
+    """The default sources include the transcripts source: importing a kind's module before
+    memory/sources.py (a script that uses only `kept_text`) once failed on the import cycle."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
