@@ -168,17 +168,23 @@ async def test_a_note_the_system_refuses_to_open_is_a_warning(store, workspace, 
     assert store.index.warnings() == []
 
 
-def test_the_configuration_names_a_workspace_sources_and_roots(workspace, tmp_path,
-                                                               isolated_home):
-    """End to end through the CLI: config.json lists this workspace's sources (a class from
-    this module) and allows their root; a search in a new process finds and labels them."""
-    root = _notes(tmp_path)
-    home = tmp_path / "mchome"
+def configure_text_notes(home: Path, workspace: Path, root: Path) -> Path:
+    """A MINICLAW_HOME whose config.json gives `workspace` the built-in sources and a
+    TextNotes source (this module's class) under `root`, allowed."""
     home.mkdir()
     (home / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
         "sources": ["long_term", "daily_note",
                     {"class": "tests.sources.test_plugin_sources:TextNotes", "root": str(root)}],
         "roots": [str(root)]}}}), encoding="utf-8")
+    return home
+
+
+def test_the_configuration_names_a_workspace_sources_and_roots(workspace, tmp_path,
+                                                               isolated_home):
+    """End to end through the CLI: config.json lists this workspace's sources (a class from
+    this module) and allows their root; a search in a new process finds and labels them."""
+    root = _notes(tmp_path)
+    home = configure_text_notes(tmp_path / "mchome", workspace, root)
     env = {**os.environ, "MINICLAW_HOME": str(home), "MINICLAW_WORKSPACE": str(workspace),
            "PYTHONPATH": str(Path(__file__).parents[2])}
     run = subprocess.run([sys.executable, "-m", "miniclaw", "memory", "rank", "-q", "lantern",

@@ -8,7 +8,7 @@ import pytest
 
 from miniclaw.errors import UsageError
 from miniclaw.memory_tools import MemoryTools
-from tests.sources.test_plugin_sources import _notes, _store
+from tests.sources.test_plugin_sources import _notes, _store, configure_text_notes
 
 
 def _search_sources(spec) -> dict:
@@ -65,7 +65,6 @@ async def test_the_mcp_resources_are_the_files_of_the_configured_sources(workspa
     """Through a real `miniclaw mcp`: config.json adds a source outside the workspace; its
     files are listed and read as entries (private parts gone), and the built-in ones keep
     their URIs."""
-    import json
     from pathlib import Path
 
     from mcp.shared.exceptions import MCPError
@@ -78,12 +77,7 @@ async def test_the_mcp_resources_are_the_files_of_the_configured_sources(workspa
     (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n## 2026-02-10\n- a lantern\n")
     (workspace / "memory" / "2026-02-12.md").write_text(
         "# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\nlantern oil bought\n")
-    home = tmp_path / "mchome"
-    home.mkdir()
-    (home / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
-        "sources": ["long_term", "daily_note",
-                    {"class": "tests.sources.test_plugin_sources:TextNotes", "root": str(root)}],
-        "roots": [str(root)]}}}), encoding="utf-8")
+    home = configure_text_notes(tmp_path / "mchome", workspace, root)
     monkeypatch.setenv("MINICLAW_HOME", str(home))
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
     async with connect(workspace) as session:
