@@ -31,6 +31,10 @@ class _WarningLine(logging.Handler):
         sys.stderr.write(printable(f"Warning: {record.getMessage()}") + "\n")
 
 
+#: `--json` as every reporting command offers it (one JSON object, nothing else on stdout).
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")]
+
+
 class MiniclawGroup(TyperGroup):
     """Typer's group, with miniclaw's error contract instead of click's usage box, and its
     help (exit 0) when called bare (`miniclaw`, `miniclaw memory`). Only Typer's public

@@ -5,13 +5,13 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import app, workspace_of
+from miniclaw.cli.app import JsonOption, app, workspace_of
 
 
 @app.command("doctor")
 def doctor(
     ctx: typer.Context,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")] = False,
+    json_out: JsonOption = False,
     fix: Annotated[bool, typer.Option("--fix", help="Rebuild the index and remove leftover temporary files; never touches a memory file.")] = False,
 ) -> None:
     """Check the workspace, its memory files, the index, the model server and the MCP

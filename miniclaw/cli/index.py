@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import MiniclawGroup
+from miniclaw.cli.app import JsonOption, MiniclawGroup
 
 index_app = typer.Typer(
     cls=MiniclawGroup,
@@ -18,7 +18,7 @@ index_app = typer.Typer(
 @index_app.command("prune")
 def prune(
     dry_run: Annotated[bool, typer.Option("--dry-run", "-n", help="Only list what would be removed.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Remove index files whose workspace folder is gone (deleted or moved).
 

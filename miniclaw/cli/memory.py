@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import MiniclawGroup, run, use_color, workspace_of
+from miniclaw.cli.app import JsonOption, MiniclawGroup, run, use_color, workspace_of
 from miniclaw.cli.zone_help import ZoneHelpCommand
 
 memory_app = typer.Typer(
@@ -20,8 +20,6 @@ memory_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")]
 
 
 def _store(ctx: typer.Context):

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import MiniclawGroup, run, workspace_of
+from miniclaw.cli.app import JsonOption, MiniclawGroup, run, workspace_of
 
 sessions_app = typer.Typer(
     cls=MiniclawGroup,
@@ -31,7 +31,7 @@ def search(
     require: Annotated[list[str] | None, typer.Option("--require", help="Words every message must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no message may hold; repeatable.", show_default=False)] = None,
     output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json or markdown.", show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Find the conversations that talked about QUERY, best first.
 

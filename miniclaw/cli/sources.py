@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import MiniclawGroup, run, workspace_of
+from miniclaw.cli.app import JsonOption, MiniclawGroup, run, workspace_of
 
 sources_app = typer.Typer(
     cls=MiniclawGroup,
@@ -13,8 +13,6 @@ sources_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")]
 
 
 @sources_app.command("list")

@@ -5,13 +5,13 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import app, workspace_of
+from miniclaw.cli.app import JsonOption, app, workspace_of
 
 
 @app.command("init")
 def init(
     ctx: typer.Context,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Create the workspace (identity files and memory/MEMORY.md) where it is missing.
 
