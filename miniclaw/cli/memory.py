@@ -173,6 +173,7 @@ def rank(
     meta: Annotated[list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="Only entries whose source metadata has this value (namespace=_semantic/decisions); repeatable.", show_default=False)] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
     correct: Annotated[bool, typer.Option("--correct/--no-correct", help="Replace a misspelt word that matches nothing by the closest indexed spelling.")] = True,
+    phrase: Annotated[bool, typer.Option("--phrase", help="Read the whole query as one phrase, no operators (as ConKeeper's memory-search.sh does).")] = False,
 ) -> None:
     """Search memories and print the best matches, best first.
 
@@ -205,7 +206,7 @@ def rank(
                 store.today(), names=_FLAGS, limit=limit, days=window, since=since,
                 until=until, category=category, tags=tag, sources=source, mode=mode,
                 require=require, exclude=exclude, explain=explain, correct=correct,
-                meta=_meta_pairs(meta))
+                meta=_meta_pairs(meta), phrase=phrase)
             found = await store.search(query, options)
             return found, _shape_data(form, store, found, options)
 

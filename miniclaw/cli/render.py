@@ -145,8 +145,8 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
 
 def search_markdown(found) -> str:
     """Results grouped by file, for agents that read Markdown: each entry's category
-    comment, then `**Line N:** text`, and a count at the end."""
-    lines = [f'## Results for: "{found.query}"', ""]
+    comment, then `**Line N:** text`, and a count at the end (ConKeeper's search shape)."""
+    lines = [f'## Results for: "{found.query}"', "", ""]
     if found.corrections:
         lines += [f"_Searched instead: {_corrections(found)}_", ""]
     by_file: dict[str, list] = {}
@@ -166,6 +166,7 @@ def search_markdown(found) -> str:
         lines += ["No matches.", ""] + [f"- {hint}" for hint in suggestions(found)] + [""]
     noun = "match" if len(found.results) == 1 else "matches"
     files = "file" if len(by_file) == 1 else "files"
+    lines.append("---")
     lines.append(f"Found {len(found.results)} {noun} across {len(by_file)} {files}.")
     return printable("\n".join(lines))
 

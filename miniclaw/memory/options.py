@@ -56,6 +56,7 @@ class SearchOptions:
     excerpts: bool = True  # False: each excerpt is the entry's start (the context's many)
     # A source's metadata that must match: {"namespace": "_semantic/decisions"} (mnemonic).
     meta: tuple[tuple[str, str], ...] = ()
+    phrase: bool = False  # the whole query is one phrase, no operators (ConKeeper's reading)
 
     @classmethod
     def build(cls, today: Date, *, names: Mapping[str, str] | None = None,
@@ -85,7 +86,7 @@ class SearchOptions:
             values["category"] = clean_category(_string(values["category"], label("category")))
         if values.get("mode") is not None:
             _string(values["mode"], label("mode"))
-        for name in ("explain", "correct", "excerpts"):
+        for name in ("explain", "correct", "excerpts", "phrase"):
             if name in values and not isinstance(values[name], bool):
                 raise UsageError(f"{label(name)} must be true or false, not {values[name]!r}")
         if values.get("meta") is not None:

@@ -83,27 +83,29 @@ class _Parts:
             self.too_common.setdefault(terms[0], written)
 
 
-def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str] = ()) -> Query:
+def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str] = (),
+                phrase: bool = False) -> Query:
     """The parsed query, or `QueryError` saying why it cannot be searched.
 
     `require` and `exclude` are the CLI's `--require`/`--exclude`: each is plain text (no
-    operators) whose every word must, or must not, appear.
+    operators) whose every word must, or must not, appear. `phrase` reads the whole query as
+    one phrase with no operators, as ConKeeper's search reads it (`--phrase`).
     """
     try:
-        return _parse(text, require, exclude)
+        return _parse(text, require, exclude, phrase)
     except QueryError as exc:
         exc.query = text if isinstance(text, str) else None
         raise
 
 
-def _parse(text: str, require: Sequence[str], exclude: Sequence[str]) -> Query:
+def _parse(text: str, require: Sequence[str], exclude: Sequence[str], phrase: bool) -> Query:
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty: give at least one word to search for")
     if len(text) > MAX_QUERY_CHARS:
         raise QueryError(
             f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
     parts = _Parts()
-    pieces = _QUOTE.split(text)  # even indexes are outside quotes, odd ones inside
+    pieces = ["", text, ""] if phrase else _QUOTE.split(text)  # odd indexes: phrases
     for i in range(0, len(pieces), 2):
         outside, sign = pieces[i], None
         if i + 1 < len(pieces) and (found := _SIGN_BEFORE_QUOTE.search(outside)):

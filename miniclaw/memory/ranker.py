@@ -104,7 +104,8 @@ class MemoryRanker:
             return await self._search(text, options)
 
     async def _search(self, text: str, options: SearchOptions) -> SearchResults:
-        query = parse_query(text, require=options.require, exclude=options.exclude)
+        query = parse_query(text, require=options.require, exclude=options.exclude,
+                            phrase=options.phrase)
         mode = get_mode(options.mode)
         filters = self.filters(options)
 

@@ -260,3 +260,24 @@ def test_text_without_operators_parses_to_its_tokens(text):
         assert not tokenize(text)
         return
     assert query.terms == tuple(dict.fromkeys(tokenize(text)))
+
+
+# -- the whole query as one phrase (--phrase, ConKeeper's reading) --------------------------
+
+
+def test_phrase_reads_the_whole_query_as_one_phrase_with_no_operators():
+    query = parse_query('code +fence -draft "x', phrase=True)
+    assert query.phrases == (("code", "fenc", "draft", "x"),)
+    assert query.excluded == () and query.prefixes == ()
+    assert set(query.required) == {"code", "fenc", "draft", "x"}
+
+
+@given(_ANY_TEXT)
+def test_phrase_gives_one_phrase_of_the_texts_words_or_a_query_error(text):
+    try:
+        query = parse_query(text, phrase=True)
+    except QueryError as exc:
+        assert str(exc) and (not tokenize(text) or len(text) > MAX_QUERY_CHARS)
+        return
+    assert query.phrases == (tuple(tokenize(text)),)
+    assert query.excluded == () and query.prefixes == ()

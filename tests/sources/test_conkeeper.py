@@ -343,6 +343,27 @@ def test_the_cli_searches_a_configured_store_and_hides_its_private_text(tmp_path
     assert done.returncode == 2 and "app" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_the_cli_reads_a_query_as_conkeeper_does_with_phrase(tmp_path, workspace, isolated_home):
+    """ConKeeper's drop-in (README): `--phrase` reads the query as its script does, one
+    literal phrase (ignoring case), so the fixture's private queries find nothing at all, over
+    the project store with its sessions and the global store."""
+    copied = _copy(tmp_path)
+    root, home = copied / "project" / ".claude" / "memory", copied / "home" / ".claude" / "memory"
+    _configure(isolated_home, workspace,
+               {"kind": "conkeeper", "root": str(root), "name": "app", "sessions": True},
+               {"kind": "conkeeper", "root": str(home), "name": "global"})
+    for query in EMPTY_QUERIES:
+        done = _cli(workspace, "search", query, "--phrase", "--all", "--format", "markdown")
+        assert done.returncode == 0, done.stderr
+        assert "Found 0 matches across 0 files." in done.stdout
+        assert not any(secret in done.stdout + done.stderr for secret in PRIVATE_TEXTS)
+    done = _cli(workspace, "search", "sqlite FTS5", "--phrase", "--all", "--json")
+    found = {(r["source"], r["line_start"]) for r in json.loads(done.stdout)["results"]}
+    assert ("app", 8) in found, done.stdout  # "Keyword index uses SQLite FTS5"
+    done = _cli(workspace, "search", "FTS5 sqlite", "--phrase", "--all", "--json")
+    assert json.loads(done.stdout)["total"] == 0, done.stdout  # a phrase keeps its order
+
+
 def test_a_table_gives_one_entry_per_row_without_its_rule(tmp_path):
     root = _memory(tmp_path)
     source = ConKeeperSource(root=str(root))
