@@ -388,10 +388,20 @@ def test_miniclaws_own_privacy_property_holds_over_this_source_too(segments, lea
 
 def _expected_hits(name: str) -> set[tuple[str, int]]:
     """(root-relative file, line) of each hit in one of the tool's expected outputs."""
+    return _markdown_hits((FIXTURES / "expected" / name).read_text(encoding="utf-8"))
+
+
+def _markdown_hits(output: str, root: str = "") -> set[tuple[str, int]]:
+    """(root-relative file, line) of each hit in ConKeeper's Markdown shape, read as its
+    consumers read it: `### file` groups of `**Line N:**` lines, a `---` rule, a count."""
+    lines = output.splitlines()
+    assert lines[0].startswith("## Results for: ") and lines[1:3] == ["", ""], lines[:3]
+    assert lines[-2] == "---" and re.fullmatch(r"Found \d+ match(es)? across \d+ files?\.",
+                                               lines[-1]), lines[-2:]
     hits, current = set(), None
-    for line in (FIXTURES / "expected" / name).read_text(encoding="utf-8").splitlines():
+    for line in lines:
         if line.startswith("### "):
-            current = line[4:].removeprefix(".claude/memory/")
+            current = line[4:].removeprefix(root).removeprefix(".claude/memory/")
         found = re.match(r"^\*\*Line (\d+):\*\*", line)
         if found:
             hits.add((current, int(found.group(1))))
@@ -416,6 +426,18 @@ async def test_every_hit_of_the_tools_expected_output_is_found(tmp_path, workspa
     assert len(hits) == {"search--sessions-FTS5.txt": 6}.get(expected, 2)
     for path, line in hits:
         assert any(p == path and start <= line <= end for p, start, end in found), (path, line)
+
+
+def test_the_markdown_shape_reads_as_the_tools_output_does(tmp_path, workspace, isolated_home):
+    """`--format markdown` parses with the same reader as the tool's own expected output, to
+    the same hits."""
+    root = _memory(tmp_path)
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root), "name": "app"})
+    done = _cli(workspace, "search", "FTS5", "--phrase", "--all", "--category", "decision",
+                "--source", "app", "--format", "markdown")
+    assert done.returncode == 0, done.stderr
+    assert _markdown_hits(done.stdout, f"{root}/") == \
+        _expected_hits("search--category-decision-FTS5.txt")
 
 
 async def test_a_folder_named_sessions_above_the_root_does_not_make_files_sessions(tmp_path, workspace):
