@@ -197,10 +197,30 @@ def update_workspace_settings(workspace: Path, change: Any) -> Path:
     """Let `change(settings)` edit this workspace's object of config.json, then write the
     file back atomically (a temp file beside it, fsync, `os.replace`, its mode kept), with
     every other key and workspace as it was. Returns the file's path."""
+    path = config_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with _config_lock(path.parent):
+        return _update(path, workspace, change)
+
+
+@contextlib.contextmanager
+def _config_lock(folder: Path):
+    """Two `miniclaw sources add` at once must not lose one's change: the read, the change
+    and the write happen under an exclusive lock of the config folder."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _update(path: Path, workspace: Path, change: Any) -> Path:
     import json
     import tempfile
 
-    path = config_path()
     data = load_config()
     section = data.setdefault("workspaces", {})
     if not isinstance(section, dict):
@@ -211,7 +231,6 @@ def update_workspace_settings(workspace: Path, change: Any) -> Path:
     if not isinstance(settings, dict):
         raise UsageError(f"{path}: the settings of workspace {key!r} must be an object")
     change(settings)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -129,3 +129,28 @@ def test_add_help_names_every_kind(workspace: Path):
 
     shown = " ".join(_cli(workspace, "sources", "add", "--help").stdout.split())
     assert all(kind in shown for kind in KINDS), shown
+
+
+def test_adds_at_the_same_time_keep_every_source(workspace, tmp_path, isolated_home):
+    """config.json is read, changed and written under a lock: no add loses another's."""
+    import threading
+
+    from miniclaw.memory import source_config
+
+    roots = [tmp_path / f"store{n}" for n in range(24)]
+    start = threading.Barrier(4)
+
+    def adds(mine: list[Path]) -> None:
+        start.wait()
+        for root in mine:
+            root.mkdir()
+            source_config.add(workspace, "conkeeper", str(root), name=root.name)
+
+    threads = [threading.Thread(target=adds, args=(roots[n::4],)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    settings = next(iter(_config(isolated_home)["workspaces"].values()))
+    assert sorted(item["name"] for item in settings["sources"] if isinstance(item, dict)) == \
+        sorted(root.name for root in roots)
