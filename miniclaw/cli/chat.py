@@ -14,20 +14,20 @@ import typer
 from miniclaw.cli.app import app, run, workspace_of
 
 BudgetOption = Annotated[int, typer.Option(
-    "--budget", "-b", help="Token budget of the context (200-32000), estimated conservatively.")]
+    "--budget", "-b", metavar="TOKENS", help="Token budget of the context (200-32000), estimated conservatively.")]
 
 
 @app.command("chat")
 def chat(
     ctx: typer.Context,
-    once: Annotated[str | None, typer.Option("--once", help="Answer this one message on stdout and exit.", show_default=False)] = None,
-    provider: Annotated[str | None, typer.Option("--provider", help="echo (offline, the default with no server) or openai.", show_default=False)] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="An OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 [env MINICLAW_LLM_BASE_URL].", show_default=False)] = None,
-    model: Annotated[str | None, typer.Option("--model", help="The model name the server knows [env MINICLAW_LLM_MODEL].", show_default=False)] = None,
+    once: Annotated[str | None, typer.Option("--once", metavar="MESSAGE", help="Answer this one message on stdout and exit.", show_default=False)] = None,
+    provider: Annotated[str | None, typer.Option("--provider", metavar="[echo|openai]", help="echo (offline, the default with no server) or openai.", show_default=False)] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL", help="An OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 [env MINICLAW_LLM_BASE_URL].", show_default=False)] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="NAME", help="The model name the server knows [env MINICLAW_LLM_MODEL].", show_default=False)] = None,
     budget: BudgetOption = 4000,
-    connect_timeout: Annotated[float | None, typer.Option("--connect-timeout", help="Seconds to wait for a connection [default: 5].", show_default=False)] = None,
-    read_timeout: Annotated[float | None, typer.Option("--read-timeout", help="Longest silence while the model answers, in seconds [default: 120].", show_default=False)] = None,
-    deadline: Annotated[float | None, typer.Option("--deadline", help="With --once: seconds for the whole answer [default: 300].", show_default=False)] = None,
+    connect_timeout: Annotated[float | None, typer.Option("--connect-timeout", metavar="SECONDS", help="Seconds to wait for a connection [default: 5].", show_default=False)] = None,
+    read_timeout: Annotated[float | None, typer.Option("--read-timeout", metavar="SECONDS", help="Longest silence while the model answers, in seconds [default: 120].", show_default=False)] = None,
+    deadline: Annotated[float | None, typer.Option("--deadline", metavar="SECONDS", help="With --once: seconds for the whole answer [default: 300].", show_default=False)] = None,
 ) -> None:
     """Chat with the assistant; each message is answered with the memories relevant to it.
 

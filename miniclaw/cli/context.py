@@ -13,7 +13,7 @@ from miniclaw.cli.chat import BudgetOption
 @app.command("context")
 def context(
     ctx: typer.Context,
-    query: Annotated[str, typer.Option("--query", "-q", help="The message to build the context for.", show_default=False)],
+    query: Annotated[str, typer.Option("--query", "-q", metavar="QUERY", help="The message to build the context for.", show_default=False)],
     budget: BudgetOption = 4000,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (sections, items, token counts, prompt).")] = False,
 ) -> None:

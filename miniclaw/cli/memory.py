@@ -40,8 +40,8 @@ def add(
     text: Annotated[str | None, typer.Argument(help="The text to remember; - (or none, from a pipe) reads it from stdin.", show_default=False)] = None,
     long: Annotated[bool, typer.Option("--long", help="Add to long-term memory (MEMORY.md).")] = False,
     daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
-    category: Annotated[str | None, typer.Option("--category", "-c", help="One category, e.g. decision, preference.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag; repeat for more.")] = None,
+    category: Annotated[str | None, typer.Option("--category", "-c", metavar="NAME", help="One category, e.g. decision, preference.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag; repeat for more.")] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Add a memory to today's daily note, or with --long to MEMORY.md.
@@ -133,7 +133,7 @@ def read(
 @memory_app.command("recent", cls=ZoneHelpCommand)
 def recent(
     ctx: typer.Context,
-    days: Annotated[int, typer.Option("--days", "-d", help="How many days back, today included.")] = 7,
+    days: Annotated[int, typer.Option("--days", "-d", metavar="N", help="How many days back, today included.")] = 7,
     json_out: JsonOption = False,
 ) -> None:
     """Print the daily notes of the last N days, newest first.
@@ -156,17 +156,17 @@ def recent(
 def rank(
     ctx: typer.Context,
     query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='What to look for: words, "a phrase", +must, -mustnot, prefix* (or -q).', show_default=False)] = None,
-    query: Annotated[str | None, typer.Option("--query", "-q", help="The query, as an option (scripts that build it).", show_default=False)] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results (1-20).")] = 5,
-    days: Annotated[int | None, typer.Option("--days", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="The query, as an option (scripts that build it).", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many results (1-20).")] = 5,
+    days: Annotated[int | None, typer.Option("--days", metavar="N", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,
     all_history: Annotated[bool, typer.Option("--all", help="Search all history, not just the last 30 days.")] = False,
-    since: Annotated[str | None, typer.Option("--since", help="Only entries dated on or after DAY (2026-02-14, yesterday, 7d); replaces the 30-day window.", show_default=False)] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Only entries dated on or before DAY.", show_default=False)] = None,
-    category: Annotated[str | None, typer.Option("--category", "-c", help="Only entries of this category.", show_default=False)] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only entries with this tag; repeat: all must match.", show_default=False)] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="DAY", help="Only entries dated on or after DAY (2026-02-14, yesterday, 7d); replaces the 30-day window.", show_default=False)] = None,
+    until: Annotated[str | None, typer.Option("--until", metavar="DAY", help="Only entries dated on or before DAY.", show_default=False)] = None,
+    category: Annotated[str | None, typer.Option("--category", "-c", metavar="NAME", help="Only entries of this category.", show_default=False)] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="Only entries with this tag; repeat: all must match.", show_default=False)] = None,
     source: Annotated[list[str] | None, typer.Option("--source", metavar="SOURCE", help="Only this memory source (long_term, daily_note, transcripts, or one config.json adds); repeatable.", show_default=False)] = None,
-    require: Annotated[list[str] | None, typer.Option("--require", help="Words every result must hold; repeatable.", show_default=False)] = None,
-    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no result may hold; repeatable.", show_default=False)] = None,
+    require: Annotated[list[str] | None, typer.Option("--require", metavar="WORDS", help="Words every result must hold; repeatable.", show_default=False)] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="WORDS", help="Words no result may hold; repeatable.", show_default=False)] = None,
     mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|hybrid|vector|keyword]", help="Ranking mode: bm25 (default: words), hybrid (words and meaning, with pip install 'miniclaw[semantic]'), vector (meaning only) or keyword (word count, also called basic).", show_default=False)] = None,
     output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown|ef|mnemonic]", help="Output: text (default), json, markdown, or another tool's shape: ef (EF Memory's entry blocks), mnemonic (its search-subcall JSON).", show_default=False)] = None,
     json_out: JsonOption = False,
@@ -275,8 +275,8 @@ def _output_format(output: str | None, json_out: bool) -> str:
 def forget(
     ctx: typer.Context,
     citation: Annotated[str | None, typer.Argument(help="The memory to remove, as search cites it: memory/2026-02-14.md:5.", show_default=False)] = None,
-    query: Annotated[str | None, typer.Option("--query", "-q", help="Forget the best matches of this search (all history) instead.", show_default=False)] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="With -q: how many of the best matches.")] = 1,
+    query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="Forget the best matches of this search (all history) instead.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="With -q: how many of the best matches.")] = 1,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
     json_out: JsonOption = False,
 ) -> None:

@@ -25,11 +25,11 @@ _ROLES = {"user": "user", "assistant": "asst"}
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(metavar="QUERY", help='Words (any may match), "a phrase", +must, -mustnot.', show_default=False)],
-    project: Annotated[str | None, typer.Option("--project", "-p", help="Only conversations held in this folder (or below it).", show_default=False)] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many sessions.")] = 10,
-    messages: Annotated[int, typer.Option("--messages", "-m", help="How many messages per session.")] = 5,
-    require: Annotated[list[str] | None, typer.Option("--require", help="Words every message must hold; repeatable.", show_default=False)] = None,
-    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Words no message may hold; repeatable.", show_default=False)] = None,
+    project: Annotated[str | None, typer.Option("--project", "-p", metavar="PATH", help="Only conversations held in this folder (or below it).", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many sessions.")] = 10,
+    messages: Annotated[int, typer.Option("--messages", "-m", metavar="M", help="How many messages per session.")] = 5,
+    require: Annotated[list[str] | None, typer.Option("--require", metavar="WORDS", help="Words every message must hold; repeatable.", show_default=False)] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="WORDS", help="Words no message may hold; repeatable.", show_default=False)] = None,
     output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json or markdown.", show_default=False)] = None,
     json_out: JsonOption = False,
 ) -> None:

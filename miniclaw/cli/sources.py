@@ -48,7 +48,7 @@ def add_source(
     ctx: typer.Context,
     kind: Annotated[str, typer.Argument(metavar="KIND", help="The kind of memory: conkeeper, mnemonic, ef_memory, claude_code (Claude Code's transcripts) or transcripts (miniclaw's chats, searched by default).", show_default=False)],
     root: Annotated[str, typer.Argument(help="The folder it lives in (e.g. ~/code/app/.claude/memory).", show_default=False)],
-    name: Annotated[str | None, typer.Option("--name", help="Its name for --source [default: the kind].", show_default=False)] = None,
+    name: Annotated[str | None, typer.Option("--name", metavar="NAME", help="Its name for --source [default: the kind].", show_default=False)] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Add a memory source to the workspace (config.json), allowing its folder.
