@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, MiniclawGroup, run, use_color, workspace_of
+from miniclaw.cli.app import JsonOption, MiniclawGroup, command_app, run, use_color, workspace_of
 from miniclaw.cli.zone_help import ZoneHelpCommand
 
 memory_app = typer.Typer(
@@ -268,6 +268,10 @@ def _output_format(output: str | None, json_out: bool) -> str:
     if json_out and form != "json":
         raise UsageError("--json asks for JSON: choose one of --json or --format")
     return form
+
+
+search_app = command_app()
+search_app.command("search")(rank)  # `miniclaw search QUERY`: the same command as `memory rank`
 
 
 @memory_app.command("forget")
