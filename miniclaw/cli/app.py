@@ -135,14 +135,22 @@ class _OnDemand(MutableMapping):
         return len(self._table.keys() | self._built.keys())
 
 
-class RootGroup(MiniclawGroup):
-    """The root group: its commands are SUBCOMMANDS, built on demand, beside any that Typer
-    registered (`app.add_typer`). Listing them (help, completion, "Did you mean") needs
-    no building; looking one up builds that one only."""
+class OnDemandGroup(MiniclawGroup):
+    """A group whose commands (`subcommands`: name -> "module:Typer app") are built on
+    demand, beside any that Typer registered (`app.add_typer`). Listing them (help,
+    completion, "Did you mean") needs no building; looking one up builds that one only."""
+
+    subcommands: dict[str, str] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands = _OnDemand(self.commands, SUBCOMMANDS)
+        self.commands = _OnDemand(self.commands, self.subcommands)
+
+
+class RootGroup(OnDemandGroup):
+    """The root group: `miniclaw memory rank` builds the root, the memory group and rank."""
+
+    subcommands = SUBCOMMANDS
 
 
 def _check_utf8(args: list[str]) -> None:
