@@ -655,11 +655,16 @@ def test_root_help_and_suggestions_still_know_every_command(runner):
     """The root builds a command only when it is named, yet its help lists all of them, in
     the same order, and a typo is still answered with the command meant."""
     from miniclaw.cli.app import SUBCOMMANDS
+    from miniclaw.cli.memory import MemoryGroup
 
-    shown = runner.invoke(app, ["--help"])
-    listed = [line.split()[0] for line in shown.stdout.split("Commands:", 1)[1].splitlines()
-              if line.startswith("  ")]
-    assert listed == list(SUBCOMMANDS)
+    def listed(*argv: str) -> list[str]:
+        shown = runner.invoke(app, [*argv, "--help"])
+        return [line.split()[0] for line in shown.stdout.split("Commands:", 1)[1].splitlines()
+                if line.startswith("  ")]
+
+    assert listed() == list(SUBCOMMANDS)
+    assert listed("memory") == ["add", "read", "recent", "rank", "forget", "edit", "index",
+                                "status"] == list(MemoryGroup.subcommands)
     typo = runner.invoke(app, ["memroy", "rank"])
     assert typo.exit_code == 2
     assert typo.stderr == "Error: No such command 'memroy'. Did you mean 'memory'?\n"
