@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.search_speed import SEED, SIZES, Writer, generate  # noqa: E402
+from benchmarks.search_speed import SEED, SIZES, Writer, generate, timed_run  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "formats"
 #: (kind, fixture folder, where it goes under the benchmark's HOME)
@@ -65,19 +65,19 @@ def main(base: Path, runs: int) -> None:
     entries = {row["name"]: row["entries"] for row in json.loads(check.stdout)["sources"]}
     assert all(entries.get(kind) for kind, _f, _w in STORES), entries  # each store is indexed
     bare = [sys.executable, "-c", "import typer, asyncio"]
-    times: dict[str, list[float]] = {"L": [], "L+stores": [], "python": []}
+    times: dict[str, list[tuple[float, float]]] = {"L": [], "L+stores": [], "python": []}
     for i in range(runs):
         query = queries[i % len(queries)]
         for name, cmd, env in (("L", rank(query), plain), ("L+stores", rank(query), with_store),
                                ("python", bare, plain)):
-            start = time.perf_counter()
-            subprocess.run(cmd, env=env, check=True, capture_output=True)
-            times[name].append(time.perf_counter() - start)
-    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    print(f"{runs} runs: L rank {ms['L']:.0f} ms, L+stores {ms['L+stores']:.0f} ms, "
-          f"python+typer {ms['python']:.0f} ms; L/python {ms['L'] / ms['python']:.2f}, "
-          f"L+stores/python {ms['L+stores'] / ms['python']:.2f} "
-          f"(load average {os.getloadavg()[0]:.1f})")
+            times[name].append(timed_run(cmd, env))
+    for kind, part in (("wall", 0), ("CPU", 1)):
+        ms = {name: statistics.median(t[part] for t in values) * 1e3
+              for name, values in times.items()}
+        print(f"{runs} runs, {kind} time: L rank {ms['L']:.0f} ms, L+stores {ms['L+stores']:.0f} "
+              f"ms, python+typer {ms['python']:.0f} ms; L/python {ms['L'] / ms['python']:.2f}, "
+              f"L+stores/python {ms['L+stores'] / ms['python']:.2f} "
+              f"(load average {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":
