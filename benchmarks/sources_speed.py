@@ -4,7 +4,7 @@ mnemonic, EF Memory) configured beside it, against `python -c "import typer, asy
 
 search_speed.py's method: its L generator, indexes built first, then the three commands
 alternated RUNS times (`memory rank -q Q --all`, Q cycling over its first 15 warm queries)
-and the medians compared. The stores are the repository's fixtures
+and the medians compared, of wall and of CPU time. The stores are the repository's fixtures
 (tests/fixtures/formats/), copied.
 
 Run (from the repo root): .venv/bin/python benchmarks/sources_speed.py [RUNS] [--keep DIR]
