@@ -94,15 +94,16 @@ SUBCOMMANDS = {
 
 
 def command_app() -> typer.Typer:
-    """The Typer app of one command under the root (a SUBCOMMANDS entry): no completion
-    options of its own (the root has them) and plain help like the root's."""
+    """The Typer app of one command built on demand (SUBCOMMANDS, the memory group's): no
+    completion options of its own (the root has them) and plain help like the root's."""
     return typer.Typer(add_completion=False, rich_markup_mode=None)
 
 
 class _OnDemand(MutableMapping):
     """A group's commands by name, each built from its Typer app (Typer's public
     `get_group`/`get_command`) the first time it is looked up: Typer inspects every
-    command's signature, and a start that builds all 19 commands to run one pays ~4 ms."""
+    command's signature, and a start that built all 19 commands to run one paid ~7 ms
+    (benchmarks/README.md), more than the search itself on a small workspace."""
 
     def __init__(self, built: dict, table: dict[str, str]) -> None:
         self._built, self._table = dict(built), dict(table)
@@ -123,8 +124,9 @@ class _OnDemand(MutableMapping):
         self._built[name] = command
 
     def __delitem__(self, name: str) -> None:
-        if self._built.pop(name, None) is None and self._table.pop(name, None) is None:
+        if name not in self._built and name not in self._table:
             raise KeyError(name)
+        self._built.pop(name, None)
         self._table.pop(name, None)
 
     def __iter__(self) -> Iterator[str]:
