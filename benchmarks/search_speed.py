@@ -20,7 +20,8 @@ For each size it prints:
              (~20 repetitions), its ratio to warm p50, and how often the new entry was found
   cli        median wall time of `miniclaw --workspace WS memory rank -q Q --all` as a
              subprocess (Q: the first 15 warm queries, one per run), alternated with
-             `python -c "import typer, asyncio"`, and their ratio
+             `python -c "import typer, asyncio"`, and their ratio; the ratio of CPU times
+             too (user + system), which a shared machine disturbs much less
   rss        peak RSS of that CLI rank process (MB)
 and the XL/L ratio of warm p50 when both ran.
 
@@ -223,6 +224,19 @@ async def warm_latencies(store: MemoryStore, queries: list[str]) -> list[float]:
     return latencies
 
 
+def timed_run(cmd: list[str], env: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds of one process run to completion. CPU time (user + system, from
+    the children's rusage) moves much less than wall time when the machine is shared."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
 def bench_cli(ws: Path, env: dict, queries: list[str]) -> dict:
     """Whole-process time and peak RSS of one CLI rank, against bare `import typer, asyncio`.
     Run i searches queries[i]: a mix of common and rare words, like the warm set."""
@@ -246,11 +260,11 @@ def bench_cli(ws: Path, env: dict, queries: list[str]) -> dict:
     cli_s, bare_s = [], []
     for i in range(CLI_RUNS):
         for cmd, out in ((cli_rank(queries[i % len(queries)]), cli_s), (bare, bare_s)):
-            start = time.perf_counter()
-            subprocess.run(cmd, env=env, check=True, capture_output=True)
-            out.append(time.perf_counter() - start)
-    row = {"cli_ms": statistics.median(cli_s) * 1e3, "py_ms": statistics.median(bare_s) * 1e3}
+            out.append(timed_run(cmd, env))
+    row = {"cli_ms": statistics.median(w for w, _ in cli_s) * 1e3,
+           "py_ms": statistics.median(w for w, _ in bare_s) * 1e3}
     row["cli/py"] = row["cli_ms"] / row["py_ms"]
+    row["cli/py cpu"] = statistics.median(c for _, c in cli_s) / statistics.median(c for _, c in bare_s)
     row["rss_MB"] = peak_rss_mb(cli, env)
     return row
 
@@ -286,6 +300,7 @@ ROWS = [("entries", "entries", "{:,}"), ("Markdown MB", "MB", "{:.1f}"),
         ("after append ms", "append_ms", "{:.2f}"), ("append / warm p50", "append/warm", "{:.2f}"),
         ("appended found", "found", "{}"), ("CLI rank ms", "cli_ms", "{:.0f}"),
         ("python+typer ms", "py_ms", "{:.0f}"), ("CLI / python", "cli/py", "{:.2f}"),
+        ("CLI / python, CPU", "cli/py cpu", "{:.2f}"),
         ("CLI peak RSS MB", "rss_MB", "{:.1f}")]
 
 

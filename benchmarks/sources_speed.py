@@ -1,9 +1,11 @@
-"""CLI rank on the L workspace with and without a ConKeeper store configured beside it,
-against `python -c "import typer, asyncio"` (issue 14's speed target: within 1.3x).
+"""CLI rank on the L workspace with and without the three fixture stores (ConKeeper,
+mnemonic, EF Memory) configured beside it, against `python -c "import typer, asyncio"`
+(issue 14's speed target: within 1.3x).
 
 search_speed.py's method: its L generator, indexes built first, then the three commands
 alternated RUNS times (`memory rank -q Q --all`, Q cycling over its first 15 warm queries)
-and the medians compared. The ConKeeper store is the shared fixture, copied.
+and the medians compared, of wall and of CPU time. The stores are the repository's fixtures
+(tests/fixtures/formats/), copied.
 
 Run (from the repo root): .venv/bin/python benchmarks/sources_speed.py [RUNS] [--keep DIR]
 """
@@ -21,9 +23,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.search_speed import SEED, SIZES, Writer, generate  # noqa: E402
+from benchmarks.search_speed import SEED, SIZES, Writer, generate, timed_run  # noqa: E402
 
-FIXTURE = Path("/work/shared/formats/fixtures/conkeeper/project/.claude/memory")
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "formats"
+#: (kind, fixture folder, where it goes under the benchmark's HOME)
+STORES = [("conkeeper", "conkeeper/project/.claude/memory", "code/app/.claude/memory"),
+          ("mnemonic", "mnemonic/home/.claude/mnemonic", ".claude/mnemonic"),
+          ("ef_memory", "efm/project", "code/efm")]
 
 
 def main(base: Path, runs: int) -> None:
@@ -31,19 +37,20 @@ def main(base: Path, runs: int) -> None:
     if not ws.exists():
         home.mkdir(parents=True, exist_ok=True)
         generate(ws, Writer(SEED), *SIZES["L"])
-        shutil.copytree(FIXTURE, home / "code/app/.claude/memory", copy_function=shutil.copy)
+        for _kind, fixture, where in STORES:
+            shutil.copytree(FIXTURES / fixture, home / where, copy_function=shutil.copy)
     writer = Writer(SEED)
     queries = [writer.query() for _ in range(15)]
     common = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(base / "cache")}
     plain = {**common, "MINICLAW_HOME": str(base / "plain"),
              "MINICLAW_INDEX": str(base / "plain.sqlite3")}
     with_store = {**common, "MINICLAW_HOME": str(home / ".miniclaw"),
-                  "MINICLAW_INDEX": str(base / "conkeeper.sqlite3")}
+                  "MINICLAW_INDEX": str(base / "stores.sqlite3")}
     (base / "plain").mkdir(exist_ok=True)
     (home / ".miniclaw").mkdir(exist_ok=True)
     (home / ".miniclaw" / "config.json").write_text(json.dumps({"workspaces": {str(ws): {
-        "sources": ["long_term", "daily_note",
-                    {"kind": "conkeeper", "root": "~/code/app/.claude/memory", "name": "app"}]}}}))
+        "sources": ["long_term", "daily_note"] + [
+            {"kind": kind, "root": f"~/{where}", "name": kind} for kind, _f, where in STORES]}}}))
     cli = str(Path(sys.executable).parent / "miniclaw")
 
     def rank(query: str) -> list[str]:
@@ -53,22 +60,24 @@ def main(base: Path, runs: int) -> None:
         subprocess.run([cli, "--workspace", str(ws), "memory", "index"], env=env, check=True,
                        capture_output=True)
     time.sleep(2.1)  # past sync.RACY_NS: the runs measure an up-to-date index
-    check = subprocess.run(rank("fts5 index"), env=with_store, capture_output=True, text=True)
-    assert "(app)" in check.stdout, check.stdout + check.stderr
+    check = subprocess.run([cli, "--workspace", str(ws), "sources", "list", "--json"],
+                           env=with_store, capture_output=True, text=True)
+    entries = {row["name"]: row["entries"] for row in json.loads(check.stdout)["sources"]}
+    assert all(entries.get(kind) for kind, _f, _w in STORES), entries  # each store is indexed
     bare = [sys.executable, "-c", "import typer, asyncio"]
-    times: dict[str, list[float]] = {"L": [], "L+conkeeper": [], "python": []}
+    times: dict[str, list[tuple[float, float]]] = {"L": [], "L+stores": [], "python": []}
     for i in range(runs):
         query = queries[i % len(queries)]
-        for name, cmd, env in (("L", rank(query), plain), ("L+conkeeper", rank(query), with_store),
+        for name, cmd, env in (("L", rank(query), plain), ("L+stores", rank(query), with_store),
                                ("python", bare, plain)):
-            start = time.perf_counter()
-            subprocess.run(cmd, env=env, check=True, capture_output=True)
-            times[name].append(time.perf_counter() - start)
-    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    print(f"{runs} runs: L rank {ms['L']:.0f} ms, L+ConKeeper {ms['L+conkeeper']:.0f} ms, "
-          f"python+typer {ms['python']:.0f} ms; L/python {ms['L'] / ms['python']:.2f}, "
-          f"L+ConKeeper/python {ms['L+conkeeper'] / ms['python']:.2f} "
-          f"(load average {os.getloadavg()[0]:.1f})")
+            times[name].append(timed_run(cmd, env))
+    for kind, part in (("wall", 0), ("CPU", 1)):
+        ms = {name: statistics.median(t[part] for t in values) * 1e3
+              for name, values in times.items()}
+        print(f"{runs} runs, {kind} time: L rank {ms['L']:.0f} ms, L+stores {ms['L+stores']:.0f} "
+              f"ms, python+typer {ms['python']:.0f} ms; L/python {ms['L'] / ms['python']:.2f}, "
+              f"L+stores/python {ms['L+stores'] / ms['python']:.2f} "
+              f"(load average {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

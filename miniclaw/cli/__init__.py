@@ -6,22 +6,7 @@ import contextlib
 import os
 import sys
 
-from miniclaw.cli.app import app
-from miniclaw.cli.memory import memory_app, rank
-from miniclaw.cli.index import index_app
-from miniclaw.cli.sources import sources_app
-from miniclaw.cli.sessions import sessions_app
-from miniclaw.cli import workspace as _workspace  # noqa: F401  (registers `init`)
-from miniclaw.cli import chat as _chat  # noqa: F401  (registers `chat`)
-from miniclaw.cli import context as _context  # noqa: F401  (registers `context`)
-from miniclaw.cli import mcp as _mcp  # noqa: F401  (registers `mcp`)
-from miniclaw.cli import doctor as _doctor  # noqa: F401  (registers `doctor`)
-
-app.add_typer(memory_app)
-app.add_typer(index_app)
-app.add_typer(sources_app)
-app.add_typer(sessions_app)
-app.command("search")(rank)  # `miniclaw search QUERY`: the same command as `memory rank`
+from miniclaw.cli.app import app  # its commands (app.SUBCOMMANDS) are imported when named
 
 _VALUE_OPTIONS = {"-w", "--workspace"}
 

@@ -10,7 +10,7 @@ agents that call `miniclaw memory rank` in loops.
 import logging
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator, MutableMapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -77,6 +77,84 @@ class MiniclawGroup(TyperGroup):
         return code
 
 
+#: The commands and groups under the root, in the order `miniclaw --help` lists them, each as
+#: "module:Typer app". Only the one a command line names is imported and built (RootGroup).
+SUBCOMMANDS = {
+    "init": "miniclaw.cli.workspace:init_app",
+    "chat": "miniclaw.cli.chat:chat_app",
+    "context": "miniclaw.cli.context:context_app",
+    "mcp": "miniclaw.cli.mcp:mcp_app",
+    "doctor": "miniclaw.cli.doctor:doctor_app",
+    "search": "miniclaw.cli.memory:search_app",
+    "memory": "miniclaw.cli.memory:memory_app",
+    "index": "miniclaw.cli.index:index_app",
+    "sources": "miniclaw.cli.sources:sources_app",
+    "sessions": "miniclaw.cli.sessions:sessions_app",
+}
+
+
+def command_app() -> typer.Typer:
+    """The Typer app of one command built on demand (SUBCOMMANDS, the memory group's): no
+    completion options of its own (the root has them) and plain help like the root's."""
+    return typer.Typer(add_completion=False, rich_markup_mode=None)
+
+
+class _OnDemand(MutableMapping):
+    """A group's commands by name, each built from its Typer app (Typer's public
+    `get_group`/`get_command`) the first time it is looked up: Typer inspects every
+    command's signature, and a start that built all 19 commands to run one paid ~7 ms
+    (benchmarks/README.md), more than the search itself on a small workspace."""
+
+    def __init__(self, built: dict, table: dict[str, str]) -> None:
+        self._built, self._table = dict(built), dict(table)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            from importlib import import_module
+
+            from typer.main import get_command, get_group
+
+            module, attribute = self._table[name].split(":")  # KeyError: no such command
+            sub = getattr(import_module(module), attribute)
+            group = isinstance(sub.info.cls, type) and issubclass(sub.info.cls, TyperGroup)
+            self._built[name] = get_group(sub) if group else get_command(sub)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._built and name not in self._table:
+            raise KeyError(name)
+        self._built.pop(name, None)
+        self._table.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._table
+        yield from (name for name in self._built if name not in self._table)
+
+    def __len__(self) -> int:
+        return len(self._table.keys() | self._built.keys())
+
+
+class OnDemandGroup(MiniclawGroup):
+    """A group whose commands (`subcommands`: name -> "module:Typer app") are built on
+    demand, beside any that Typer registered (`app.add_typer`). Listing them (help,
+    completion, "Did you mean") needs no building; looking one up builds that one only."""
+
+    subcommands: dict[str, str] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _OnDemand(self.commands, self.subcommands)
+
+
+class RootGroup(OnDemandGroup):
+    """The root group: `miniclaw memory rank` builds the root, the memory group and rank."""
+
+    subcommands = SUBCOMMANDS
+
+
 def _check_utf8(args: list[str]) -> None:
     """Refuse arguments that are not UTF-8 before any command runs (Python hands their bytes
     over as lone surrogates, which no file or terminal can take). The workspace path is
@@ -132,7 +210,7 @@ Examples:
 """
 
 app = typer.Typer(
-    cls=MiniclawGroup,
+    cls=RootGroup,
     name="miniclaw",
     help=ROOT_HELP,
     no_args_is_help=True,

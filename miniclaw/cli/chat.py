@@ -11,13 +11,15 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import app, run, workspace_of
+from miniclaw.cli.app import command_app, run, workspace_of
+
+chat_app = command_app()
 
 BudgetOption = Annotated[int, typer.Option(
     "--budget", "-b", metavar="TOKENS", help="Token budget of the context (200-32000), estimated conservatively.")]
 
 
-@app.command("chat")
+@chat_app.command("chat")
 def chat(
     ctx: typer.Context,
     once: Annotated[str | None, typer.Option("--once", metavar="MESSAGE", help="Answer this one message on stdout and exit.", show_default=False)] = None,

@@ -6,11 +6,13 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import app, run, workspace_of
+from miniclaw.cli.app import command_app, run, workspace_of
 from miniclaw.cli.chat import BudgetOption
 
+context_app = command_app()
 
-@app.command("context")
+
+@context_app.command("context")
 def context(
     ctx: typer.Context,
     query: Annotated[str, typer.Option("--query", "-q", metavar="QUERY", help="The message to build the context for.", show_default=False)],

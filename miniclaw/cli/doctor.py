@@ -5,10 +5,12 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, app, workspace_of
+from miniclaw.cli.app import JsonOption, command_app, workspace_of
+
+doctor_app = command_app()
 
 
-@app.command("doctor")
+@doctor_app.command("doctor")
 def doctor(
     ctx: typer.Context,
     json_out: JsonOption = False,

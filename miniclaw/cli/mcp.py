@@ -5,10 +5,12 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import app, workspace_of
+from miniclaw.cli.app import command_app, workspace_of
+
+mcp_app = command_app()
 
 
-@app.command("mcp")
+@mcp_app.command("mcp")
 def mcp_command(
     ctx: typer.Context,
     read_only: Annotated[bool, typer.Option("--read-only", help="Refuse every write: add_memory is not offered.")] = False,

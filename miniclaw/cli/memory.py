@@ -10,11 +10,19 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, MiniclawGroup, run, use_color, workspace_of
+from miniclaw.cli.app import JsonOption, OnDemandGroup, command_app, run, use_color, workspace_of
 from miniclaw.cli.zone_help import ZoneHelpCommand
 
+
+class MemoryGroup(OnDemandGroup):
+    """`miniclaw memory`: each command built only when named (cli/app.py's OnDemandGroup)."""
+
+    subcommands = {name: f"{__name__}:memory_{name}" for name in
+                   ("add", "read", "recent", "rank", "forget", "edit", "index", "status")}
+
+
 memory_app = typer.Typer(
-    cls=MiniclawGroup,
+    cls=MemoryGroup,
     name="memory",
     help="Add, read and search memories (MEMORY.md and the daily notes).",
     no_args_is_help=True,
@@ -34,7 +42,10 @@ def _style():
     return Style(use_color())
 
 
-@memory_app.command("add", cls=ZoneHelpCommand)
+memory_add = command_app()
+
+
+@memory_add.command("add", cls=ZoneHelpCommand)
 def add(
     ctx: typer.Context,
     text: Annotated[str | None, typer.Argument(help="The text to remember; - (or none, from a pipe) reads it from stdin.", show_default=False)] = None,
@@ -96,7 +107,10 @@ def _text_or_stdin(text: str | None) -> str:
                          f"{exc.start}); nothing was written") from None
 
 
-@memory_app.command("read", cls=ZoneHelpCommand)
+memory_read = command_app()
+
+
+@memory_read.command("read", cls=ZoneHelpCommand)
 def read(
     ctx: typer.Context,
     today: Annotated[bool, typer.Option("--today", help="Today's daily note (the default).")] = False,
@@ -130,7 +144,10 @@ def read(
         typer.echo(render.entries_text(title, entries, _style(), zone_name(store.zone)))
 
 
-@memory_app.command("recent", cls=ZoneHelpCommand)
+memory_recent = command_app()
+
+
+@memory_recent.command("recent", cls=ZoneHelpCommand)
 def recent(
     ctx: typer.Context,
     days: Annotated[int, typer.Option("--days", "-d", metavar="N", help="How many days back, today included.")] = 7,
@@ -152,7 +169,10 @@ def recent(
         typer.echo(render.days_text(found, _style(), days, zone_name(store.zone)))
 
 
-@memory_app.command("rank")
+memory_rank = command_app()
+
+
+@memory_rank.command("rank")
 def rank(
     ctx: typer.Context,
     query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='What to look for: words, "a phrase", +must, -mustnot, prefix* (or -q).', show_default=False)] = None,
@@ -271,7 +291,14 @@ def _output_format(output: str | None, json_out: bool) -> str:
     return form
 
 
-@memory_app.command("forget")
+search_app = command_app()
+search_app.command("search")(rank)  # `miniclaw search QUERY`: the same command as `memory rank`
+
+
+memory_forget = command_app()
+
+
+@memory_forget.command("forget")
 def forget(
     ctx: typer.Context,
     citation: Annotated[str | None, typer.Argument(help="The memory to remove, as search cites it: memory/2026-02-14.md:5.", show_default=False)] = None,
@@ -333,7 +360,10 @@ def forget(
                    + ", ".join(e.citation for e in gone))
 
 
-@memory_app.command("edit")
+memory_edit = command_app()
+
+
+@memory_edit.command("edit")
 def edit(
     ctx: typer.Context,
     citation: Annotated[str, typer.Argument(help="The memory to edit: memory/2026-02-14.md:5.", show_default=False)],
@@ -365,7 +395,10 @@ def edit(
     raise typer.Exit(code)
 
 
-@memory_app.command("index")
+memory_index = command_app()
+
+
+@memory_index.command("index")
 def index(
     ctx: typer.Context,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start from nothing instead of updating.")] = False,
@@ -408,7 +441,10 @@ def index(
         typer.echo(f"Vectors for meaning search: {vectors[0]} of {vectors[1]} texts.")
 
 
-@memory_app.command("status")
+memory_status = command_app()
+
+
+@memory_status.command("status")
 def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
     """Show the workspace and its index: where, how big, what it holds, whether up to date.
 

@@ -5,10 +5,12 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, app, workspace_of
+from miniclaw.cli.app import JsonOption, command_app, workspace_of
+
+init_app = command_app()
 
 
-@app.command("init")
+@init_app.command("init")
 def init(
     ctx: typer.Context,
     json_out: JsonOption = False,

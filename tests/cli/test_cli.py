@@ -627,6 +627,49 @@ def test_help_does_not_import_heavy_modules(argv):
     assert "HEAVY:\n" in proc.stderr
 
 
+_BUILT = ("import sys\n"
+          "from miniclaw.cli import app\n"
+          "try:\n"
+          "    app({argv!r}, prog_name='miniclaw')\n"
+          "except SystemExit:\n"
+          "    pass\n"
+          "print('CLI:' + ','.join(sorted(m for m in sys.modules if m.startswith('miniclaw.cli.'))),"
+          " file=sys.stderr)\n")
+
+
+def test_a_command_imports_only_its_own_cli_module(workspace):
+    """CLI start-up (issue 12): `memory rank` imports and builds the memory group only, not
+    chat, sessions, sources, doctor... (Typer converts every command it is given, ~4 ms for
+    all of them, on every start)."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n- kayak rental booked\n")
+    proc = _python(_BUILT.format(argv=["--workspace", str(workspace), "memory", "rank", "-q", "kayak"]))
+    assert "kayak rental booked" in proc.stdout, proc.stderr
+    loaded = proc.stderr.rsplit("CLI:", 1)[1].split()[0].split(",")
+    assert {"miniclaw.cli.memory", "miniclaw.cli.render"} <= set(loaded)
+    assert not {"miniclaw.cli.chat", "miniclaw.cli.sessions", "miniclaw.cli.sources",
+                "miniclaw.cli.doctor", "miniclaw.cli.mcp", "miniclaw.cli.index",
+                "miniclaw.cli.workspace", "miniclaw.cli.context"} & set(loaded), loaded
+
+
+def test_root_help_and_suggestions_still_know_every_command(runner):
+    """The root builds a command only when it is named, yet its help lists all of them, in
+    the same order, and a typo is still answered with the command meant."""
+    from miniclaw.cli.app import SUBCOMMANDS
+    from miniclaw.cli.memory import MemoryGroup
+
+    def listed(*argv: str) -> list[str]:
+        shown = runner.invoke(app, [*argv, "--help"])
+        return [line.split()[0] for line in shown.stdout.split("Commands:", 1)[1].splitlines()
+                if line.startswith("  ")]
+
+    assert listed() == list(SUBCOMMANDS)
+    assert listed("memory") == ["add", "read", "recent", "rank", "forget", "edit", "index",
+                                "status"] == list(MemoryGroup.subcommands)
+    typo = runner.invoke(app, ["memroy", "rank"])
+    assert typo.exit_code == 2
+    assert typo.stderr == "Error: No such command 'memroy'. Did you mean 'memory'?\n"
+
+
 # -- the console script, as a process (it ends with os._exit after flushing) ----------------
 
 def _miniclaw(ws: Path, *args: str, **options) -> subprocess.CompletedProcess:
