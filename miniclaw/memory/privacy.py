@@ -218,8 +218,17 @@ def open_depth(text: str) -> int:
     return depth
 
 
+# Every character whose compatibility form holds a `<` (all of Unicode, checked by a test):
+# a text without one cannot hold a tag, folded or not.
+_LESS_THAN = ("<", "\u226e", "\ufe64", "\uff1c")
+
+
 def may_hold_private(text: str) -> bool:
-    """False when the text has no private tag at all (most files): nothing to redact."""
+    """False when the text has no private tag at all (most files): nothing to redact.
+    Most text has no `<` at all: that is found without a regex or folding (building an
+    index checks every file and every record)."""
+    if "<" not in text and (text.isascii() or not any(c in text for c in _LESS_THAN[1:])):
+        return False
     if _MAYBE_TAG.search(text):
         return True
     if text.isascii():

@@ -395,3 +395,26 @@ def test_plain_lines_around_private_blocks_stay_visible(plain):
 def test_split_lines_then_redact_keeps_crlf_line_numbers():
     text = "a\r\n<private>\r\nsecret\r\n</private>\r\nb"
     assert redact_lines(split_lines(text)) == ["a", "", "", "", "b"]
+
+
+def test_every_character_that_folds_to_an_angle_bracket_is_looked_for_before_folding():
+    """`may_hold_private` skips folding text without any of `_LESS_THAN`: that list must hold
+    every character whose compatibility form has a `<`, or a disguised tag would be missed."""
+    from miniclaw.memory.privacy import _LESS_THAN, may_hold_private
+
+    brackets = [chr(c) for c in range(0x110000)
+                if "<" in unicodedata.normalize("NFKD", chr(c))]
+    assert set(brackets) <= set(_LESS_THAN)
+    for char in brackets:
+        if "<" not in unicodedata.normalize("NFKC", char):
+            continue  # U+226E: folded, it is itself again, not a `<`
+        assert may_hold_private(f"caf\u00e9 {char}pri\u200bvate> x"), hex(ord(char))
+
+
+@given(st.text(alphabet=st.sampled_from("ab <>/\u00e9\u200b\u226e\ufe64\uff1c\uff50private\n"),
+               max_size=40))
+def test_the_quick_check_for_a_tag_answers_as_folding_the_text_does(text):
+    from miniclaw.memory.privacy import _MAYBE_TAG, _fold_fast, may_hold_private
+
+    assert may_hold_private(text) == bool(_MAYBE_TAG.search(text)
+                                          or _MAYBE_TAG.search(_fold_fast(text)))
