@@ -233,7 +233,28 @@ def may_hold_private(text: str) -> bool:
         return True
     if text.isascii():
         return False
-    return _MAYBE_TAG.search(_fold_fast(text)) is not None
+    # A disguised tag (fullwidth, invisible characters inside) begins at one of the
+    # characters folding to `<`: what follows each is folded, not the whole text (a part
+    # of a transcript is megabytes, with a few `<` in it).
+    return any(_tag_follows(text, found.end()) for found in _LESS_THAN_CHAR.finditer(text))
+
+
+_LESS_THAN_CHAR = re.compile(f"[{''.join(_LESS_THAN)}]")
+_TAG_REST = re.compile(r"\s*/?\s*private", re.IGNORECASE)  # `_MAYBE_TAG` after its `<`
+_TAG_REST_BEGUN = re.compile(r"\s*(?:/\s*)?(?:p(?:r(?:i(?:v(?:a(?:t(?:e)?)?)?)?)?)?)?", re.IGNORECASE)
+
+
+def _tag_follows(text: str, start: int) -> bool:
+    """Whether the text from `start` (just after a `<`), folded, goes on as a tag: folded a
+    few characters at a time, while what is folded so far may still begin one."""
+    size = 32
+    while True:
+        folded = _fold_fast(text[start:start + size])
+        if _TAG_REST.match(folded):
+            return True
+        if start + size >= len(text) or not _TAG_REST_BEGUN.fullmatch(folded):
+            return False
+        size *= 4
 
 
 def _fold_fast(text: str) -> str:
