@@ -19,7 +19,8 @@ Speed (a full build is ~half SQLite, ~half Python): rows are inserted in multi-r
 statements (`_Rows`), during which SQLite runs without the GIL; when many files changed, a
 second thread reads, parses and tokenizes the next files meanwhile (`_parse_ahead`). With one
 insert per row the two threads handed the GIL back and forth on every row and a build was 25%
-slower than with one thread; with batches it is 10-15% faster on two cores.
+slower than with one thread; with batches it is 10-15% faster on two cores. Postings are
+written sorted by term, the order of their table (`SORTED_POSTINGS`).
 """
 
 from __future__ import annotations
