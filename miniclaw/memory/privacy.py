@@ -218,13 +218,43 @@ def open_depth(text: str) -> int:
     return depth
 
 
+# Every character whose compatibility form holds a `<` (all of Unicode, checked by a test):
+# a text without one cannot hold a tag, folded or not.
+_LESS_THAN = ("<", "\u226e", "\ufe64", "\uff1c")
+
+
 def may_hold_private(text: str) -> bool:
-    """False when the text has no private tag at all (most files): nothing to redact."""
+    """False when the text has no private tag at all (most files): nothing to redact.
+    Most text has no `<` at all: that is found without a regex or folding (building an
+    index checks every file and every record)."""
+    if "<" not in text and (text.isascii() or not any(c in text for c in _LESS_THAN[1:])):
+        return False
     if _MAYBE_TAG.search(text):
         return True
     if text.isascii():
         return False
-    return _MAYBE_TAG.search(_fold_fast(text)) is not None
+    # A disguised tag (fullwidth, invisible characters inside) begins at one of the
+    # characters folding to `<`: what follows each is folded, not the whole text (a part
+    # of a transcript is megabytes, with a few `<` in it).
+    return any(_tag_follows(text, found.end()) for found in _LESS_THAN_CHAR.finditer(text))
+
+
+_LESS_THAN_CHAR = re.compile(f"[{''.join(_LESS_THAN)}]")
+_TAG_REST = re.compile(r"\s*/?\s*private", re.IGNORECASE)  # `_MAYBE_TAG` after its `<`
+_TAG_REST_BEGUN = re.compile(r"\s*(?:/\s*)?(?:p(?:r(?:i(?:v(?:a(?:t(?:e)?)?)?)?)?)?)?", re.IGNORECASE)
+
+
+def _tag_follows(text: str, start: int) -> bool:
+    """Whether the text from `start` (just after a `<`), folded, goes on as a tag: folded a
+    few characters at a time, while what is folded so far may still begin one."""
+    size = 32
+    while True:
+        folded = _fold_fast(text[start:start + size])
+        if _TAG_REST.match(folded):
+            return True
+        if start + size >= len(text) or not _TAG_REST_BEGUN.fullmatch(folded):
+            return False
+        size *= 4
 
 
 def _fold_fast(text: str) -> str:

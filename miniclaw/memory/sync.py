@@ -19,7 +19,8 @@ Speed (a full build is ~half SQLite, ~half Python): rows are inserted in multi-r
 statements (`_Rows`), during which SQLite runs without the GIL; when many files changed, a
 second thread reads, parses and tokenizes the next files meanwhile (`_parse_ahead`). With one
 insert per row the two threads handed the GIL back and forth on every row and a build was 25%
-slower than with one thread; with batches it is 10-15% faster on two cores.
+slower than with one thread; with batches it is 10-15% faster on two cores. Postings are
+written sorted by term, the order of their table (`SORTED_POSTINGS`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
+from operator import itemgetter
 from typing import NamedTuple
 
 from miniclaw.memory.entry import Entry
@@ -49,6 +51,7 @@ PARSE_AHEAD_MIN_FILES = 8  # fewer changed files are parsed in the writing threa
 PARSE_AHEAD_DEPTH = 32  # files parsed but not yet written, at most
 PARSE_AHEAD_BYTES = 32 * 1024 * 1024  # and at most this much of their Markdown
 MAX_BATCH_PARAMS = 9000  # values in one multi-row INSERT (~3,000 postings)
+SORTED_POSTINGS = 100_000  # postings gathered and sorted by term before they are written
 
 
 class RefreshReport:
@@ -302,8 +305,8 @@ def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
         " entry_count = entry_count + ?, term_count = term_count + ? WHERE id = ?",
         (*source_file.signature, int(parsed.racy), parsed.warning, len(parsed.keys),
          sum(map(len, parsed.terms)), file_id))
-    rows.flush()
     report.postings_added += len(rows.postings) - postings_before
+    rows.flush()
     report.entries_added += len(parsed.keys)
     return next_id
 
@@ -409,7 +412,9 @@ def _parse_ahead(pool, parse: Callable[[SourceFile], _Parsed],
 class _Rows:
     """New file, entry, term and posting rows waiting to be inserted, written thousands to a
     statement: SQLite then works for milliseconds at a time without the GIL (see the module
-    doc). Ids are given here, so nothing needs to be read back."""
+    doc). Ids are given here, so nothing needs to be read back. Postings are gathered
+    (`SORTED_POSTINGS`) and sorted by term first: the table is kept in term order, and rows
+    in entry order land all over it (inserting them sorted takes half the time)."""
 
     _FILES = ("INSERT INTO files (id, path, source, size, mtime_ns, inode, racy, day,"
               " entry_count, term_count, warning) VALUES ")
@@ -438,6 +443,10 @@ class _Rows:
                             (self._TERMS, self.terms.new), (self._POSTINGS, self.postings)):
             if not rows:
                 continue
+            if rows is self.postings:
+                if len(rows) < SORTED_POSTINGS and not final:
+                    continue
+                rows.sort(key=itemgetter(0))  # stable: entries stay in order within a term
             width = len(rows[0])
             batch = max(1, self.max_params // width)
             full = len(rows) - len(rows) % batch

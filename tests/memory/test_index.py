@@ -792,16 +792,18 @@ def many_files_workspace(workspace: Path, notes: int = 40) -> None:
               daily_note(day, texts, [f"{9 + i:02d}:00:00" for i in range(10)]))
 
 
-@pytest.mark.parametrize(("max_params", "ahead_bytes"), [(9000, 32 << 20), (999, 1), (13, 2000)])
+@pytest.mark.parametrize(("max_params", "ahead_bytes", "sorted_postings"),
+                         [(9000, 32 << 20, 100_000), (999, 1, 50), (13, 2000, 1)])
 async def test_a_large_refresh_stores_exactly_what_the_files_hold(workspace, tmp_path,
                                                                    monkeypatch, max_params,
-                                                                   ahead_bytes):
+                                                                   ahead_bytes, sorted_postings):
     """Many files take the parse-ahead path; batches of every size (a limit below one entry
-    row's 13 values writes row by row) and any read-ahead (1 byte: one file at a time) must
-    store the same rows as a fresh parse."""
+    row's 13 values writes row by row), any read-ahead (1 byte: one file at a time) and
+    postings sorted in groups of any size must store the same rows as a fresh parse."""
     from miniclaw.memory import sync
 
     monkeypatch.setattr(sync, "MAX_BATCH_PARAMS", max_params)
+    monkeypatch.setattr(sync, "SORTED_POSTINGS", sorted_postings)
     monkeypatch.setattr(sync, "PARSE_AHEAD_BYTES", ahead_bytes)
     many_files_workspace(workspace)
     index_file = tmp_path / "index.sqlite3"

@@ -395,3 +395,31 @@ def test_plain_lines_around_private_blocks_stay_visible(plain):
 def test_split_lines_then_redact_keeps_crlf_line_numbers():
     text = "a\r\n<private>\r\nsecret\r\n</private>\r\nb"
     assert redact_lines(split_lines(text)) == ["a", "", "", "", "b"]
+
+
+def test_every_character_that_folds_to_an_angle_bracket_is_looked_for_before_folding():
+    """`may_hold_private` skips folding text without any of `_LESS_THAN`: that list must hold
+    every character whose compatibility form has a `<`, or a disguised tag would be missed."""
+    from miniclaw.memory.privacy import _LESS_THAN, may_hold_private
+
+    brackets = [chr(c) for c in range(0x110000)
+                if "<" in unicodedata.normalize("NFKD", chr(c))]
+    assert set(brackets) <= set(_LESS_THAN)
+    for char in brackets:
+        if "<" not in unicodedata.normalize("NFKC", char):
+            continue  # U+226E: folded, it is itself again, not a `<`
+        assert may_hold_private(f"caf\u00e9 {char}pri\u200bvate> x"), hex(ord(char))
+
+
+_TAG_ALPHABET = st.sampled_from([*"ab <>/\u00e9\u200b\u226e\ufe64\uff1c\uff50\u0301\u0338private\n\t",
+                                  "\u3000", "PRIVATE", "\uff50\uff52\uff49\uff56\uff41\uff54\uff45", " " * 40,
+                                  "\u200b" * 40, "\u0130", "\u0131", "\u1d56", "\U0001d429"])
+
+
+@given(st.lists(_TAG_ALPHABET, max_size=30).map("".join))
+def test_the_quick_check_for_a_tag_answers_as_folding_the_text_does(text):
+    from miniclaw.memory.privacy import _MAYBE_TAG, _fold_fast, may_hold_private
+
+    folded = bool(_MAYBE_TAG.search(text) or _MAYBE_TAG.search(_fold_fast(text)))
+    # Only `≮` (itself again when folded, not a `<`) may make it answer "maybe" needlessly.
+    assert may_hold_private(text) == folded or ("\u226e" in text and not folded)
