@@ -12,8 +12,9 @@ Why not reciprocal rank (RRF, k = 60), the fusion before (measured on the LoCoMo
 LongMemEval dev sets, benchmarks/README.md): a rank throws away BM25's margins (a turn that
 holds every rare word of the question and one that holds a single common word end up 1/61
 and 1/62 apart), so any entry the vectors liked moved past clear BM25 hits, and the date
-cue's share of a score (all scores near 1/60) outweighed every rank difference. On the
-LoCoMo dev set, turn recall@5: bm25 0.653, hybrid by RRF 0.552, hybrid by score 0.671.
+cue's share of a score (all scores near 1/60) outweighed every rank difference. Turn
+recall@5 on the dev sets, bm25 / hybrid by RRF / hybrid by score: LoCoMo 0.653 / 0.552 /
+0.671, LongMemEval 0.752 / 0.678 / 0.767.
 
 The ranker gives `score_fusion` every candidate scored by every retriever (it asks each
 retriever's `parts()` for the candidates only the others found): a retriever's list is cut
