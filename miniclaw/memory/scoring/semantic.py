@@ -237,5 +237,6 @@ def hybrid_mode():
     from miniclaw.memory.scoring import SearchMode
 
     bm25 = BM25Scorer()
-    return _degraded("hybrid") or SearchMode("hybrid", (bm25, VectorRetriever()),
+    vector = VectorRetriever(fusion_weight=FUSION_WEIGHT)  # read now: a benchmark may set it
+    return _degraded("hybrid") or SearchMode("hybrid", (bm25, vector),
                                              bm25.neighbor_weights, bm25.date_weight)
