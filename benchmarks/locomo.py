@@ -13,6 +13,7 @@ dropped; questions left with no evidence are skipped.
 Run (from the repo root):
   .venv/bin/python benchmarks/locomo.py ../shared/data/locomo/locomo-dev.json --plain-bm25
   .venv/bin/python benchmarks/locomo.py PATH --limit-conversations 1 --json
+  nice .venv/bin/python benchmarks/locomo.py PATH --modes bm25,hybrid --vector-cache /tmp/vectors.sqlite3 [--fusion-weight 0.5]
   .venv/bin/python benchmarks/locomo.py PATH --modes bm25 --ablations [--no-stemming]
 """
 

@@ -13,6 +13,7 @@ with its filters (short and acknowledgement messages are left out, as in real us
 
 Run (from the repo root):
   .venv/bin/python benchmarks/longmemeval.py ../shared/data/longmemeval/longmemeval-dev.json --plain-bm25
+  nice .venv/bin/python benchmarks/longmemeval.py PATH --modes bm25,hybrid --vector-cache /tmp/vectors.sqlite3 [--fusion-weight 0.5]
   .venv/bin/python benchmarks/longmemeval.py PATH --modes bm25 --speed
   .venv/bin/python benchmarks/longmemeval.py PATH --modes bm25 --as transcripts
 """

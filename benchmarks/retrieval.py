@@ -271,6 +271,11 @@ def add_arguments(ap) -> None:
                     help="tokenize without the Snowball stemmer (for the ablation table)")
     ap.add_argument("--speed", action="store_true",
                     help="also time warm searches (default mode) over the questions")
+    ap.add_argument("--vector-cache", type=_Path, default=None, metavar="FILE",
+                    help="look vectors up in (and add them to) this SQLite file instead of "
+                         "embedding every text again (vector_cache.py)")
+    ap.add_argument("--fusion-weight", type=float, default=None, metavar="W",
+                    help="the cosine's weight in hybrid's fusion (default: semantic.FUSION_WEIGHT)")
 
 
 def main(description: str, load, layouts=None) -> None:
@@ -296,6 +301,14 @@ def main(description: str, load, layouts=None) -> None:
         modes += register_ablations()
     if args.no_stemming:
         disable_stemming()
+    if args.vector_cache:
+        from vector_cache import install
+
+        install(args.vector_cache)
+    if args.fusion_weight is not None:
+        from miniclaw.memory.scoring import semantic
+
+        semantic.FUSION_WEIGHT = args.fusion_weight
     report = asyncio.run(run(conversations, modes, speed=args.speed, layout=layout))
     if args.json:
         json.dump(report, sys.stdout, indent=2)

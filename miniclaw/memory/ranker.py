@@ -5,7 +5,7 @@ The design card's shape: parse the query, bring the index up to date and plan th
 notes in the window) concurrently with `asyncio.gather`, each in a worker thread since
 SQLite blocks. In a source, each retriever of the mode (`scoring/`) returns its candidates,
 and in a sequence source the neighbour stage adds context; the sources' candidates merge,
-several retrievers' lists are fused by reciprocal rank, the date-cue stage lifts entries
+several retrievers' scores are fused (`scoring/fusion.py`), the date-cue stage lifts entries
 dated when the query says, and the order is score, then date (newest first). Scores use
 corpus statistics shared by all sources, so a MEMORY.md bullet and a note compare fairly.
 Ties beyond the date are broken by path and line, so the same files and query always give
@@ -35,7 +35,7 @@ from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
 from miniclaw.memory.scoring import CorpusStats, Request, Retriever, SearchMode, get_mode
-from miniclaw.memory.scoring.fusion import reciprocal_rank_fusion
+from miniclaw.memory.scoring.fusion import score_fusion
 
 
 _CANDIDATES = 50  # entries per source considered before neighbours are added
@@ -122,7 +122,7 @@ class MemoryRanker:
             asyncio.to_thread(self._search_source, source, mode, request, k, phrases)
             for source in selected if source.name not in plan.empty))
         places = {i: place for part in found for i, place in part.places.items()}
-        own, shares = _fuse(mode, found, places)
+        own, shares = _fuse(mode, found)
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
@@ -196,6 +196,8 @@ class MemoryRanker:
         with self.index.snapshot():
             found = [self._retrieve(source, mode, retriever, request, k, phrases)
                      for retriever in mode.retrievers]
+            if len(found) > 1:
+                found = self._score_all(mode, request, found)
         places = {i: place for _, _, part in found for i, place in part.items()}
         return _Found(tuple(scores for scores, _, _ in found),
                       tuple(total for _, total, _ in found), places)
@@ -224,6 +226,20 @@ class MemoryRanker:
                 scores = {i: score for i, score in scores.items()
                           if i in before or self._has_phrases(joined[i], phrases)}
         return scores, total, self.index.places(list(scores))
+
+    def _score_all(self, mode: SearchMode, request: Request, found: list) -> list:
+        """Each retriever's scores completed with the candidates only the others found, by
+        its `parts()`: fusion compares an entry's scores, and being left out of a list cut
+        at its best `k` is not a score of 0 (`scoring/fusion.py`)."""
+        everyone = set().union(*(scores for scores, _, _ in found))
+        out = []
+        for retriever, (scores, total, places) in zip(mode.retrievers, found):
+            missing = sorted(everyone - scores.keys())
+            if missing:
+                parts = retriever.parts(self.index, missing, request)
+                scores = {**scores, **{i: sum(parts[i].values()) for i in missing}}
+            out.append((scores, total, places))
+        return out
 
     def _finish(self, ranked: list[int], explain: bool, mode: SearchMode, request: Request,
                 shares: dict[int, tuple[float, ...]] | None
@@ -314,18 +330,17 @@ def _place(entry: Entry) -> Place:
     return Place(entry.date, entry.time, entry.path, entry.line_start)
 
 
-def _fuse(mode: SearchMode, found: list[_Found], places: dict[int, Place]
+def _fuse(mode: SearchMode, found: list[_Found]
           ) -> tuple[dict[int, float], dict[int, tuple[float, ...]] | None]:
     """(score of each candidate, each one's shares by retriever or None): one retriever's
-    scores as they are; several retrievers' rankings fused by reciprocal rank."""
+    scores as they are; several retrievers' scores fused (`scoring/fusion.py`)."""
     lists = [{i: score for part in found for i, score in part.scores[n].items()}
              for n in range(len(mode.retrievers))]
     if len(lists) == 1:
         return lists[0], None
-    rankings = [sorted(scores, key=lambda i: _order_key(scores[i], places[i]))
-                for scores in lists]
-    shares = reciprocal_rank_fusion(rankings, weights=[
-        getattr(retriever, "fusion_weight", 1.0) for retriever in mode.retrievers])
+    shares = score_fusion(
+        lists, weights=[getattr(r, "fusion_weight", 1.0) for r in mode.retrievers],
+        bounded=[getattr(r, "bounded", False) for r in mode.retrievers])
     return {i: sum(parts) for i, parts in shares.items()}, shares
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from miniclaw.memory.scoring import (BM25Scorer, Candidates, SearchMode, get_mode,
                                      register_mode)
-from miniclaw.memory.scoring.fusion import RRF_K, reciprocal_rank_fusion
+from miniclaw.memory.scoring.fusion import score_fusion
 from miniclaw.memory.sources import DailyNoteSource
 from miniclaw.memory.tokenizer import is_stop_word, tokenize
 from tests.conftest import long_term, write
@@ -43,6 +43,7 @@ class HashedEmbedding:
 
     name = "hashed"
     summary = "hashed bag-of-concepts vectors (a test double for a semantic retriever)"
+    bounded = True  # a cosine: fused as it is (scoring/fusion.py)
 
     def scored_terms(self, terms):
         return terms
@@ -93,10 +94,12 @@ async def test_an_embedding_retriever_fused_with_bm25_changes_the_order(store, w
     assert "car wash on Sunday" in meaning and "tea with Sam" not in meaning
     order = [hit.content for hit in fused.results]
     assert order != bm25
-    assert order.index("car repair booked") < order.index("repair repair kit")
+    # BM25's margins count (fusion.py): the fence, with every "repair", stays first; the car
+    # wash, which BM25 cannot find, joins below the entries both retrievers found.
+    assert order[0] == "repair repair repair the fence" and order[-1] == "car wash on Sunday"
     assert "car wash on Sunday" in order and "tea with Sam" not in order
     assert fused.mode == "hybrid"
-    # A fused score is the sum of the reciprocal ranks: explained by retriever.
+    # A fused score is the sum of each retriever's share: explained by retriever.
     explained = await store.search(query, mode=hybrid, explain=True)
     top = explained.results[0]
     assert set(dict(top.explanation)) == {"bm25", "hashed"}
@@ -124,10 +127,15 @@ async def test_filters_reach_every_retriever(store, workspace, hybrid):
     assert "car wash on Sunday" not in [hit.content for hit in fused.results]
 
 
-def test_reciprocal_rank_fusion_sums_the_shares_of_each_list():
-    shares = reciprocal_rank_fusion([[1, 2], [2, 3]])
-    assert shares == {1: (1 / (RRF_K + 1), 0.0), 2: (1 / (RRF_K + 2), 1 / (RRF_K + 1)),
-                      3: (0.0, 1 / (RRF_K + 2))}
+def test_score_fusion_scales_an_unbounded_list_by_its_best_and_keeps_a_bounded_one():
+    shares = score_fusion([{1: 8.0, 2: 2.0}, {2: 0.5, 3: -0.25}], bounded=[False, True])
+    # BM25-like scores keep their margins (1 and 0.25), a cosine stays as it is, a
+    # negative one counts as 0, and an entry missing from a list gets 0 from it.
+    assert shares == {1: (1.0, 0.0), 2: (0.25, 0.5), 3: (0.0, 0.0)}
+
+
+def test_score_fusion_of_a_list_with_no_positive_score_divides_by_nothing():
+    assert score_fusion([{1: 0.0}, {1: 0.3}]) == {1: (0.0, 1.0)}
 
 
 def test_a_retriever_is_a_mode_by_itself():
@@ -164,8 +172,34 @@ async def test_no_neighbour_context_in_a_source_that_is_not_a_sequence(store, wo
 
 
 
-def test_a_weighted_ranking_counts_for_its_share():
-    shares = reciprocal_rank_fusion([[1, 2], [2, 1]], weights=[1.0, 0.5])
-    assert shares == {1: (1 / (RRF_K + 1), 0.5 / (RRF_K + 2)),
-                      2: (1 / (RRF_K + 2), 0.5 / (RRF_K + 1))}
-    assert sum(shares[1]) > sum(shares[2])  # with equal weights they would tie
+def test_a_weighted_list_counts_for_its_share():
+    shares = score_fusion([{1: 4.0, 2: 3.0}, {1: 0.2, 2: 0.8}], weights=[1.0, 0.5],
+                          bounded=[False, True])
+    assert shares == {1: (1.0, 0.1), 2: (0.75, 0.4)}
+    assert sum(shares[2]) > sum(shares[1])  # the cosine's margin outweighs BM25's here
+
+
+class TopOneEmbedding(HashedEmbedding):
+    """The fake embedding, but its list holds only its best entry."""
+
+    name = "top-one"
+
+    def retrieve(self, index, source, request, k):
+        return super().retrieve(index, source, request, 1)
+
+
+async def test_every_candidate_is_scored_by_every_retriever(store, workspace, monkeypatch):
+    """A BM25 hit the other retriever left out of its (short) list still gets that
+    retriever's score, from its `parts()`: being cut from a list is not a score of 0."""
+    from miniclaw.memory import scoring
+
+    monkeypatch.setitem(scoring._MODES, "fused", lambda: SearchMode(
+        "fused", (BM25Scorer(), TopOneEmbedding())))
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    found = await store.search("automobile repair", mode="fused", explain=True)
+    parts = {hit.content: dict(hit.explanation) for hit in found.results}
+    query = embed("automobile repair")
+    for content in ("repair repair repair the fence", "repair repair kit"):
+        assert parts[content]["top-one"] == pytest.approx(cosine(query, embed(content)))
+        assert parts[content]["top-one"] > 0
+    assert parts["repair repair repair the fence"]["bm25"] == pytest.approx(1.0)

@@ -1,7 +1,7 @@
 """Search modes by name: which retrievers run, fused how, with which stages.
 
 A mode is one retriever (`bm25`, `keyword`: `TermRetriever`s) or several fused by
-reciprocal rank (`fusion.py`). A new retriever is a class with the `Retriever` shape
+score (`fusion.py`). A new retriever is a class with the `Retriever` shape
 (`base.py`), registered under a mode name with `register_mode`, from any module: miniclaw
 itself needs no edit (docs/ARCHITECTURE.md, "Adding a retriever").
 """

@@ -1,5 +1,6 @@
 """The vector retriever and the modes built on it: `vector` (the model alone) and `hybrid`
-(BM25 and the vectors, fused by reciprocal rank), registered as modes like any retriever.
+(BM25 and the vectors: BM25's score over its best plus the cosine, `fusion.py`), registered
+as modes like any retriever.
 
 Vectors come from the optional offline model (`memory/embedding.py`) and are kept per text
 in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
@@ -43,7 +44,8 @@ WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if t
 # A cosine below this is not a match: MiniLM put unrelated sentences at about -0.1 to 0.15 in
 # our tests, and without a floor every search would "find" every memory.
 MIN_SIMILARITY = 0.2
-# The vector list's weight in hybrid's fusion, BM25's being 1 (benchmarks/README.md).
+# The cosine's weight in hybrid's fusion, BM25's score over its best being 1: chosen on the
+# LoCoMo dev set and checked on LongMemEval's (benchmarks/README.md, "Hybrid search").
 FUSION_WEIGHT = 1.0
 
 
@@ -143,11 +145,14 @@ class VectorRetriever:
     name: ClassVar[str] = "vector"
     summary: ClassVar[str] = "meaning: cosine of the offline model's vectors"
     neighbours: ClassVar[bool] = False  # context is BM25's stage: a cosine has no terms
+    bounded: ClassVar[bool] = True  # a cosine means the same for every query: fused as it is
 
     def __init__(self, embed_per_search: int | None = None,
-                 fusion_weight: float = FUSION_WEIGHT) -> None:
+                 fusion_weight: float = FUSION_WEIGHT,
+                 min_similarity: float = MIN_SIMILARITY) -> None:
         self.embed_per_search = EMBED_PER_SEARCH if embed_per_search is None else embed_per_search
         self.fusion_weight = float(fusion_weight)
+        self.min_similarity = float(min_similarity)
         self._query = None  # the query's unit vector, set by prepare()
         self._table: _Vectors | None = None
 
@@ -182,12 +187,12 @@ class VectorRetriever:
         with table.lock:
             hashes, matrix = list(table.hashes), table.matrix
         similar = matrix @ self._query
-        close = int((similar >= MIN_SIMILARITY).sum())
+        close = int((similar >= self.min_similarity).sum())
         want = max(k * WIDEN, 64)
         while True:
             top = min(want, close)
             best = np.argpartition(-similar, top - 1)[:top] if 0 < top < len(hashes) \
-                else np.flatnonzero(similar >= MIN_SIMILARITY)
+                else np.flatnonzero(similar >= self.min_similarity)
             score = {hashes[i]: float(similar[i]) for i in best}
             found = index.with_texts(source, request.filters, [hashes[i] for i in best])
             if len(found) >= k or top == close:
@@ -232,5 +237,6 @@ def hybrid_mode():
     from miniclaw.memory.scoring import SearchMode
 
     bm25 = BM25Scorer()
-    return _degraded("hybrid") or SearchMode("hybrid", (bm25, VectorRetriever()),
+    vector = VectorRetriever(fusion_weight=FUSION_WEIGHT)  # read now: a benchmark may set it
+    return _degraded("hybrid") or SearchMode("hybrid", (bm25, vector),
                                              bm25.neighbor_weights, bm25.date_weight)
