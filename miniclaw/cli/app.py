@@ -233,7 +233,7 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     workspace: Annotated[str | None, typer.Option(
-        "--workspace", "-w", envvar="MINICLAW_WORKSPACE", show_envvar=True,
+        "--workspace", "-w", metavar="PATH", envvar="MINICLAW_WORKSPACE", show_envvar=True,
         help="Workspace folder [default: $MINICLAW_HOME/workspace, ~/.miniclaw/workspace].",
     )] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,

@@ -115,7 +115,7 @@ def read(
     ctx: typer.Context,
     today: Annotated[bool, typer.Option("--today", help="Today's daily note (the default).")] = False,
     long: Annotated[bool, typer.Option("--long", help="Long-term memory (MEMORY.md).")] = False,
-    date: Annotated[str | None, typer.Option("--date", help="The daily note of a day: YYYY-MM-DD, 'yesterday', '3d'.", show_default=False)] = None,
+    date: Annotated[str | None, typer.Option("--date", metavar="DAY", help="The daily note of a day: YYYY-MM-DD, 'yesterday', '3d'.", show_default=False)] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Print the entries of today's note, of MEMORY.md (--long) or of a day (--date).
