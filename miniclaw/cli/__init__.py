@@ -49,11 +49,11 @@ def main() -> None:
         if watched:
             raise
         code = exc.code
-    except KeyboardInterrupt:  # Ctrl-C before click's own handling starts (building commands)
+    except KeyboardInterrupt:  # Ctrl-C before Typer's own handling starts: its exit code, 130
         if watched:
             raise
         sys.stderr.write("Aborted.\n")
-        code = 1
+        code = 130
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("message"), as Python would report it
