@@ -80,19 +80,22 @@ class _Vectors:
             self.hashes.append(h)
 
     def catch_up(self, index: SearchIndex, kind: str) -> None:
-        """Read the vectors stored since the last look (by this or another process)."""
-        stored = index.db.run(lambda c: c.execute(
-            "SELECT COUNT(*) FROM derived WHERE kind = ?", (kind,)).fetchone()[0])
+        """Read the vectors stored since the last look (by this or another process): all of
+        them in one statement at the first look, then only the new texts' (their hashes come
+        from the table's index, so a look that finds nothing new reads no vector)."""
+        from miniclaw.memory.derived import DerivedData
+
+        derived = DerivedData(index, kind)
+        stored = derived.count()
         if stored == self.stored:
             return
         if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
             self.clear()
-        known = self.rows
-        hashes = [h for (h,) in index.db.run(lambda c: c.execute(
-            "SELECT hash FROM derived WHERE kind = ?", (kind,)).fetchall()) if h not in known]
-        from miniclaw.memory.derived import DerivedData
-
-        self.add(DerivedData(index, kind).get(hashes))
+        if not self.hashes:
+            self.add(derived.all())
+        else:
+            known = self.rows
+            self.add(derived.get([h for h in derived.hashes() if h not in known]))
         self.stored = stored
 
 
@@ -150,6 +153,7 @@ class VectorRetriever:
         self.fusion_weight = float(fusion_weight)
         self._query = None  # the query's unit vector, set by prepare()
         self._table: _Vectors | None = None
+        self._similar = None  # (text hashes, their cosines with the query), set by prepare()
 
     def scored_terms(self, terms: list[str]) -> list[str]:
         return terms
@@ -164,6 +168,8 @@ class VectorRetriever:
         self._table = _vectors(index)
         with self._table.lock:
             self._table.catch_up(index, model.name)
+            # once per search, not per source: on L the product is most of the vector work
+            self._similar = (list(self._table.hashes), self._table.matrix @ self._query)
         if done < total:
             return (SearchWarning("vectors", embedded=done, total=total),)
         return ()
@@ -176,12 +182,9 @@ class VectorRetriever:
                  k: int) -> Candidates:
         import numpy as np
 
-        table = self._table
-        if table is None or self._query is None or not k or not table.hashes:
+        if self._similar is None or not k or not self._similar[0]:
             return Candidates({}, 0)
-        with table.lock:
-            hashes, matrix = list(table.hashes), table.matrix
-        similar = matrix @ self._query
+        hashes, similar = self._similar
         close = int((similar >= MIN_SIMILARITY).sum())
         want = max(k * WIDEN, 64)
         while True:
