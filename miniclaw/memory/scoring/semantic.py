@@ -73,8 +73,10 @@ class _Vectors:
         new = [(h, v) for h, v in values.items() if h not in self.rows and len(v) == size]
         if not new:
             return
-        block = np.frombuffer(b"".join(v for _, v in new), dtype=np.float32)
-        self.matrix = np.vstack([self.matrix, block.reshape(len(new), embedding.DIM)])
+        block = np.frombuffer(b"".join(v for _, v in new), dtype=np.float32).reshape(
+            len(new), embedding.DIM)
+        # the first look's block is the matrix itself (on L, 25 MB not copied again)
+        self.matrix = np.concatenate([self.matrix, block]) if self.hashes else block
         for h, _ in new:
             self.rows[h] = len(self.hashes)
             self.hashes.append(h)
