@@ -114,13 +114,16 @@ def embed_missing(index: SearchIndex, model, limit: int | None = None,
                   progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
     """Embed texts of the index that have no vector yet (at most `limit`; all with None),
     storing each batch as it is done (outside any other transaction). Returns (texts with a
-    vector, texts in all) afterwards; `progress(done, total)` after each batch."""
+    vector, texts in all) afterwards; `progress(done, total)` before the first batch and
+    after each."""
     from miniclaw.memory.derived import DerivedData
 
     derived = DerivedData(index, model.name)
     done, total = derived.progress()
     todo = derived.missing(limit) if done < total else []
     table = _vectors(index)
+    if todo and progress is not None:
+        progress(done, total)  # the start: a rate is then measured from here
     for start in range(0, len(todo), EMBED_BATCH):
         batch = todo[start:start + EMBED_BATCH]
         vectors = model.embed([text for _, text in batch])
