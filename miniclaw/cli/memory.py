@@ -455,7 +455,7 @@ class _Progress:
             self._bar = typer.progressbar(length=total, label=self._label, file=sys.stderr,
                                           item_show_func=shown)
             self._bar.__enter__()
-        self._bar.update(done - self._shown, current_item=done)
+        self._bar.update(done - self._shown)
         self._shown = done
 
     def rate(self) -> float | None:
