@@ -263,3 +263,12 @@ def test_a_process_reads_vectors_stored_since_its_last_look(store, workspace):
     matrix = table.matrix
     table.catch_up(store.index, embedding.NAME)
     assert table.matrix is matrix  # nothing new: nothing read
+
+
+def test_cosines_are_the_rows_products_with_the_query():
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((50, embedding.DIM)).astype(np.float32)
+    query = rng.standard_normal(embedding.DIM).astype(np.float32)
+    assert np.allclose(semantic._cosines(matrix, query), matrix @ query, atol=1e-4)
+    assert semantic._cosines(matrix[:0], query).shape == (0,)
