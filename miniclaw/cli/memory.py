@@ -409,7 +409,7 @@ def index(
     The index is a cache of the memory files; deleting it loses nothing.
     Example: miniclaw memory index --rebuild
     """
-    progress, embedding = _Progress(), _Progress("Embedding")
+    progress, embedding = _Progress(), _Progress("Embedding", "texts")
 
     async def work():
         async with _store(ctx) as store:
@@ -425,12 +425,14 @@ def index(
         embedding.close()
     from miniclaw.cli.render import plural, to_json
 
+    rate = embedding.rate()
     if json_out:
         typer.echo(to_json({"files_parsed": report.files_parsed,
                             "entries_added": report.entries_added,
                             "entries_removed": report.entries_removed,
                             "files_removed": report.files_removed,
-                            **({"vectors": {"embedded": vectors[0], "total": vectors[1]}}
+                            **({"vectors": {"embedded": vectors[0], "total": vectors[1],
+                                            **({"per_second": round(rate, 1)} if rate else {})}}
                                if vectors else {})}))
         return
     typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
@@ -438,7 +440,8 @@ def index(
                f"{report.entries_removed} removed; "
                f"{plural(report.files_removed, 'deleted file')} dropped.")
     if vectors:
-        typer.echo(f"Vectors for meaning search: {vectors[0]} of {vectors[1]} texts.")
+        speed = f" ({rate:.1f} texts embedded a second)" if rate else ""
+        typer.echo(f"Vectors for meaning search: {vectors[0]} of {vectors[1]} texts{speed}.")
 
 
 memory_status = command_app()
@@ -465,25 +468,38 @@ def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
 
 
 class _Progress:
-    """A progress bar on stderr, shown only on a terminal once work has run for a second."""
+    """A progress bar on stderr, shown only on a terminal once work has run for a second;
+    with a `unit`, it shows how many a second (embedding L takes minutes: say how fast)."""
 
-    def __init__(self, label: str = "Indexing") -> None:
+    def __init__(self, label: str = "Indexing", unit: str | None = None) -> None:
         import time
 
-        self._label = label
+        self._label, self._unit = label, unit
         self._clock = time.monotonic
         self._start = self._clock()
         self._bar = None
         self._shown = 0
+        self._first = self._last = None  # (done, time) at the first and the last report
 
     def __call__(self, done: int, total: int) -> None:
+        now = self._clock()
+        self._first = self._first or (done, now)
+        self._last = (done, now)
         if self._bar is None:
-            if self._clock() - self._start < 1.0 or not sys.stderr.isatty():
+            if now - self._start < 1.0 or not sys.stderr.isatty():
                 return
-            self._bar = typer.progressbar(length=total, label=self._label, file=sys.stderr)
+            shown = (lambda _: f"{self.rate() or 0:.0f} {self._unit}/s") if self._unit else None
+            self._bar = typer.progressbar(length=total, label=self._label, file=sys.stderr,
+                                          item_show_func=shown)
             self._bar.__enter__()
         self._bar.update(done - self._shown)
         self._shown = done
+
+    def rate(self) -> float | None:
+        """Done per second between the first report and the last (None: nothing done)."""
+        if self._first is None or self._last[0] <= self._first[0]:
+            return None
+        return (self._last[0] - self._first[0]) / max(self._last[1] - self._first[1], 1e-9)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -50,10 +50,34 @@ class DerivedData:
         return rows
 
     def progress(self) -> tuple[int, int]:
-        """(texts with a value of this kind, distinct texts indexed): how far along it is."""
-        return tuple(self.index.db.run(lambda c: c.execute(
-            "SELECT (SELECT COUNT(*) FROM derived WHERE kind = ?),"
-            " (SELECT COUNT(DISTINCT hash) FROM entries)", (self.kind,)).fetchone()))
+        """(texts with a value of this kind, distinct texts indexed): how far along it is.
+        Asked by every hybrid search, so cheap when complete: values are only ever kept for
+        indexed texts, so as many values as entries (the sync's count) means one per text,
+        and the distinct texts (3 ms on 16,000 entries) need not be counted."""
+        def work(conn):
+            done = conn.execute("SELECT COUNT(*) FROM derived WHERE kind = ?",
+                                (self.kind,)).fetchone()[0]
+            entries = conn.execute("SELECT value FROM meta WHERE key = 'entries'").fetchone()
+            if entries is not None and entries[0] == str(done):
+                return done, done
+            return done, conn.execute("SELECT COUNT(DISTINCT hash) FROM entries").fetchone()[0]
+
+        return self.index.db.run(work)
+
+    def count(self) -> int:
+        """How many texts have a value of this kind (read from an index, not the values)."""
+        return self.index.db.run(lambda c: c.execute(
+            "SELECT COUNT(*) FROM derived WHERE kind = ?", (self.kind,)).fetchone()[0])
+
+    def hashes(self) -> list[bytes]:
+        """The text hashes that have a value of this kind (read from an index, not the values)."""
+        return [h for (h,) in self.index.db.run(lambda c: c.execute(
+            "SELECT hash FROM derived WHERE kind = ?", (self.kind,)).fetchall())]
+
+    def all(self) -> dict[bytes, bytes]:
+        """Every value of this kind, in one statement (a process's first look)."""
+        return self.index.db.run(lambda c: _checked(c.execute(
+            "SELECT hash, value FROM derived WHERE kind = ?", (self.kind,))))
 
     def get(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         """The stored values of these texts (those without one are left out)."""

