@@ -34,7 +34,7 @@ from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 503  # bump it and old indexes are rebuilt (see `index_format`)
+SCHEMA_VERSION = 504  # bump it and old indexes are rebuilt (see `index_format`)
 BUSY_TIMEOUT_S = 120.0
 WIPE_TIMEOUT_MS = 200  # how long emptying the WAL waits for readers before trying next time
 
@@ -105,6 +105,9 @@ CREATE TABLE IF NOT EXISTS derived (
     PRIMARY KEY (kind, hash)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS files_with_warning ON files (path) WHERE warning IS NOT NULL;
+-- A source's files and entry count without reading every file's row: a search asks it of
+-- each source (`has_entries`, `SearchIndex._small_source`), a small store beside L too.
+CREATE INDEX IF NOT EXISTS files_by_source ON files (source, entry_count);
 -- Terms are stored once, and postings refer to them by number (smaller rows and keys: 28% less
 -- time to insert the postings of a large workspace). A term without postings is deleted.
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);

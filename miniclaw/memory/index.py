@@ -58,6 +58,10 @@ _ENTRY_COLUMNS = ("id, source, path, line_start, line_end, date, time, category,
                   " meta")
 
 
+#: A source of more files than this is read from the query terms' postings (`top`).
+SMALL_SOURCE_FILES = 64
+
+
 class Filters(NamedTuple):
     """Which entries a search may return. Dates are inclusive; None means no bound."""
 
@@ -487,15 +491,17 @@ class SearchIndex:
     def _small_source(conn: sqlite3.Connection, source: str, terms: Sequence[str]) -> bool:
         """Whether looking up each of `source`'s entries' postings (entries x terms) reads
         fewer rows than the terms' postings in all sources: then a small store beside a large
-        workspace no longer pays for the workspace's postings. Counting the postings stops
-        at that product, so deciding never costs more than the cheaper plan."""
-        lookups = conn.execute("SELECT COALESCE(SUM(entry_count), 0) FROM files WHERE source = ?",
-                               (source,)).fetchone()[0] * len(terms)
+        workspace no longer pays for the workspace's postings. Deciding reads at most
+        `SMALL_SOURCE_FILES` + 1 of its files' rows and entries x terms + 1 postings' keys:
+        its cost scales with the source too (a source of more files, daily notes, is large)."""
         marks = ", ".join("?" * len(terms))
-        postings = conn.execute(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM term_postings WHERE term IN ({marks}) "
-            "LIMIT ?)", [*terms, lookups + 1]).fetchone()[0]
-        return lookups < postings
+        return bool(conn.execute(
+            "WITH s(lookups, files) AS (SELECT COALESCE(SUM(entry_count), 0) * ?, COUNT(*) FROM"
+            " (SELECT entry_count FROM files WHERE source = ? AND entry_count > 0 LIMIT ?)) "
+            "SELECT files <= ? AND lookups < (SELECT COUNT(*) FROM (SELECT 1 FROM term_postings"
+            f" WHERE term IN ({marks}) LIMIT (SELECT lookups + 1 FROM s))) FROM s",
+            [len(terms), source, SMALL_SOURCE_FILES + 1, SMALL_SOURCE_FILES, *terms]
+        ).fetchone()[0])
 
     def top(self, source: MemorySource, filters: Filters, weights: dict[str, float],
             term_score_sql: str, avgdl: float, k: int) -> list[tuple[int, float, int]]:
