@@ -108,6 +108,9 @@ CREATE TABLE IF NOT EXISTS derived (
 -- page): every hybrid search asks how many there are, 70 ms on 16,000 vectors without this.
 CREATE INDEX IF NOT EXISTS derived_by_kind ON derived (kind);
 CREATE INDEX IF NOT EXISTS files_with_warning ON files (path) WHERE warning IS NOT NULL;
+-- A source's files and entry count without reading every file's row: a search asks it of
+-- each source (`has_entries`, `SearchIndex._small_source`), a small store beside L too.
+CREATE INDEX IF NOT EXISTS files_by_source ON files (source, entry_count);
 -- Terms are stored once, and postings refer to them by number (smaller rows and keys: 28% less
 -- time to insert the postings of a large workspace). A term without postings is deleted.
 CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);

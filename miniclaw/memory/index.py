@@ -58,6 +58,10 @@ _ENTRY_COLUMNS = ("id, source, path, line_start, line_end, date, time, category,
                   " meta")
 
 
+#: A source of more files than this is read from the query terms' postings (`top`).
+SMALL_SOURCE_FILES = 64
+
+
 class Filters(NamedTuple):
     """Which entries a search may return. Dates are inclusive; None means no bound."""
 
@@ -477,19 +481,47 @@ class SearchIndex:
                 f"SUM(q.weight * {expression})", params)
 
     _FROM = "FROM q JOIN term_postings p ON p.term = q.term JOIN entries e ON e.id = p.entry_id "
+    # The same rows, driven from the source's entries (files by source, then entries_by_file):
+    # each entry looks up its postings of the query's terms in the postings' primary key.
+    # CROSS JOIN fixes that order: SQLite, without statistics, would scan every entry.
+    _FROM_SOURCE = ("FROM files f CROSS JOIN entries e ON e.file_id = f.id CROSS JOIN q "
+                    "CROSS JOIN term_postings p ON p.term = q.term AND p.entry_id = e.id ")
+
+    @staticmethod
+    def _small_source(conn: sqlite3.Connection, source: str, terms: Sequence[str]) -> bool:
+        """Whether looking up each of `source`'s entries' postings (entries x terms) reads
+        fewer rows than the terms' postings in all sources: then a small store beside a large
+        workspace no longer pays for the workspace's postings. Deciding reads at most
+        `SMALL_SOURCE_FILES` + 1 of its files' rows and entries x terms + 1 postings' keys:
+        its cost scales with the source too (a source of more files, daily notes, is large)."""
+        marks = ", ".join("?" * len(terms))
+        return bool(conn.execute(
+            "WITH s(lookups, files) AS (SELECT COALESCE(SUM(entry_count), 0) * ?, COUNT(*) FROM"
+            " (SELECT entry_count FROM files WHERE source = ? AND entry_count > 0 LIMIT ?)) "
+            "SELECT files <= ? AND lookups < (SELECT COUNT(*) FROM (SELECT 1 FROM term_postings"
+            f" WHERE term IN ({marks}) LIMIT (SELECT lookups + 1 FROM s))) FROM s",
+            [len(terms), source, SMALL_SOURCE_FILES + 1, SMALL_SOURCE_FILES, *terms]
+        ).fetchone()[0])
 
     def top(self, source: MemorySource, filters: Filters, weights: dict[str, float],
             term_score_sql: str, avgdl: float, k: int) -> list[tuple[int, float, int]]:
-        """The `k` best (entry id, score, number of entries matched) of one source."""
+        """The `k` best (entry id, score, number of entries matched) of one source, read
+        from the terms' postings or from the source's entries, whichever is fewer rows."""
         if not weights:
             return []
         cte, score, params = self._score_sql(weights, term_score_sql, avgdl)
         where, where_params = self._where(filters, source.name, source.windowed)
-        sql = (f"{cte}SELECT p.entry_id, {score} AS score, COUNT(*) OVER () {self._FROM}"
-               f"WHERE {where} GROUP BY p.entry_id "
-               "ORDER BY score DESC, e.date DESC, e.time DESC, e.path, e.line_start LIMIT ?")
-        args = params + where_params + [k]
-        return self._run(lambda c: c.execute(sql, args).fetchall())
+
+        def work(conn):
+            small = self._small_source(conn, source.name, list(weights))
+            sql = (f"{cte}SELECT p.entry_id, {score} AS score, COUNT(*) OVER () "
+                   f"{self._FROM_SOURCE if small else self._FROM}"
+                   f"WHERE {'f.source = ? AND ' if small else ''}{where} GROUP BY p.entry_id "
+                   "ORDER BY score DESC, e.date DESC, e.time DESC, e.path, e.line_start LIMIT ?")
+            args = params + ([source.name] if small else []) + where_params + [k]
+            return conn.execute(sql, args).fetchall()
+
+        return self._run(work)
 
     def contributions(self, entry_ids: Sequence[int], weights: dict[str, float],
                       term_score_sql: str, avgdl: float) -> dict[int, dict[str, float]]:
