@@ -81,11 +81,14 @@ def main(base: Path, runs: int) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    keep = Path(args[args.index("--keep") + 1]) if "--keep" in args else None
-    count = int(next((a for a in args if a.isdigit()), "30"))
-    if keep:
-        main(keep, count)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="?", type=int, default=30, help="alternated runs of each command")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="generate into DIR and keep it")
+    options = parser.parse_args()
+    if options.keep:
+        main(options.keep, options.runs)
     else:
         with tempfile.TemporaryDirectory(prefix="miniclaw-sources-speed-") as tmp:
-            main(Path(tmp), count)
+            main(Path(tmp), options.runs)
