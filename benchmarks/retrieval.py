@@ -15,6 +15,7 @@ Per question, against its evidence turns:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -135,6 +136,18 @@ class Clock:
         return self.current
 
 
+@contextlib.contextmanager
+def scratch(prefix: str):
+    """A temporary folder with an empty workspace and its own index and cache: (folder,
+    workspace). Each conversation is searched alone, as a user's memory would be."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        os.environ["MINICLAW_INDEX"] = str(Path(tmp) / "index.sqlite3")
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+        workspace = Path(tmp) / "workspace"
+        (workspace / "memory").mkdir(parents=True)
+        yield Path(tmp), workspace
+
+
 async def run(conversations: list[Conversation], modes: list[str], speed: bool = False,
               layout=None) -> dict:
     """Scores per mode and group, build and query seconds, and warm timings if `speed`.
@@ -146,13 +159,9 @@ async def run(conversations: list[Conversation], modes: list[str], speed: bool =
     timings: list[float] = []
     for conversation in conversations:
         session_of = {t.id: s.id for s in conversation.sessions for t in s.turns}
-        with tempfile.TemporaryDirectory(prefix="miniclaw-bench-") as tmp:
-            os.environ["MINICLAW_INDEX"] = str(Path(tmp) / "index.sqlite3")
-            os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
-            workspace = Path(tmp) / "workspace"
-            (workspace / "memory").mkdir(parents=True)
+        with scratch("miniclaw-bench-") as (tmp, workspace):
             clock = Clock(conversation.sessions[-1].when + timedelta(days=1))
-            sources, roots = layout.sources(Path(tmp)) if layout else (None, ())
+            sources, roots = layout.sources(tmp) if layout else (None, ())
             async with MemoryStore(workspace, now=clock, sources=sources, roots=roots) as store:
                 start = time.perf_counter()
                 spans = await (layout.write(store, conversation, Path(tmp)) if layout

@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval import METRICS, Clock, score, turns_of, write_conversation  # noqa: E402
+from retrieval import METRICS, Clock, scratch, score, turns_of, write_conversation  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEV_SETS = {"locomo": "locomo/locomo-dev.json", "longmemeval": "longmemeval/longmemeval-dev.json"}
@@ -153,11 +153,7 @@ async def dev_set_rankings(conversations) -> list[dict]:
 
     out = []
     for conversation in conversations:
-        with tempfile.TemporaryDirectory(prefix="miniclaw-semantic-") as tmp:
-            os.environ["MINICLAW_INDEX"] = str(Path(tmp) / "index.sqlite3")
-            os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
-            workspace = Path(tmp) / "workspace"
-            (workspace / "memory").mkdir(parents=True)
+        with scratch("miniclaw-semantic-") as (tmp, workspace):
             clock = Clock(conversation.sessions[-1].when + timedelta(days=1))
             async with MemoryStore(workspace, now=clock) as store:
                 spans = await write_conversation(store, conversation)
