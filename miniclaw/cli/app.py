@@ -99,6 +99,13 @@ def command_app() -> typer.Typer:
     return typer.Typer(add_completion=False, rich_markup_mode=None)
 
 
+def group_app(name: str, help: str, cls: type[TyperGroup] | None = None) -> typer.Typer:
+    """A group of commands (`memory`, `index`, `sources`, `sessions`): miniclaw's error
+    contract, its help when called bare, and plain help like the root's."""
+    return typer.Typer(cls=cls or MiniclawGroup, name=name, help=help, no_args_is_help=True,
+                       rich_markup_mode=None)
+
+
 class _OnDemand(MutableMapping):
     """A group's commands by name, each built from its Typer app (Typer's public
     `get_group`/`get_command`) the first time it is looked up: Typer inspects every

@@ -4,15 +4,9 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, MiniclawGroup
+from miniclaw.cli.app import JsonOption, group_app
 
-index_app = typer.Typer(
-    cls=MiniclawGroup,
-    name="index",
-    help="Look after the search index cache (one file per workspace).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+index_app = group_app("index", "Look after the search index cache (one file per workspace).")
 
 
 @index_app.command("prune")

@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, OnDemandGroup, command_app, run, use_color, workspace_of
+from miniclaw.cli.app import (JsonOption, OnDemandGroup, command_app, group_app, run, use_color,
+                              workspace_of)
 from miniclaw.cli.zone_help import ZoneHelpCommand
 
 
@@ -21,13 +22,8 @@ class MemoryGroup(OnDemandGroup):
                    ("add", "read", "recent", "rank", "forget", "edit", "index", "status")}
 
 
-memory_app = typer.Typer(
-    cls=MemoryGroup,
-    name="memory",
-    help="Add, read and search memories (MEMORY.md and the daily notes).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+memory_app = group_app(
+    "memory", "Add, read and search memories (MEMORY.md and the daily notes).", MemoryGroup)
 
 
 def _store(ctx: typer.Context):

@@ -8,15 +8,10 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, MiniclawGroup, run, workspace_of
+from miniclaw.cli.app import JsonOption, group_app, run, workspace_of
 
-sessions_app = typer.Typer(
-    cls=MiniclawGroup,
-    name="sessions",
-    help="Search past conversations: miniclaw's chat transcripts and configured ones (Claude Code).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+sessions_app = group_app(
+    "sessions", "Search past conversations: miniclaw's chat transcripts and configured ones (Claude Code).")
 
 _ROLES = {"user": "user", "assistant": "asst"}
 

@@ -4,15 +4,10 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, MiniclawGroup, run, workspace_of
+from miniclaw.cli.app import JsonOption, group_app, run, workspace_of
 
-sources_app = typer.Typer(
-    cls=MiniclawGroup,
-    name="sources",
-    help="List, add or remove the memory sources a workspace searches (other agents' memory).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+sources_app = group_app(
+    "sources", "List, add or remove the memory sources a workspace searches (other agents' memory).")
 
 
 @sources_app.command("list")
