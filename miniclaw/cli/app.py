@@ -273,10 +273,20 @@ def workspace_of(ctx: typer.Context) -> Path:
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run one library coroutine to completion: the CLI's only event loop."""
+    """Run one library coroutine to completion: the CLI's only event loop. Its blocking
+    work runs in one worker thread: a one-shot command does one operation, and a thread
+    per source (each opening its own index connection) cost a search beside three stores
+    ~10 ms more CPU than it saved in wall time (benchmarks/README.md)."""
     import asyncio
 
-    return asyncio.run(coro)
+    async def in_one_thread() -> T:
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(1, thread_name_prefix="miniclaw-cli"))
+        return await coro
+
+    return asyncio.run(in_one_thread())
 
 
 def use_color(stream=None) -> bool:

@@ -651,6 +651,23 @@ def test_a_command_imports_only_its_own_cli_module(workspace):
                 "miniclaw.cli.workspace", "miniclaw.cli.context"} & set(loaded), loaded
 
 
+def test_a_command_runs_its_blocking_work_in_one_worker_thread():
+    """A one-shot command's library calls share one worker (and so one index connection):
+    a thread per source cost a search beside three stores more CPU than it saved
+    (benchmarks/README.md). asyncio's default executor starts a thread per waiting call."""
+    import asyncio
+    import threading
+
+    from miniclaw.cli.app import run
+
+    async def work() -> set[str]:
+        names = await asyncio.gather(*(asyncio.to_thread(lambda: threading.current_thread().name)
+                                       for _ in range(4)))
+        return set(names)
+
+    assert run(work()) == {"miniclaw-cli_0"}
+
+
 def test_root_help_and_suggestions_still_know_every_command(runner):
     """The root builds a command only when it is named, yet its help lists all of them, in
     the same order, and a typo is still answered with the command meant."""
