@@ -23,26 +23,27 @@ from pathlib import Path
 from miniclaw.errors import UsageError
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.sources import FileSource, SourceFile
+from miniclaw.text import LazyPattern
 
 SESSION_DAYS = 30  # ConKeeper's `--sessions` searches session files changed this recently
 
 # Privacy, as ConKeeper's hooks/lib-privacy.sh reads it.
-_FRONT_PRIVATE = re.compile(r"""^\s*private:\s*(['"]?)true\1\s*$""", re.IGNORECASE)
-_OPEN = re.compile(r"^\s*<private>")
-_CLOSE = re.compile(r"^\s*</private>")
+_FRONT_PRIVATE = LazyPattern(r"""^\s*private:\s*(['"]?)true\1\s*$""", re.IGNORECASE)
+_OPEN = LazyPattern(r"^\s*<private>")
+_CLOSE = LazyPattern(r"^\s*</private>")
 
-_ADR_FILE = re.compile(r"(?:^|/)ADR-\d+[^/]*\.md$")
-_HEADING = re.compile(r"^(#{1,2})[ \t]+(.*?)[ \t#]*$")
-_STATUS = re.compile(r"\*\*Status:\*\*[ \t]*([^|*\n]*?)[ \t]*(?:\||$)")
-_ADR_DATE = re.compile(r"\*\*Date:\*\*[ \t]*(\d{4}-\d{2}-\d{2})")
-_ADR_NAME = re.compile(r"\bADR-\d+\b")
-_FOOTER = re.compile(r"^\*(?:Session|Last updated):[ \t]*(\d{4}-\d{2}-\d{2})[^*]*\*[ \t]*$")
-_OTHER_FOOTER = re.compile(r"^\*Session duration:[^*]*\*[ \t]*$")
-_COMMENT = re.compile(r"^[ \t]*<!--(?![ \t]*@(?:category|tag)[ \t]*:).*-->[ \t]*$", re.IGNORECASE)
-_STAMP = re.compile(r"^[-*+][ \t]+\*\*(?:(\d{4}-\d{2}-\d{2})[ \t]+)?(\d{2}:\d{2}:\d{2})\*\*")
-_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$")  # a fence line: no words of its own
-_TABLE_RULE = re.compile(r"^[ \t]*\|[ \t:|-]*-[ \t:|-]*$")
-_NAME_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+_ADR_FILE = LazyPattern(r"(?:^|/)ADR-\d+[^/]*\.md$")
+_HEADING = LazyPattern(r"^(#{1,2})[ \t]+(.*?)[ \t#]*$")
+_STATUS = LazyPattern(r"\*\*Status:\*\*[ \t]*([^|*\n]*?)[ \t]*(?:\||$)")
+_ADR_DATE = LazyPattern(r"\*\*Date:\*\*[ \t]*(\d{4}-\d{2}-\d{2})")
+_ADR_NAME = LazyPattern(r"\bADR-\d+\b")
+_FOOTER = LazyPattern(r"^\*(?:Session|Last updated):[ \t]*(\d{4}-\d{2}-\d{2})[^*]*\*[ \t]*$")
+_OTHER_FOOTER = LazyPattern(r"^\*Session duration:[^*]*\*[ \t]*$")
+_COMMENT = LazyPattern(r"^[ \t]*<!--(?![ \t]*@(?:category|tag)[ \t]*:).*-->[ \t]*$", re.IGNORECASE)
+_STAMP = LazyPattern(r"^[-*+][ \t]+\*\*(?:(\d{4}-\d{2}-\d{2})[ \t]+)?(\d{2}:\d{2}:\d{2})\*\*")
+_FENCE = LazyPattern(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$")  # a fence line: no words of its own
+_TABLE_RULE = LazyPattern(r"^[ \t]*\|[ \t:|-]*-[ \t:|-]*$")
+_NAME_DATE = LazyPattern(r"^(\d{4}-\d{2}-\d{2})")
 
 
 def redact(text: str) -> str:

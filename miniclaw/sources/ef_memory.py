@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from miniclaw.memory.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
 from miniclaw.memory.sources import FileSource, SourceFile
+from miniclaw.text import LazyPattern
 
 EVENTS = ".memory/events.jsonl"
 STALE_DAYS = 90  # EFM's verify.staleness_threshold_days
@@ -37,10 +38,10 @@ UNDATED_AGE = 999  # EFM: an unparseable created_at counts as this many days old
 #: A query matching more than this many entries is too broad to show whole: EFM's skill
 #: dumps what it finds; miniclaw shows the top results and asks for narrower terms.
 BROAD_MATCHES = 20
-_CONFLICT = re.compile(r"^(<{7}|={7}|>{7})(\s|$)")
+_CONFLICT = LazyPattern(r"^(<{7}|={7}|>{7})(\s|$)")
 # Sources EFM checks for existence: `path:L1-L2`, `path#Heading:L1-L2`, `path::function`;
 # `commit <hex>`, `PR #12` and free text are not files.
-_NOT_A_FILE = re.compile(r"^(commit\s+[0-9a-f]{7,40}|PR\s*#\d+)$", re.IGNORECASE)
+_NOT_A_FILE = LazyPattern(r"^(commit\s+[0-9a-f]{7,40}|PR\s*#\d+)$", re.IGNORECASE)
 _SEVERITY_ORDER = {"S1": 0, "S2": 1, "S3": 2}
 
 

@@ -24,13 +24,14 @@ from datetime import datetime
 from miniclaw.errors import UsageError
 from miniclaw.memory.entry import TAG_PATTERN, Entry
 from miniclaw.memory.sources import FileSource
+from miniclaw.text import LazyPattern
 
 SUFFIX = ".memory.md"
 _FRONT_MATTER_BYTES = 2000  # the tool reads no further for the front matter
 _LEGACY_SCOPES = ("project", "user")
 # The tool's fallback when YAML does not read: `key: value` lines, `- tag` items.
-_SCALAR = re.compile(r"^(id|title|namespace|type|created|modified)\s*:\s*(.*?)\s*$")
-_INLINE_LIST = re.compile(r"^\[(.*)\]$")
+_SCALAR = LazyPattern(r"^(id|title|namespace|type|created|modified)\s*:\s*(.*?)\s*$")
+_INLINE_LIST = LazyPattern(r"^\[(.*)\]$")
 
 
 class MnemonicSource(FileSource):
