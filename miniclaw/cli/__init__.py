@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 
-from miniclaw.cli.app import app  # its commands (app.SUBCOMMANDS) are imported when named
+# Start-up: the cyclic collector would walk the objects these imports make (Typer's and
+# click's classes and functions, ~10 ms of a one-shot command: benchmarks/README.md) again
+# and again and find no garbage. It is paused while they are made, they are then frozen
+# (never walked again; they live as long as the process anyway), and it runs as before.
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from miniclaw.cli.app import app  # its commands (app.SUBCOMMANDS) are imported when named
+finally:
+    gc.freeze()
+    if _collecting:
+        gc.enable()
 
 _VALUE_OPTIONS = {"-w", "--workspace"}
 

@@ -614,6 +614,16 @@ def test_importing_the_cli_does_not_import_heavy_modules():
     assert "HEAVY:\n" in proc.stderr
 
 
+@pytest.mark.parametrize("before", ["", "import gc; gc.disable()\n"])
+def test_importing_the_cli_freezes_its_start_up_objects_and_keeps_the_collector(before):
+    """The collector is paused while the CLI's modules are imported (they are then frozen,
+    never walked again) and left as the process had it: on, or off when it was off."""
+    proc = _python(before + "import gc\nimport miniclaw.cli\n"
+                   "print(gc.isenabled(), gc.get_freeze_count() > 1000)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(not before), "True"]
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["memory", "--help"], ["memory", "rank", "--help"]])
 def test_help_does_not_import_heavy_modules(argv):
     code = ("from miniclaw.cli import app\n"
