@@ -14,8 +14,13 @@ console script with PYTHONPATH=CHECKOUT, its own indexes, in the same rounds; it
 compared with this tree's for every query ("same results"). Byte-code is compiled first
 (`compileall`, also into CHECKOUT), as an installed package has it.
 
+`--instructions` also counts each command's instructions under valgrind (cachegrind, user
+space only, PYTHONHASHSEED=0): the same on a loaded machine as on a quiet one, so a change
+of a few percent shows where medians of times cannot (a run takes ~10 s under valgrind).
+The ratios are higher than CPU time's: the kernel's share (exec, page faults) is not counted.
+
 Run (from the repo root), with `nice` on a shared machine:
-  .venv/bin/python benchmarks/sources_speed.py [RUNS] [--keep DIR] [--other CHECKOUT]
+  .venv/bin/python benchmarks/sources_speed.py [RUNS] [--keep DIR] [--other CHECKOUT] [--instructions]
   git archive 4f25097 | tar -x -C /tmp/base  # an older tree to compare with: --other /tmp/base
 """
 
@@ -77,7 +82,20 @@ def variants(base: Path, home: Path, others: list[Path]) -> dict[str, dict]:
     return found
 
 
-def main(base: Path, runs: int, others: list[Path]) -> None:
+def instructions(cmd: list[str], env: dict) -> int:
+    """Instructions one run of `cmd` executes (valgrind's cachegrind, `I refs`)."""
+    import re
+
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                           "--cachegrind-out-file=/dev/null", *cmd],
+                          env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode != 0 or not found:
+        raise RuntimeError(f"valgrind failed ({done.returncode}): {done.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main(base: Path, runs: int, others: list[Path], count: bool = False) -> None:
     ws, home = prepare(base)
     for tree in [REPO, *others]:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "miniclaw")],
@@ -126,6 +144,14 @@ def main(base: Path, runs: int, others: list[Path]) -> None:
         print(f"{kind:>4}: python+typer {ms['python']:.0f} ms; {cells}")
     for name, ok in same.items():
         print(f"same results as this tree: {name} {'yes' if ok else 'NO'}")
+    if count:
+        bare = instructions(commands[0][1], commands[0][2])
+        cells = []
+        for name, _cmd, env in commands[1:]:
+            mean = statistics.mean(instructions(rank(q), env) for q in queries[:3])
+            cells.append(f"{name} {mean / 1e6:.0f} M ({mean / bare:.3f}x)")
+        print(f"instructions (valgrind, mean of 3 queries): python+typer {bare / 1e6:.0f} M; "
+              + ", ".join(cells))
 
 
 if __name__ == "__main__":
@@ -136,10 +162,12 @@ if __name__ == "__main__":
     parser.add_argument("--keep", type=Path, metavar="DIR", help="generate into DIR and keep it")
     parser.add_argument("--other", type=Path, action="append", default=[], metavar="CHECKOUT",
                         help="another checkout of miniclaw to run alongside (repeatable)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count instructions under valgrind (load-independent)")
     options = parser.parse_args()
     other_trees = [other.resolve() for other in options.other]
     if options.keep:
-        main(options.keep, options.runs, other_trees)
+        main(options.keep, options.runs, other_trees, options.instructions)
     else:
         with tempfile.TemporaryDirectory(prefix="miniclaw-sources-speed-") as tmp:
-            main(Path(tmp), options.runs, other_trees)
+            main(Path(tmp), options.runs, other_trees, options.instructions)
