@@ -7,17 +7,31 @@ import gc
 import os
 import sys
 
-# Start-up: the cyclic collector would walk the objects these imports make (Typer's and
-# click's classes and functions, ~10 ms of a one-shot command: benchmarks/README.md) again
-# and again and find no garbage. It is paused while they are made, they are then frozen
-# (never walked again; they live as long as the process anyway), and it runs as before.
-_collecting = gc.isenabled()
-gc.disable()
+
+
+def _is_program() -> bool:
+    """Whether this process is the `miniclaw` command (its console script, or `python -m
+    miniclaw`), not a program that imports the CLI (tests, an application)."""
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    return ((spec is not None and spec.name == "miniclaw.__main__")
+            or os.path.basename(getattr(main_module, "__file__", None) or "") == "miniclaw")
+
+
+# Start-up of the command: the cyclic collector would walk the objects these imports make
+# (Typer's and click's classes and functions, ~10 ms of a one-shot command:
+# benchmarks/README.md) again and again and find no garbage. It is paused while they are
+# made, every object is then frozen (never walked again: they live as long as the process
+# anyway), and it runs as before. Not in a program that imports the CLI: freezing would
+# keep that program's garbage of cycles alive.
+_pause = _is_program() and gc.isenabled()
+if _pause:
+    gc.disable()
 try:
     from miniclaw.cli.app import app  # its commands (app.SUBCOMMANDS) are imported when named
 finally:
-    gc.freeze()
-    if _collecting:
+    if _pause:
+        gc.freeze()
         gc.enable()
 
 _VALUE_OPTIONS = {"-w", "--workspace"}

@@ -614,14 +614,27 @@ def test_importing_the_cli_does_not_import_heavy_modules():
     assert "HEAVY:\n" in proc.stderr
 
 
-@pytest.mark.parametrize("before", ["", "import gc; gc.disable()\n"])
-def test_importing_the_cli_freezes_its_start_up_objects_and_keeps_the_collector(before):
-    """The collector is paused while the CLI's modules are imported (they are then frozen,
-    never walked again) and left as the process had it: on, or off when it was off."""
-    proc = _python(before + "import gc\nimport miniclaw.cli\n"
-                   "print(gc.isenabled(), gc.get_freeze_count() > 1000)")
+@pytest.mark.parametrize("program, frozen", [("miniclaw", True), ("host.py", False)])
+def test_the_command_freezes_its_start_up_objects_and_a_program_importing_it_does_not(
+        tmp_path, program, frozen):
+    """As the `miniclaw` command (its console script), the collector is paused while the
+    CLI's modules are imported, which are then frozen (never walked again), and is on again
+    after; a program that imports the CLI keeps its collector and its garbage as they were."""
+    script = tmp_path / program
+    script.write_text("import gc\nimport miniclaw.cli\n"
+                      "print(gc.isenabled(), gc.get_freeze_count() > 1000)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == [str(not before), "True"]
+    assert proc.stdout.split() == ["True", str(frozen)]
+
+
+def test_python_m_miniclaw_is_the_command_too():
+    proc = _python("import runpy, sys\nsys.argv = ['miniclaw', '--version']\n"
+                   "try:\n    runpy.run_module('miniclaw', run_name='__main__', alter_sys=True)\n"
+                   "except SystemExit:\n    pass\n"
+                   "import gc\nprint('FROZEN', gc.get_freeze_count() > 1000)\n")
+    assert "FROZEN True" in proc.stdout, proc.stderr
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["memory", "--help"], ["memory", "rank", "--help"]])
