@@ -272,3 +272,19 @@ def test_cosines_are_the_rows_products_with_the_query():
     query = rng.standard_normal(embedding.DIM).astype(np.float32)
     assert np.allclose(semantic._cosines(matrix, query), matrix @ query, atol=1e-4)
     assert semantic._cosines(matrix[:0], query).shape == (0,)
+
+
+@needs_model
+async def test_a_warm_hybrid_search_counts_the_vectors_once(store, workspace, monkeypatch):
+    """Counting L's vectors costs ~1 ms: a search whose vectors are complete counts them
+    once (`progress`, to know they are complete), and the matrix's catch-up reuses that
+    count instead of counting again."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    await store.search("did I go hiking?", mode="hybrid")  # embeds all, reads the matrix
+    calls: list[str] = []
+    for name in ("progress", "count"):
+        counted = getattr(DerivedData, name)
+        monkeypatch.setattr(DerivedData, name, lambda self, *a, _f=counted, _n=name, **k: (
+            calls.append(_n), _f(self, *a, **k))[1])
+    found = await store.search("a walk in the hills", mode="hybrid")
+    assert found.results and calls == ["progress"]

@@ -72,25 +72,26 @@ class _Vectors:
         import numpy as np
 
         size = embedding.DIM * 4
-        new = [(h, v) for h, v in values.items() if h not in self.rows and len(v) == size]
+        known = self.rows
+        new = [h for h, v in values.items() if len(v) == size and h not in known]
         if not new:
             return
-        block = np.frombuffer(b"".join(v for _, v in new), dtype=np.float32).reshape(
+        block = np.frombuffer(b"".join([values[h] for h in new]), dtype=np.float32).reshape(
             len(new), embedding.DIM)
         # the first look's block is the matrix itself (on L, 25 MB not copied again)
         self.matrix = np.concatenate([self.matrix, block]) if self.hashes else block
-        for h, _ in new:
-            self.rows[h] = len(self.hashes)
-            self.hashes.append(h)
+        known.update(zip(new, range(len(self.hashes), len(self.hashes) + len(new))))
+        self.hashes.extend(new)
 
-    def catch_up(self, index: SearchIndex, kind: str) -> None:
+    def catch_up(self, index: SearchIndex, kind: str, stored: int | None = None) -> None:
         """Read the vectors stored since the last look (by this or another process): all of
         them in one statement at the first look, then only the new texts' (their hashes come
-        from the table's index, so a look that finds nothing new reads no vector)."""
+        from the table's index, so a look that finds nothing new reads no vector). `stored`
+        is the kind's count when the caller has just read it (counting L's takes ~1 ms)."""
         from miniclaw.memory.derived import DerivedData
 
         derived = DerivedData(index, kind)
-        stored = derived.count()
+        stored = derived.count() if stored is None else stored
         if stored == self.stored:
             return
         if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
@@ -186,7 +187,8 @@ class VectorRetriever:
         done, total = embed_missing(index, model, self.embed_per_search)
         self._table = _vectors(index)
         with self._table.lock:
-            self._table.catch_up(index, model.name)
+            # complete, `done` is the kind's count just read: no second count
+            self._table.catch_up(index, model.name, done if done == total else None)
             self._similar = (list(self._table.hashes), _cosines(self._table.matrix, self._query))
         if done < total:
             return (SearchWarning("vectors", embedded=done, total=total),)
