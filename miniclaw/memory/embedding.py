@@ -184,6 +184,10 @@ def _session(onnxruntime, source: Path):
             folder.rename(saved.parent)
         except OSError:  # another process saved it first (or the cache is read-only)
             shutil.rmtree(folder, ignore_errors=True)
+        else:  # the graph saved for a model file or onnxruntime since replaced: 90 MB each
+            for old in saved.parent.parent.glob(f"{NAME}-*"):
+                if old != saved.parent and "." not in old.name[len(NAME):]:
+                    shutil.rmtree(old, ignore_errors=True)
     return session
 
 

@@ -182,3 +182,16 @@ def test_loading_starts_no_blas_threads_and_leaves_the_environment_as_it_was():
 
     ours, theirs = threads(), threads(OPENBLAS_NUM_THREADS="1")
     assert ours == [theirs[0], "None"] and theirs[1] == "1"
+
+
+@needs_model
+def test_saving_the_graph_drops_one_saved_for_another_model_file_or_onnxruntime():
+    saved = _saved_model()
+    models = saved.parent.parent
+    (models / f"{embedding.NAME}-0badc0de").mkdir(parents=True)  # an older onnxruntime's
+    (models / f"{embedding.NAME}-0badc0de" / "weights.bin").write_bytes(b"old")
+    (models / f"{embedding.NAME}-0badc0de.123.tmp").mkdir()  # another process saving now
+    (models / "another-model-12345678").mkdir()
+    embedding.Embedder()
+    assert sorted(p.name for p in models.iterdir()) == sorted(
+        [saved.parent.name, f"{embedding.NAME}-0badc0de.123.tmp", "another-model-12345678"])
