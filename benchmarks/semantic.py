@@ -228,7 +228,7 @@ def step(label, work):
     out[label] = {"s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3)}
 out = {}
 from miniclaw.memory import embedding
-step("import_numpy", embedding._import_numpy)  # as the model's load imports it
+step("import_numpy", embedding.import_numpy)  # as the model's load imports it
 step("import_onnxruntime", lambda: __import__("onnxruntime"))
 step("import_tokenizers", lambda: __import__("tokenizers"))
 step("session", embedding.load)

