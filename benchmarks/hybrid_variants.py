@@ -268,7 +268,7 @@ def main() -> None:
     import json
     import subprocess
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description="Hybrid fusion variants on both dev sets.")
     ap.add_argument("locomo", type=Path, help="LoCoMo dev JSON")
     ap.add_argument("longmemeval", type=Path, help="LongMemEval dev JSON")
     ap.add_argument("--vector-cache", type=Path, required=True, metavar="FILE")
