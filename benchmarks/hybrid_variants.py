@@ -18,7 +18,8 @@ loaded 6-14 (five helpers on 2 cores); R@5 / R@10 / MRR of hybrid (bm25: LoCoMo 
   nbvec:0.5          0.689 / 0.764 / 0.539  0.757 / 0.862 / 0.700
   nbvec:1+weight:1.5 0.690 / 0.774 / 0.540  0.746 / 0.871 / 0.703
   nbvecfloor:1       0.690 / 0.763 / 0.540  0.758 / 0.859 / 0.698
-  nbveclin:0.5       0.687 / 0.773 / 0.542  0.718 / 0.853 / 0.669
+  nbvecprev:1        0.690 / 0.765 / 0.542  0.758 / 0.865 / 0.702
+  nbveclin:0.5       0.687 / 0.772 / 0.542  0.718 / 0.853 / 0.669
   timecue:0.3        0.677 / 0.764 / 0.549  0.763 / 0.859 / 0.699
   shift:0.2          0.674 / 0.758 / 0.535  0.770 / 0.858 / 0.699
   cosbest            0.672 / 0.763 / 0.527  0.754 / 0.857 / 0.699
@@ -177,6 +178,23 @@ def nbvecfloor(value: str = "1") -> None:
     neighbours._missing_part = lift
 
 
+def nbvecprev(value: str = "1") -> None:
+    """as nbvec, but the cosine is lifted only by the entries before (the question a turn
+    answers), not after"""
+    from miniclaw.memory import ranker
+
+    nbvec(value)
+    retrieve = ranker.MemoryRanker._retrieve
+
+    def earlier_only(self, source, mode, retriever, *args):
+        if retriever.name == "vector":
+            mode = mode._replace(neighbor_weights=tuple(
+                (offset, share) for offset, share in mode.neighbor_weights if offset < 0))
+        return retrieve(self, source, mode, retriever, *args)
+
+    ranker.MemoryRanker._retrieve = earlier_only
+
+
 def nbveclin(value: str = "0.5") -> None:
     """as nbvec, but an entry gains VALUE x share of each neighbour's whole cosine (a context
     vector: the cosine of a weighted sum of the turn's and its neighbours' vectors)"""
@@ -239,7 +257,8 @@ def timecue(value: str) -> None:
 
 
 VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
-                                    bmsat, nbvec, nbvecfloor, nbveclin, qstrip, timecue)}
+                                    bmsat, nbvec, nbvecfloor, nbvecprev,
+                                    nbveclin, qstrip, timecue)}
 
 
 def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: Path) -> dict:
