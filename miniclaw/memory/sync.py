@@ -50,6 +50,7 @@ FUTURE_RACY_NS = 600 * 1_000_000_000  # clock skew between synced machines, at m
 PARSE_AHEAD_MIN_FILES = 8  # fewer changed files are parsed in the writing thread
 PARSE_AHEAD_DEPTH = 32  # files parsed but not yet written, at most
 PARSE_AHEAD_BYTES = 32 * 1024 * 1024  # and at most this much of their Markdown
+PARSE_PROCESS_BYTES = 8 * 1024 * 1024  # changed files of this much are parsed in a process
 MAX_BATCH_PARAMS = 9000  # values in one multi-row INSERT (~3,000 postings)
 SORTED_POSTINGS = 100_000  # postings gathered and sorted by term before they are written
 
@@ -331,17 +332,13 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
     tails = {path: tail for path, tail in appends.load(conn, growing).items()
              if path in known and tuple(known[path][1:4]) == tail.signature}
 
-    def parse(source_file: SourceFile) -> _Parsed | Iterator[_Parsed]:
-        source = by_name[source_file.source]
-        if getattr(source, "append_only", False):
-            parts = _parse_growing(source, source_file, os.fspath(workspace),
-                                   tails.get(source_file.path))
-            # One part (most transcripts): parsed now, in the parse-ahead thread if any.
-            return list(parts) if source_file.size <= appends.PART_BYTES else parts
-        return _parse(source, source_file, os.fspath(workspace))
+    def task(source_file: SourceFile) -> tuple:
+        """`_parse_one`'s arguments for a file."""
+        return (by_name[source_file.source], source_file, os.fspath(workspace),
+                tails.get(source_file.path))
 
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
-    with _parsed_files(parse, stale) as parsed_files:
+    with _parsed_files(task, stale) as parsed_files:
         for done, parsed in enumerate(parsed_files, 1):
             whole = isinstance(parsed, _Parsed)
             for part in (parsed,) if whole else parsed:
@@ -376,34 +373,89 @@ def drop_orphan_derived(conn, hashes: Iterable[bytes] | None) -> None:
                      " (SELECT 1 FROM entries WHERE hash = ?)", ((h, h) for h in hashes))
 
 
+def _parse_one(source: MemorySource, source_file: SourceFile, workspace: str,
+               tail) -> _Parsed | list[_Parsed] | Iterator[_Parsed]:
+    """One file's parse: a `_Parsed`, or an append-only file's parts from its remembered
+    `tail` (a list when it fits one part, as most transcripts do: parsed where this runs;
+    else read part by part as the caller goes on)."""
+    if getattr(source, "append_only", False):
+        from miniclaw.memory import appends
+
+        parts = _parse_growing(source, source_file, workspace, tail)
+        return list(parts) if source_file.size <= appends.PART_BYTES else parts
+    return _parse(source, source_file, workspace)
+
+
 @contextlib.contextmanager
-def _parsed_files(parse: Callable[[SourceFile], _Parsed],
+def _parsed_files(task: Callable[[SourceFile], tuple],
                   files: Sequence[SourceFile]) -> Iterator[Iterator[_Parsed]]:
-    """`map(parse, files)`; for many files, computed ahead in a second thread, which is
-    stopped when the block ends, even by an error (queued files are then not parsed)."""
+    """`_parse_one(*task(file))` for each file, in order; for many files computed ahead, by
+    another process for a build of many megabytes (`_in_process`), else by a second thread,
+    which is stopped when the block ends, even by an error (queued files are then not
+    parsed)."""
     if len(files) < PARSE_AHEAD_MIN_FILES:
-        yield map(parse, files)
+        yield (_parse_one(*task(source_file)) for source_file in files)
+        return
+    tasks = [task(source_file) for source_file in files]
+    if _in_process(tasks):
+        from miniclaw.memory.parse_worker import ParseWorker
+
+        worker = ParseWorker([args for args in tasks if _portable(args)])
+        try:
+            yield _parse_elsewhere(worker, tasks)
+        finally:
+            worker.close()
         return
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="miniclaw-parse")
     try:
-        yield _parse_ahead(pool, parse, files)
+        yield _parse_ahead(pool, tasks)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _parse_ahead(pool, parse: Callable[[SourceFile], _Parsed],
-                 files: Sequence[SourceFile]) -> Iterator[_Parsed]:
+def _portable(args: tuple) -> bool:
+    """Whether a file's parse can be done by another process: its result is sent whole (a
+    transcript of several parts is read part by part where it is written)."""
+    from miniclaw.memory import appends
+
+    return not (getattr(args[0], "append_only", False) and args[1].size > appends.PART_BYTES)
+
+
+def _in_process(tasks: list[tuple]) -> bool:
+    """Parse in another process (`parse_worker`): for at least `PARSE_PROCESS_BYTES` of
+    files, on a machine of several cores, when every source is one of miniclaw's (a class
+    of a user's module may not import in a fresh interpreter). Starting it costs ~0.2 s."""
+    return (sum(args[1].size for args in tasks if _portable(args)) >= PARSE_PROCESS_BYTES
+            and (os.cpu_count() or 1) > 1
+            and all(type(args[0]).__module__.startswith("miniclaw.") for args in tasks))
+
+
+def _parse_elsewhere(worker, tasks: list[tuple]) -> Iterator[_Parsed]:
+    """Parse results in order: from the worker, or parsed here when it cannot do a file or
+    has stopped answering."""
+    from miniclaw.memory.parse_worker import _GONE
+
+    for args in tasks:
+        found = _GONE
+        if worker is not None and _portable(args):
+            found = worker.next_result()
+            if found is _GONE:
+                worker = None
+        yield _parse_one(*args) if found is _GONE else found
+
+
+def _parse_ahead(pool, tasks: list[tuple]) -> Iterator[_Parsed]:
     """Parse results in order, the pool working up to `PARSE_AHEAD_DEPTH` files and
     `PARSE_AHEAD_BYTES` of Markdown ahead of the caller (a parsed file holds ~2.5x its size)."""
-    todo, pending, queued = deque(files), deque(), 0
+    todo, pending, queued = deque(tasks), deque(), 0
     while todo or pending:
         while todo and (not pending or (len(pending) < PARSE_AHEAD_DEPTH
-                                        and queued + todo[0].size <= PARSE_AHEAD_BYTES)):
-            source_file = todo.popleft()
-            pending.append((pool.submit(parse, source_file), source_file.size))
-            queued += source_file.size
+                                        and queued + todo[0][1].size <= PARSE_AHEAD_BYTES)):
+            args = todo.popleft()
+            pending.append((pool.submit(_parse_one, *args), args[1].size))
+            queued += args[1].size
         future, size = pending.popleft()
         queued -= size
         yield future.result()
