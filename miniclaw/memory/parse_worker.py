@@ -17,29 +17,25 @@ child that cannot start or dies answers nothing more: the parent parses the rest
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 _GONE = object()  # the worker stopped answering (crashed, or never started)
+# The child imports what the parent imported: its module path is the parent's (`-m` would
+# put the working folder first, where another checkout of miniclaw may be).
+_START = ("import sys; sys.path[:] = sys.argv[1:]; "
+          "from miniclaw.memory.parse_worker import main; main()")
 
 
 class ParseWorker:
     """A child process answering `tasks` in order (`next_result`)."""
 
     def __init__(self, tasks: list[tuple]) -> None:
-        import miniclaw
-
-        package_root = str(Path(miniclaw.__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "miniclaw.memory.parse_worker"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                start_new_session=True)
+                [sys.executable, "-c", _START, *sys.path], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError:  # no interpreter to run: `next_result` says so
             self.proc = None
             return
@@ -92,7 +88,3 @@ def main() -> None:
             out.flush()
     except BrokenPipeError:  # the parent stopped reading: nothing left to do
         pass
-
-
-if __name__ == "__main__":
-    main()

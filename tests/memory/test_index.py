@@ -892,8 +892,14 @@ def parse_workers(monkeypatch) -> list:
 
     class Recorded(parse_worker.ParseWorker):
         def __init__(self, tasks):
+            self.answered = 0  # files the child parsed (not left to the writer)
             super().__init__(tasks)
             started.append(self)
+
+        def next_result(self):
+            found = super().next_result()
+            self.answered += found is not parse_worker._GONE
+            return found
 
     monkeypatch.setattr(sync, "PARSE_PROCESS_BYTES", 1)
     monkeypatch.setattr(parse_worker, "ParseWorker", Recorded)
@@ -924,16 +930,22 @@ def transcript_lines(n: int) -> str:
 
 
 async def test_a_build_parsed_in_another_process_stores_what_the_files_hold(
-        workspace, tmp_path, parse_workers):
+        workspace, tmp_path, parse_workers, monkeypatch):
     """A large build reads, parses and tokenizes in a child process (`parse_worker`): the
     same rows as a fresh parse, transcripts' tails included (an append is then read alone),
-    and the child is gone once the build ends."""
+    and the child is gone once the build ends. The child imports the parent's miniclaw, not
+    one in the working folder."""
+    decoy = tmp_path / "elsewhere" / "miniclaw"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('another miniclaw')\n")
+    monkeypatch.chdir(decoy.parent)
     many_files_workspace(workspace)
     write(workspace, "sessions/s1.jsonl", transcript_lines(30))
     index_file = tmp_path / "index.sqlite3"
     async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
         report = await store.refresh_index()
         assert report.files_parsed == 42 and len(parse_workers) == 1
+        assert parse_workers[0].answered == 42
         assert parse_workers[0].proc.returncode is not None
         assert indexed_rows(index_file) == rows_with_transcript(workspace)
         with open(workspace / "sessions/s1.jsonl", "a", encoding="utf-8") as out:
@@ -941,8 +953,8 @@ async def test_a_build_parsed_in_another_process_stores_what_the_files_hold(
                                   "timestamp": "2026-01-02T11:00:00Z"}) + "\n")
         for path in sorted((workspace / "memory").glob("2026-*.md"))[::3]:
             path.write_text(path.read_text().replace("again", "grape house"))
-        await store.refresh_index()
-        assert len(parse_workers) == 2
+        second = await store.refresh_index()
+        assert len(parse_workers) == 2 and parse_workers[1].answered == second.files_parsed
         assert indexed_rows(index_file) == rows_with_transcript(workspace)
         assert [h.content for h in await store.search_memories("kiwi")] == [
             "the appended kiwi message"]
