@@ -79,11 +79,12 @@ class RefreshReport:
 class _Parsed(NamedTuple):
     file: SourceFile
     keys: list[tuple] | None  # each entry's (identity, data) (`_entry_keys`); None: vanished
-    terms: list[list[str]]  # the index terms of each entry, repeats kept
+    terms: list[tuple]  # the index terms of each entry, counted (`_counted`)
     warning: str | None
     racy: bool
     append: bool = False  # entries appended to the file's (an append-only file's new part)
     tail: object = None  # `appends.Tail` to remember once stored (append-only files)
+    vocabulary: list[str] | tuple = ()  # the entries' distinct terms (`_parsed`)
 
 
 def content_hash(text: str) -> bytes:
@@ -129,17 +130,34 @@ def _meta_json(meta) -> str:
     return json.dumps(dict(meta), sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _postings(terms: list[str], entry_id: int,
-              term_ids: dict[str, int]) -> tuple[Iterable[tuple[int, int, int]], bytes]:
-    """(term id, entry id, frequency) rows, and the term ids as stored with the entry; most
-    entries repeat no term, and are counted in C."""
+def _counted(terms: list[str]) -> tuple[list[str], list[int] | None, int]:
+    """An entry's index terms as stored: (its distinct terms, their frequencies, None when
+    all are 1, the number of terms). Counted where the file is parsed (in the parse worker
+    for a large build, `parse_worker`), so the writer only numbers them; most entries repeat
+    no term, and are counted in C."""
     unique = set(terms)
     if len(unique) == len(terms):
-        ids = array("I", map(term_ids.__getitem__, unique))
-        return zip(ids, repeat(entry_id), repeat(1)), ids.tobytes()
+        return list(unique), None, len(terms)
     counts = Counter(terms)
-    ids = array("I", map(term_ids.__getitem__, counts))
-    return zip(ids, repeat(entry_id), counts.values()), ids.tobytes()
+    return list(counts), list(counts.values()), len(terms)
+
+
+def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, racy: bool,
+            append: bool = False) -> _Parsed:
+    """A file's (or part's) entries with their terms counted, and its vocabulary (numbered
+    in this order when new, `_TermIds.of`)."""
+    terms = [index_terms(e.text) for e in entries]
+    return _Parsed(source_file, _entry_keys(entries), list(map(_counted, terms)), warning,
+                   racy, append, vocabulary=list(set(chain.from_iterable(terms))))
+
+
+def _postings(counted: tuple, entry_id: int,
+              term_ids: dict[str, int]) -> tuple[Iterable[tuple[int, int, int]], bytes]:
+    """(term id, entry id, frequency) rows of an entry's counted terms, and the term ids as
+    stored with the entry."""
+    distinct, frequencies, _ = counted
+    ids = array("I", map(term_ids.__getitem__, distinct))
+    return zip(ids, repeat(entry_id), frequencies or repeat(1)), ids.tobytes()
 
 
 def _term_ids(blob: bytes) -> array:
@@ -223,8 +241,7 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
     # is not, or every search would re-read the file until then; a later edit made here
     # sets the mtime to now, which is seen.
     racy = -FUTURE_RACY_NS < age < RACY_NS
-    return _Parsed(source_file, _entry_keys(entries), [index_terms(e.text) for e in entries],
-                   warning, racy)
+    return _parsed(source_file, entries, warning, racy)
 
 
 def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str,
@@ -269,8 +286,7 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
                            for e in entries]
             depth = depth if depth < 0 else open_depth(text)
             lines = lines_before + raw.count(b"\n")
-            yield _Parsed(source_file, _entry_keys(entries), [index_terms(e.text) for e in entries],
-                          warning, racy, append)
+            yield _parsed(source_file, entries, warning, racy, append)
             append = True
         new_tail = appends.Tail(end, lines, appends.mark(fd, end), depth,
                                 source_file.signature)
@@ -295,20 +311,20 @@ def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
             f" ({', '.join('?' * len(chunk))}) GROUP BY hash", (file_id, *chunk))))
     base = conn.execute("SELECT COUNT(*) FROM entries WHERE file_id = ?", (file_id,)).fetchone()[0]
     source_file = parsed.file
-    term_ids = rows.terms.of(chain.from_iterable(parsed.terms))
+    term_ids = rows.terms.of(parsed.vocabulary, distinct=True)
     postings_before = len(rows.postings)
     for ((digest, occurrence), data), terms in zip(parsed.keys, parsed.terms):
         postings, ids = _postings(terms, next_id, term_ids)
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, digest,
                              counts[digest] + occurrence, base + data[0], *data[1:],
-                             len(terms), ids))
+                             terms[2], ids))
         rows.postings.extend(postings)
         next_id += 1
     conn.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, warning = ?,"
         " entry_count = entry_count + ?, term_count = term_count + ? WHERE id = ?",
         (*source_file.signature, int(parsed.racy), parsed.warning, len(parsed.keys),
-         sum(map(len, parsed.terms)), file_id))
+         sum(terms[2] for terms in parsed.terms), file_id))
     report.postings_added += len(rows.postings) - postings_before
     rows.flush()
     report.entries_added += len(parsed.keys)
@@ -530,10 +546,11 @@ class _TermIds:
         self.new: list[tuple[int, str]] = []  # rows for the terms table
         self.touched: set[int] = set()  # terms that lost postings
 
-    def of(self, terms: Iterable[str], *, add: bool = True) -> dict[str, int]:
+    def of(self, terms: Iterable[str], *, add: bool = True,
+           distinct: bool = False) -> dict[str, int]:
         """Term -> id for `terms` (and others already known); unknown ones are numbered when
-        `add`, else left out."""
-        missing = [term for term in set(terms) if term not in self.ids]
+        `add`, else left out. `distinct`: `terms` holds no repeats (numbered in its order)."""
+        missing = [term for term in (terms if distinct else set(terms)) if term not in self.ids]
         if missing and not self.table_empty:
             for start in range(0, len(missing), self.max_params):
                 chunk = missing[start:start + self.max_params]
@@ -610,20 +627,22 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
                          " date = ?, time = ?, category = ?, tags = ?, meta = ? WHERE id = ?", moved)
     postings_before = len(rows.postings)
     added = 0
-    term_ids = rows.terms.of(chain.from_iterable(
-        terms for (key, _), terms in zip(parsed.keys, parsed.terms) if key not in old))
+    term_ids = (rows.terms.of(parsed.vocabulary, distinct=True) if not old else
+                rows.terms.of(chain.from_iterable(
+                    terms[0] for (key, _), terms in zip(parsed.keys, parsed.terms)
+                    if key not in old)))
     for (key, data), terms in zip(parsed.keys, parsed.terms):
         if key in old:
             continue
         postings, ids = _postings(terms, next_id, term_ids)
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, *key,
-                             *data, len(terms), ids))
+                             *data, terms[2], ids))
         rows.postings.extend(postings)
         next_id += 1
         added += 1
     report.postings_added += len(rows.postings) - postings_before
     report.entries_moved += len(moved)
-    lengths = [len(terms) for terms in parsed.terms]
+    lengths = [terms[2] for terms in parsed.terms]
     if new_file:
         rows.files.append((file_id, source_file.path, source_file.source, *source_file.signature,
                            int(parsed.racy), source_file.day.isoformat() if source_file.day else None,
