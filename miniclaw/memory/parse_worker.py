@@ -32,12 +32,14 @@ class ParseWorker:
     """A child process answering `tasks` in order (`next_result`)."""
 
     def __init__(self, tasks: list[tuple]) -> None:
+        self.proc = None
+        if not sys.executable:  # an embedded interpreter: no program to start
+            return
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", _START, *sys.path], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError:  # no interpreter to run: `next_result` says so
-            self.proc = None
             return
         try:
             pickle.dump(tasks, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)

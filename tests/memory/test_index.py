@@ -960,11 +960,11 @@ async def test_a_build_parsed_in_another_process_stores_what_the_files_hold(
             "the appended kiwi message"]
 
 
-@pytest.mark.parametrize("interpreter", ["/nonexistent/python", "/bin/false"])
+@pytest.mark.parametrize("interpreter", ["/nonexistent/python", "/bin/false", ""])
 async def test_a_parse_worker_that_cannot_run_leaves_the_parsing_to_the_writer(
         workspace, tmp_path, parse_workers, monkeypatch, interpreter):
-    """No interpreter to start, or a child that stops at once: the build parses the files
-    itself, with the same result."""
+    """No interpreter to start (or none known: embedded), or a child that stops at once:
+    the build parses the files itself, with the same result."""
     monkeypatch.setattr(sys, "executable", interpreter)
     many_files_workspace(workspace)
     index_file = tmp_path / "index.sqlite3"
