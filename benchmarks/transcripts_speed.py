@@ -2,7 +2,8 @@
 
 1. Indexing: ~`--mb` MB of miniclaw transcripts (`sessions/*.jsonl`, files of ~`--file-mb`
    MB), made by repeating the LongMemEval dev turns (each copy numbered, so texts differ),
-   indexed from nothing (`refresh_index`); MB/s = bytes on disk / seconds.
+   indexed from nothing (`refresh_index`); MB/s = bytes on disk / seconds; CPU seconds of
+   this process and of the build's parse worker (a child process); peak RSS of each.
 2. Append: one transcript of ~`--append-mb` MB, indexed; then `--appends` times: one
    message appended, then a search (its sync reads only the new tail); against the same
    searches warm (nothing changed). Without a watch (MINICLAW_WATCH=0: a stat per file, as a
@@ -75,12 +76,16 @@ async def measure(args) -> dict:
         (workspace / "memory").mkdir(parents=True)
         size = write_transcripts(workspace / "sessions", source, args.mb << 20, args.file_mb << 20)
         async with MemoryStore(workspace, sources=(TranscriptSource(),)) as store:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _cpu()
             done = await store.refresh_index()
-            seconds = time.perf_counter() - start
-        report["index"] = {"mb": round(size / 1048576, 1), "files": done.files_parsed,
+            seconds, cpu = time.perf_counter() - start, [b - a for a, b in zip(cpu, _cpu())]
+        mb = size / 1048576
+        report["index"] = {"mb": round(mb, 1), "files": done.files_parsed,
                            "entries": done.entries_added, "seconds": round(seconds, 2),
-                           "mb_per_s": round(size / 1048576 / seconds, 2)}
+                           "mb_per_s": round(mb / seconds, 2),
+                           "cpu_s": round(cpu[0], 2), "child_cpu_s": round(cpu[1], 2),
+                           "mb_per_cpu_s": round(mb / (cpu[0] + cpu[1]), 2),
+                           "peak_rss_mb": _peak_rss_mb()}
 
     with tempfile.TemporaryDirectory(prefix="miniclaw-append-") as tmp:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
@@ -116,6 +121,22 @@ async def measure(args) -> dict:
                             "ratio": round(statistics.median(after) / statistics.median(warm), 2),
                             "n": args.appends}
     return report
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process and of its ended children (a build's parse worker)."""
+    import resource
+
+    me, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                     resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _peak_rss_mb() -> dict:
+    import resource
+
+    return {who: round(resource.getrusage(what).ru_maxrss / 1024) for who, what in
+            (("self", resource.RUSAGE_SELF), ("children", resource.RUSAGE_CHILDREN))}
 
 
 def main() -> None:

@@ -19,8 +19,11 @@ Speed (a full build is ~half SQLite, ~half Python): rows are inserted in multi-r
 statements (`_Rows`), during which SQLite runs without the GIL; when many files changed, a
 second thread reads, parses and tokenizes the next files meanwhile (`_parse_ahead`). With one
 insert per row the two threads handed the GIL back and forth on every row and a build was 25%
-slower than with one thread; with batches it is 10-15% faster on two cores. Postings are
-written sorted by term, the order of their table (`SORTED_POSTINGS`).
+slower than with one thread; with batches it is 10-15% faster on two cores. A build of
+`PARSE_PROCESS_BYTES` or more gives that work to a child process instead (`parse_worker`),
+which runs Python on the other core while this one does: the writer's CPU time halves
+(16 MB of transcripts: 8.0 -> 3.6 s, the child 3.7 s). Postings are written sorted by
+term, the order of their table (`SORTED_POSTINGS`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ FUTURE_RACY_NS = 600 * 1_000_000_000  # clock skew between synced machines, at m
 PARSE_AHEAD_MIN_FILES = 8  # fewer changed files are parsed in the writing thread
 PARSE_AHEAD_DEPTH = 32  # files parsed but not yet written, at most
 PARSE_AHEAD_BYTES = 32 * 1024 * 1024  # and at most this much of their Markdown
+PARSE_PROCESS_BYTES = 8 * 1024 * 1024  # changed files of this much are parsed in a process
 MAX_BATCH_PARAMS = 9000  # values in one multi-row INSERT (~3,000 postings)
 SORTED_POSTINGS = 100_000  # postings gathered and sorted by term before they are written
 
@@ -75,11 +79,12 @@ class RefreshReport:
 class _Parsed(NamedTuple):
     file: SourceFile
     keys: list[tuple] | None  # each entry's (identity, data) (`_entry_keys`); None: vanished
-    terms: list[list[str]]  # the index terms of each entry, repeats kept
+    terms: list[tuple]  # the index terms of each entry, counted (`_counted`)
     warning: str | None
     racy: bool
     append: bool = False  # entries appended to the file's (an append-only file's new part)
     tail: object = None  # `appends.Tail` to remember once stored (append-only files)
+    vocabulary: list[str] | tuple = ()  # the entries' distinct terms (`_parsed`)
 
 
 def content_hash(text: str) -> bytes:
@@ -125,17 +130,34 @@ def _meta_json(meta) -> str:
     return json.dumps(dict(meta), sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _postings(terms: list[str], entry_id: int,
-              term_ids: dict[str, int]) -> tuple[Iterable[tuple[int, int, int]], bytes]:
-    """(term id, entry id, frequency) rows, and the term ids as stored with the entry; most
-    entries repeat no term, and are counted in C."""
+def _counted(terms: list[str]) -> tuple[list[str], list[int] | None, int]:
+    """An entry's index terms as stored: (its distinct terms, their frequencies, None when
+    all are 1, the number of terms). Counted where the file is parsed (in the parse worker
+    for a large build, `parse_worker`), so the writer only numbers them; most entries repeat
+    no term, and are counted in C."""
     unique = set(terms)
     if len(unique) == len(terms):
-        ids = array("I", map(term_ids.__getitem__, unique))
-        return zip(ids, repeat(entry_id), repeat(1)), ids.tobytes()
+        return list(unique), None, len(terms)
     counts = Counter(terms)
-    ids = array("I", map(term_ids.__getitem__, counts))
-    return zip(ids, repeat(entry_id), counts.values()), ids.tobytes()
+    return list(counts), list(counts.values()), len(terms)
+
+
+def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, racy: bool,
+            append: bool = False) -> _Parsed:
+    """A file's (or part's) entries with their terms counted, and its vocabulary (numbered
+    in this order when new, `_TermIds.of`)."""
+    terms = [index_terms(e.text) for e in entries]
+    return _Parsed(source_file, _entry_keys(entries), list(map(_counted, terms)), warning,
+                   racy, append, vocabulary=list(set(chain.from_iterable(terms))))
+
+
+def _postings(counted: tuple, entry_id: int,
+              term_ids: dict[str, int]) -> tuple[Iterable[tuple[int, int, int]], bytes]:
+    """(term id, entry id, frequency) rows of an entry's counted terms, and the term ids as
+    stored with the entry."""
+    distinct, frequencies, _ = counted
+    ids = array("I", map(term_ids.__getitem__, distinct))
+    return zip(ids, repeat(entry_id), frequencies or repeat(1)), ids.tobytes()
 
 
 def _term_ids(blob: bytes) -> array:
@@ -219,8 +241,7 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
     # is not, or every search would re-read the file until then; a later edit made here
     # sets the mtime to now, which is seen.
     racy = -FUTURE_RACY_NS < age < RACY_NS
-    return _Parsed(source_file, _entry_keys(entries), [index_terms(e.text) for e in entries],
-                   warning, racy)
+    return _parsed(source_file, entries, warning, racy)
 
 
 def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str,
@@ -265,8 +286,7 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
                            for e in entries]
             depth = depth if depth < 0 else open_depth(text)
             lines = lines_before + raw.count(b"\n")
-            yield _Parsed(source_file, _entry_keys(entries), [index_terms(e.text) for e in entries],
-                          warning, racy, append)
+            yield _parsed(source_file, entries, warning, racy, append)
             append = True
         new_tail = appends.Tail(end, lines, appends.mark(fd, end), depth,
                                 source_file.signature)
@@ -291,20 +311,20 @@ def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
             f" ({', '.join('?' * len(chunk))}) GROUP BY hash", (file_id, *chunk))))
     base = conn.execute("SELECT COUNT(*) FROM entries WHERE file_id = ?", (file_id,)).fetchone()[0]
     source_file = parsed.file
-    term_ids = rows.terms.of(chain.from_iterable(parsed.terms))
+    term_ids = rows.terms.of(parsed.vocabulary, distinct=True)
     postings_before = len(rows.postings)
     for ((digest, occurrence), data), terms in zip(parsed.keys, parsed.terms):
         postings, ids = _postings(terms, next_id, term_ids)
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, digest,
                              counts[digest] + occurrence, base + data[0], *data[1:],
-                             len(terms), ids))
+                             terms[2], ids))
         rows.postings.extend(postings)
         next_id += 1
     conn.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, warning = ?,"
         " entry_count = entry_count + ?, term_count = term_count + ? WHERE id = ?",
         (*source_file.signature, int(parsed.racy), parsed.warning, len(parsed.keys),
-         sum(map(len, parsed.terms)), file_id))
+         sum(terms[2] for terms in parsed.terms), file_id))
     report.postings_added += len(rows.postings) - postings_before
     rows.flush()
     report.entries_added += len(parsed.keys)
@@ -331,17 +351,13 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
     tails = {path: tail for path, tail in appends.load(conn, growing).items()
              if path in known and tuple(known[path][1:4]) == tail.signature}
 
-    def parse(source_file: SourceFile) -> _Parsed | Iterator[_Parsed]:
-        source = by_name[source_file.source]
-        if getattr(source, "append_only", False):
-            parts = _parse_growing(source, source_file, os.fspath(workspace),
-                                   tails.get(source_file.path))
-            # One part (most transcripts): parsed now, in the parse-ahead thread if any.
-            return list(parts) if source_file.size <= appends.PART_BYTES else parts
-        return _parse(source, source_file, os.fspath(workspace))
+    def task(source_file: SourceFile) -> tuple:
+        """`_parse_one`'s arguments for a file."""
+        return (by_name[source_file.source], source_file, os.fspath(workspace),
+                tails.get(source_file.path))
 
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
-    with _parsed_files(parse, stale) as parsed_files:
+    with _parsed_files(task, stale) as parsed_files:
         for done, parsed in enumerate(parsed_files, 1):
             whole = isinstance(parsed, _Parsed)
             for part in (parsed,) if whole else parsed:
@@ -376,34 +392,89 @@ def drop_orphan_derived(conn, hashes: Iterable[bytes] | None) -> None:
                      " (SELECT 1 FROM entries WHERE hash = ?)", ((h, h) for h in hashes))
 
 
+def _parse_one(source: MemorySource, source_file: SourceFile, workspace: str,
+               tail) -> _Parsed | list[_Parsed] | Iterator[_Parsed]:
+    """One file's parse: a `_Parsed`, or an append-only file's parts from its remembered
+    `tail` (a list when it fits one part, as most transcripts do: parsed where this runs;
+    else read part by part as the caller goes on)."""
+    if getattr(source, "append_only", False):
+        from miniclaw.memory import appends
+
+        parts = _parse_growing(source, source_file, workspace, tail)
+        return list(parts) if source_file.size <= appends.PART_BYTES else parts
+    return _parse(source, source_file, workspace)
+
+
 @contextlib.contextmanager
-def _parsed_files(parse: Callable[[SourceFile], _Parsed],
+def _parsed_files(task: Callable[[SourceFile], tuple],
                   files: Sequence[SourceFile]) -> Iterator[Iterator[_Parsed]]:
-    """`map(parse, files)`; for many files, computed ahead in a second thread, which is
-    stopped when the block ends, even by an error (queued files are then not parsed)."""
+    """`_parse_one(*task(file))` for each file, in order; for many files computed ahead, by
+    another process for a build of many megabytes (`_in_process`), else by a second thread,
+    which is stopped when the block ends, even by an error (queued files are then not
+    parsed)."""
     if len(files) < PARSE_AHEAD_MIN_FILES:
-        yield map(parse, files)
+        yield (_parse_one(*task(source_file)) for source_file in files)
+        return
+    tasks = [task(source_file) for source_file in files]
+    if _in_process(tasks):
+        from miniclaw.memory.parse_worker import ParseWorker
+
+        worker = ParseWorker([args for args in tasks if _portable(args)])
+        try:
+            yield _parse_elsewhere(worker, tasks)
+        finally:
+            worker.close()
         return
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="miniclaw-parse")
     try:
-        yield _parse_ahead(pool, parse, files)
+        yield _parse_ahead(pool, tasks)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _parse_ahead(pool, parse: Callable[[SourceFile], _Parsed],
-                 files: Sequence[SourceFile]) -> Iterator[_Parsed]:
+def _portable(args: tuple) -> bool:
+    """Whether a file's parse can be done by another process: its result is sent whole (a
+    transcript of several parts is read part by part where it is written)."""
+    from miniclaw.memory import appends
+
+    return not (getattr(args[0], "append_only", False) and args[1].size > appends.PART_BYTES)
+
+
+def _in_process(tasks: list[tuple]) -> bool:
+    """Parse in another process (`parse_worker`): for at least `PARSE_PROCESS_BYTES` of
+    files, on a machine of several cores, when every source is one of miniclaw's (a class
+    of a user's module may not import in a fresh interpreter). Starting it costs ~0.2 s."""
+    return (sum(args[1].size for args in tasks if _portable(args)) >= PARSE_PROCESS_BYTES
+            and (os.cpu_count() or 1) > 1
+            and all(type(args[0]).__module__.startswith("miniclaw.") for args in tasks))
+
+
+def _parse_elsewhere(worker, tasks: list[tuple]) -> Iterator[_Parsed]:
+    """Parse results in order: from the worker, or parsed here when it cannot do a file or
+    has stopped answering."""
+    from miniclaw.memory.parse_worker import _GONE
+
+    for args in tasks:
+        found = _GONE
+        if worker is not None and _portable(args):
+            found = worker.next_result()
+            if found is _GONE:
+                worker = None
+        yield _parse_one(*args) if found is _GONE else found
+
+
+def _parse_ahead(pool, tasks: list[tuple]) -> Iterator[_Parsed]:
     """Parse results in order, the pool working up to `PARSE_AHEAD_DEPTH` files and
     `PARSE_AHEAD_BYTES` of Markdown ahead of the caller (a parsed file holds ~2.5x its size)."""
-    todo, pending, queued = deque(files), deque(), 0
+    todo, pending, queued = deque(tasks), deque(), 0
     while todo or pending:
         while todo and (not pending or (len(pending) < PARSE_AHEAD_DEPTH
-                                        and queued + todo[0].size <= PARSE_AHEAD_BYTES)):
-            source_file = todo.popleft()
-            pending.append((pool.submit(parse, source_file), source_file.size))
-            queued += source_file.size
+                                        and queued + todo[0][1].size <= PARSE_AHEAD_BYTES)):
+            args = todo.popleft()
+            pending.append((pool.submit(_parse_one, *args), args[1].size))
+            queued += args[1].size
         future, size = pending.popleft()
         queued -= size
         yield future.result()
@@ -475,10 +546,11 @@ class _TermIds:
         self.new: list[tuple[int, str]] = []  # rows for the terms table
         self.touched: set[int] = set()  # terms that lost postings
 
-    def of(self, terms: Iterable[str], *, add: bool = True) -> dict[str, int]:
+    def of(self, terms: Iterable[str], *, add: bool = True,
+           distinct: bool = False) -> dict[str, int]:
         """Term -> id for `terms` (and others already known); unknown ones are numbered when
-        `add`, else left out."""
-        missing = [term for term in set(terms) if term not in self.ids]
+        `add`, else left out. `distinct`: `terms` holds no repeats (numbered in its order)."""
+        missing = [term for term in (terms if distinct else set(terms)) if term not in self.ids]
         if missing and not self.table_empty:
             for start in range(0, len(missing), self.max_params):
                 chunk = missing[start:start + self.max_params]
@@ -555,20 +627,22 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
                          " date = ?, time = ?, category = ?, tags = ?, meta = ? WHERE id = ?", moved)
     postings_before = len(rows.postings)
     added = 0
-    term_ids = rows.terms.of(chain.from_iterable(
-        terms for (key, _), terms in zip(parsed.keys, parsed.terms) if key not in old))
+    term_ids = (rows.terms.of(parsed.vocabulary, distinct=True) if not old else
+                rows.terms.of(chain.from_iterable(
+                    terms[0] for (key, _), terms in zip(parsed.keys, parsed.terms)
+                    if key not in old)))
     for (key, data), terms in zip(parsed.keys, parsed.terms):
         if key in old:
             continue
         postings, ids = _postings(terms, next_id, term_ids)
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, *key,
-                             *data, len(terms), ids))
+                             *data, terms[2], ids))
         rows.postings.extend(postings)
         next_id += 1
         added += 1
     report.postings_added += len(rows.postings) - postings_before
     report.entries_moved += len(moved)
-    lengths = [len(terms) for terms in parsed.terms]
+    lengths = [terms[2] for terms in parsed.terms]
     if new_file:
         rows.files.append((file_id, source_file.path, source_file.source, *source_file.signature,
                            int(parsed.racy), source_file.day.isoformat() if source_file.day else None,

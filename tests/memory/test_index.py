@@ -883,6 +883,121 @@ async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_pat
     assert indexed_rows(tmp_path / "index.sqlite3") == parsed_rows(workspace)
 
 
+@pytest.fixture
+def parse_workers(monkeypatch) -> list:
+    """Every build of more than a byte parses in another process; the workers started."""
+    from miniclaw.memory import parse_worker, sync
+
+    started = []
+
+    class Recorded(parse_worker.ParseWorker):
+        def __init__(self, tasks):
+            self.answered = 0  # files the child parsed (not left to the writer)
+            super().__init__(tasks)
+            started.append(self)
+
+        def next_result(self):
+            found = super().next_result()
+            self.answered += found is not parse_worker._GONE
+            return found
+
+    monkeypatch.setattr(sync, "PARSE_PROCESS_BYTES", 1)
+    monkeypatch.setattr(parse_worker, "ParseWorker", Recorded)
+    return started
+
+
+def rows_with_transcript(workspace: Path) -> tuple[set, set]:
+    """`parsed_rows` and those of `sessions/s1.jsonl`, parsed whole."""
+    from collections import Counter
+
+    from miniclaw.memory.sources import read_entries
+    from miniclaw.sources.transcripts import TranscriptSource
+
+    entries, postings = parsed_rows(workspace)
+    path = "sessions/s1.jsonl"
+    for e in read_entries(TranscriptSource(), (workspace / path).read_text(), path):
+        terms = index_terms(e.text)
+        entries.add((path, e.line_start, e.line_end, e.date.isoformat(), e.time, e.text,
+                     len(terms)))
+        postings |= {(path, e.line_start, term, tf) for term, tf in Counter(terms).items()}
+    return entries, postings
+
+
+def transcript_lines(n: int) -> str:
+    return "".join(json.dumps({"role": "user" if i % 2 else "assistant",
+                               "content": f"{VOCAB[i % 8]} and {VOCAB[i % 5]} message {i}",
+                               "timestamp": "2026-01-02T10:00:00Z"}) + "\n" for i in range(n))
+
+
+async def test_a_build_parsed_in_another_process_stores_what_the_files_hold(
+        workspace, tmp_path, parse_workers, monkeypatch):
+    """A large build reads, parses and tokenizes in a child process (`parse_worker`): the
+    same rows as a fresh parse, transcripts' tails included (an append is then read alone),
+    and the child is gone once the build ends. The child imports the parent's miniclaw, not
+    one in the working folder."""
+    decoy = tmp_path / "elsewhere" / "miniclaw"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('another miniclaw')\n")
+    monkeypatch.chdir(decoy.parent)
+    many_files_workspace(workspace)
+    write(workspace, "sessions/s1.jsonl", transcript_lines(30))
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        report = await store.refresh_index()
+        assert report.files_parsed == 42 and len(parse_workers) == 1
+        assert parse_workers[0].answered == 42
+        assert parse_workers[0].proc.returncode is not None
+        assert indexed_rows(index_file) == rows_with_transcript(workspace)
+        with open(workspace / "sessions/s1.jsonl", "a", encoding="utf-8") as out:
+            out.write(json.dumps({"role": "user", "content": "the appended kiwi message",
+                                  "timestamp": "2026-01-02T11:00:00Z"}) + "\n")
+        for path in sorted((workspace / "memory").glob("2026-*.md"))[::3]:
+            path.write_text(path.read_text().replace("again", "grape house"))
+        second = await store.refresh_index()
+        assert len(parse_workers) == 2 and parse_workers[1].answered == second.files_parsed
+        assert indexed_rows(index_file) == rows_with_transcript(workspace)
+        assert [h.content for h in await store.search_memories("kiwi")] == [
+            "the appended kiwi message"]
+
+
+@pytest.mark.parametrize("interpreter", ["/nonexistent/python", "/bin/false", ""])
+async def test_a_parse_worker_that_cannot_run_leaves_the_parsing_to_the_writer(
+        workspace, tmp_path, parse_workers, monkeypatch, interpreter):
+    """No interpreter to start (or none known: embedded), or a child that stops at once:
+    the build parses the files itself, with the same result."""
+    monkeypatch.setattr(sys, "executable", interpreter)
+    many_files_workspace(workspace)
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        report = await store.refresh_index()
+    assert report.files_parsed == 41 and len(parse_workers) == 1
+    assert indexed_rows(index_file) == parsed_rows(workspace)
+
+
+async def test_a_failure_while_writing_stops_the_parse_worker(workspace, tmp_path,
+                                                              parse_workers, monkeypatch):
+    from miniclaw.memory import sync
+
+    many_files_workspace(workspace)
+    real_store, stored = sync._store, []
+
+    def failing_store(conn, parsed_file, *args):
+        stored.append(parsed_file.file.path)
+        if len(stored) == 3:
+            raise OSError(28, "No space left on device")
+        return real_store(conn, parsed_file, *args)
+
+    monkeypatch.setattr(sync, "_store", failing_store)
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        with pytest.raises(OSError):
+            await store.refresh_index()
+        assert parse_workers[0].proc.returncode is not None  # stopped, and waited for
+        monkeypatch.setattr(sync, "_store", real_store)
+        await store.refresh_index()
+    assert indexed_rows(index_file) == parsed_rows(workspace)
+
+
 async def test_same_size_edit_of_a_file_dated_in_the_future_is_seen(store, workspace):
     """A synced note from a machine whose clock is ahead: edited again within the same tick
     there, it comes back with the same size and the same (future) mtime."""

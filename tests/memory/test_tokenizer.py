@@ -227,6 +227,20 @@ def test_index_terms_are_tokenize_without_stop_words(text):
     assert index_terms(text) == [term for term in tokenize(text) if not is_stop_word(term)]
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+@example("Sam's,O'Neil's-3.5x_2026-02-14:10:30")
+@example("it's''RUNNING'")
+def test_ascii_chunks_take_a_shortcut_to_the_same_terms(text):
+    """A chunk the cache has not seen is mostly ASCII, tokenized in one pass
+    (`_ascii_terms`): the same terms as folding and splitting each word on its own."""
+    from miniclaw.memory.tokenizer import _TOKEN, _ascii_terms, _word_terms
+
+    chunk = "".join(text.split())
+    assert _ascii_terms(chunk) == tuple(term for word in _TOKEN.findall(chunk)
+                                        for term in _word_terms(word))
+
+
 def test_long_chunks_are_tokenized_but_not_cached():
     """URLs and hashes seldom repeat: caching each would grow the caches without end."""
     from miniclaw.memory import tokenizer
