@@ -67,7 +67,7 @@ def best_available() -> tuple[str, str]:
     if _unloadable is None:
         try:
             embedding.load()
-        except Exception as exc:  # noqa: BLE001 - a broken install: bm25 serves, said why
+        except Exception as exc:  # a broken install (any error of its libraries): bm25, said why
             _unloadable = f"the embedding model is installed but did not load ({exc})"
     if _unloadable is not None:
         return BM25Scorer.name, _unloadable
@@ -99,19 +99,22 @@ def register_mode(name: str, make: Callable[[], Retriever | SearchMode]) -> None
     _MODES[name.strip().lower()] = make
 
 
+def check_mode(mode: str | None) -> str:
+    """The registered name of a mode (None: the default), or a `UsageError` listing them;
+    nothing is built (`auto` loads no model here)."""
+    name = DEFAULT_MODE if mode is None else mode.strip().lower()
+    if name not in _MODES:
+        raise UsageError(f"unknown ranking mode {mode!r}; choose one of: {', '.join(_MODES)}")
+    return name
+
+
 def get_mode(mode: str | None) -> SearchMode:
     """The search mode for a mode name (None: the default)."""
-    name = DEFAULT_MODE if mode is None else mode.strip().lower()
-    try:
-        make = _MODES[name]
-    except KeyError:
-        raise UsageError(
-            f"unknown ranking mode {mode!r}; choose one of: {', '.join(_MODES)}"
-        ) from None
-    made = make()
+    name = check_mode(mode)
+    made = _MODES[name]()
     return made if isinstance(made, SearchMode) else SearchMode.of(made, name)
 
 
 __all__ = ["Candidates", "CorpusStats", "Request", "Retriever", "Scorer", "SearchMode",
-           "TermRetriever", "get_mode", "register_mode", "best_available", "AUTO_MODE",
+           "TermRetriever", "get_mode", "check_mode", "register_mode", "best_available", "AUTO_MODE",
            "DEFAULT_MODE", "MODE_NAMES"]
