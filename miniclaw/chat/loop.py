@@ -175,12 +175,14 @@ class ChatSession:
         from miniclaw.text import plural
 
         counts = {name: len(context.items(name)) for name in ("memories", "notes", "history")}
-        ranked = f", memories by {context.mode}" if context.mode else ""
-        vectors = f"; {_vectors_line(context.vectors)}" if context.vectors else ""
-        return (f"{context.render()}\n\n(about {context.tokens} of {context.budget} tokens, "
-                f"estimated: {plural(counts['memories'], 'memory', 'memories')}, "
-                f"{plural(counts['notes'], 'note entry', 'note entries')}, "
-                f"{plural(counts['history'], 'earlier turn')}{ranked}{vectors})")
+        footer = (f"(about {context.tokens} of {context.budget} tokens, "
+                  f"estimated: {plural(counts['memories'], 'memory', 'memories')}, "
+                  f"{plural(counts['notes'], 'note entry', 'note entries')}, "
+                  f"{plural(counts['history'], 'earlier turn')})")
+        if context.mode:  # which mode ranked the memories (what `auto` chose), and vectors
+            vectors = f"; {_vectors_line(context.vectors)}" if context.vectors else ""
+            footer += f"\n(memories ranked by {context.mode}{vectors})"
+        return f"{context.render()}\n\n{footer}"
 
     # -- a message to the model ----------------------------------------------------------
 

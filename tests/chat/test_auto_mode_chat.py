@@ -125,7 +125,7 @@ async def test_vectors_still_to_come_are_said_to_the_person_not_the_model(facts,
     assert err.getvalue().count(said) == 2
     assert err.getvalue().startswith(f"({said} (`miniclaw memory index` computes the rest))\n")
     assert f"Warning: {said}" in err.getvalue()
-    assert "memories by hybrid; " + said in out.getvalue()
+    assert f"\n(memories ranked by hybrid; {said} (`miniclaw memory" in out.getvalue()
     for request in provider.requests:  # never in what the model reads
         prompt = request.messages[0]["content"]
         assert "vectors" not in prompt and "2 of 5" not in prompt
