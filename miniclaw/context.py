@@ -29,7 +29,8 @@ memories take the room). An item that does not fit whole is cut (marked with …
 daily-note entry that is also a ranked memory is only in `memories`.
 
 Invariants: `estimate_tokens(context.render()) <= budget`; the same files, clock and message
-give the same rendered text; no private text, because memories come from the parser's entries
+(and, when the mode is semantic, the same vectors in the index: each search computes a few
+more until all are there) give the same rendered text; no private text, because memories come from the parser's entries
 and identity files go through the same redaction (`miniclaw.memory.privacy`).
 
 Tokens are estimated, not counted: no tokenizer is installed and none can be downloaded at
@@ -49,6 +50,7 @@ from typing import NamedTuple
 from miniclaw.dates import zone_name
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
+from miniclaw.memory.hints import SearchWarning
 from miniclaw.memory.results import RankedMemory, describe_corrections
 from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.memory.short_term import Turn
@@ -134,7 +136,7 @@ class Context(NamedTuple):
     sections: tuple[ContextSection, ...]
     corrections: tuple[tuple[str, str], ...] = ()  # (typed, searched instead) for memories
     mode: str | None = None  # the mode the memories were ranked by (what `auto` chose)
-    vectors: tuple[int, int] | None = None  # (embedded, total) while some memories have none
+    vectors: SearchWarning | None = None  # while some memories have no vector (hints.py)
 
     def render(self) -> str:
         """Sections apart by a blank line; in a section, its heading and items one per line."""
@@ -251,8 +253,7 @@ class ContextBuilder:
             return _Found([], ())
         from miniclaw.sources.transcripts import not_running
 
-        vectors = next(((w.params["embedded"], w.params["total"]) for w in found.warnings
-                        if w.kind == "vectors"), None)
+        vectors = next((w for w in found.warnings if w.kind == "vectors"), None)
         return _Found(not_running(found.results), found.corrections, found.warnings,
                       found.mode, vectors)
 
@@ -262,7 +263,7 @@ class _Found(NamedTuple):
     corrections: tuple[tuple[str, str], ...]
     warnings: tuple = ()  # hints.SearchWarning: files the search could not use as it should
     mode: str | None = None  # the mode that ran
-    vectors: tuple[int, int] | None = None  # (embedded, total) while some texts have none
+    vectors: SearchWarning | None = None  # how many texts have a vector, while not all
 
 
 def as_query(message: str) -> str:

@@ -25,7 +25,7 @@ from miniclaw.chat.tools import SEARCH_LIMIT, WriteBudget, offered_tools, run_to
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
-from miniclaw.memory.hints import SearchWarning, describe
+from miniclaw.memory.hints import describe
 from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.text import is_utf8
 
@@ -180,7 +180,7 @@ class ChatSession:
                   f"{plural(counts['notes'], 'note entry', 'note entries')}, "
                   f"{plural(counts['history'], 'earlier turn')})")
         if context.mode:  # which mode ranked the memories (what `auto` chose), and vectors
-            vectors = f"; {_vectors_line(context.vectors)}" if context.vectors else ""
+            vectors = f"; {describe(context.vectors)}" if context.vectors else ""
             footer += f"\n(memories ranked by {context.mode}{vectors})"
         return f"{context.render()}\n\n{footer}"
 
@@ -229,7 +229,7 @@ class ChatSession:
         self.last_context = context
         if context.vectors and not self.vectors_said:  # for the person, not in the prompt
             self.vectors_said = True
-            self._err.line(f"({_vectors_line(context.vectors)})")
+            self._err.line(f"({describe(context.vectors)})")
         messages = [{"role": "system", "content": context.render()},
                     {"role": "user", "content": text}]
         parts: list[str] = []
@@ -267,12 +267,6 @@ class ChatSession:
 
     async def _record(self, role: str, content: str, **marks: bool) -> None:
         await self.transcript.append(role, content, self.store.now(), **marks)
-
-
-def _vectors_line(vectors: tuple[int, int]) -> str:
-    """How far along the vectors of meaning search are, in hints.py's words."""
-    embedded, total = vectors
-    return describe(SearchWarning("vectors", embedded=embedded, total=total))
 
 
 def _without_running(found):

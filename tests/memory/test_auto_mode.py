@@ -142,3 +142,14 @@ def test_an_unknown_mode_is_a_usage_error(workspace, command):
     done = _cli(workspace, *command, "--mode", "fuzzy")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("Error: unknown ranking mode 'fuzzy'; choose one of: ")
+
+
+@pytest.mark.skipif(not embedding.available()[0], reason="embedding model not installed")
+def test_cli_context_says_how_far_along_the_vectors_are_on_stderr_only(workspace):
+    facts = [f"Errand {n}: bought {n} lemons for the bakery on Elm street" for n in range(100)]
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", facts)))
+    done = _cli(workspace, "context", "-q", "lemons for the bakery")
+    assert done.returncode == 0, done.stderr
+    assert "Errand" in done.stdout and "vectors" not in done.stdout  # the prompt
+    assert "(meaning search used the vectors of " in done.stderr
+    assert " of 100 memories so far" in done.stderr
