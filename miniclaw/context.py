@@ -8,10 +8,14 @@ Sections, in the order they are filled (the priority) and rendered:
 1. identity: SOUL.md, AGENTS.md, USER.md, TOOLS.md from the workspace, each within 8% of the
    budget (at least 40 tokens, so that small budgets keep a cut of each; at most 800): who
    the assistant is and who it talks to;
-2. memories: the entries the ranker finds most relevant to the message (bm25 over MEMORY.md
-   and every daily note, all history: relevance, not age, decides; recent days have their
-   own section), best first, each with its citation `path:line` and date; 30%; as many as
-   fit (the ranker is asked for as many as the budget could hold);
+2. memories: the entries the ranker finds most relevant to the message (mode `auto`, the best
+   available: hybrid when the embedding model is installed, else bm25; `mode=` chooses; over
+   MEMORY.md, every daily note and the other sources, all history: relevance, not age,
+   decides; recent days have their own section), best first, each with its citation
+   `path:line` and date; 30%; as many as fit (the ranker is asked for as many as the budget
+   could hold). A semantic search embeds only a few new memories each time (the rest come
+   later, `miniclaw memory index`): how far along that is (`Context.vectors`) is for the
+   person, never in the prompt;
 3. notes: today's and yesterday's daily notes (days of the `timezone` setting, UTC by
    default), newest day first, 15%; when they do not all fit, the newest entries are kept;
 4. history: the short-term conversation, newest turn first, in what is left (23% of the
@@ -25,7 +29,8 @@ memories take the room). An item that does not fit whole is cut (marked with …
 daily-note entry that is also a ranked memory is only in `memories`.
 
 Invariants: `estimate_tokens(context.render()) <= budget`; the same files, clock and message
-give the same rendered text; no private text, because memories come from the parser's entries
+(and, when the mode is semantic, the same vectors in the index: each search computes a few
+more until all are there) give the same rendered text; no private text, because memories come from the parser's entries
 and identity files go through the same redaction (`miniclaw.memory.privacy`).
 
 Tokens are estimated, not counted: no tokenizer is installed and none can be downloaded at
@@ -45,7 +50,9 @@ from typing import NamedTuple
 from miniclaw.dates import zone_name
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
+from miniclaw.memory.hints import SearchWarning
 from miniclaw.memory.results import RankedMemory, describe_corrections
+from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.memory.short_term import Turn
 from miniclaw.tokens import estimate_tokens
 
@@ -128,6 +135,8 @@ class Context(NamedTuple):
     budget: int
     sections: tuple[ContextSection, ...]
     corrections: tuple[tuple[str, str], ...] = ()  # (typed, searched instead) for memories
+    mode: str | None = None  # the mode the memories were ranked by (what `auto` chose)
+    vectors: SearchWarning | None = None  # while some memories have no vector (hints.py)
 
     def render(self) -> str:
         """Sections apart by a blank line; in a section, its heading and items one per line."""
@@ -149,7 +158,7 @@ class Context(NamedTuple):
 
     def to_dict(self) -> dict:
         prompt = self.render()
-        return {"message": self.message, "budget": self.budget,
+        return {"message": self.message, "budget": self.budget, "mode": self.mode,
                 "tokens": estimate_tokens(prompt),
                 "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
                 "sections": [s.to_dict() for s in self.sections], "prompt": prompt}
@@ -170,10 +179,11 @@ class ContextBuilder:
     """Builds the `Context` for a message from a `MemoryStore` (see the module docstring)."""
 
     def __init__(self, store, *, memory_limit: int | None = None,
-                 memory_days: int | None = None) -> None:
+                 memory_days: int | None = None, mode: str = AUTO_MODE) -> None:
         self.store = store
         self.memory_limit = memory_limit  # None: as many as the budget could hold
         self.memory_days = memory_days  # None: all history (MEMORY.md is always searched)
+        self.mode = mode  # the ranking mode (memory/scoring): the best available by default
 
     async def build(self, message: str, *, budget_tokens: int = DEFAULT_BUDGET) -> Context:
         check_budget(budget_tokens)
@@ -186,7 +196,8 @@ class ContextBuilder:
             self._identity(), self._memories(message, limit),
             *(self.store.read_day(day) for day in days))
         for warning in memories.warnings:  # once per prompt, for the person running it
-            log.warning("%s", warning.params["message"])
+            if warning.kind == "file":  # (vectors: `Context.vectors`, shown by the caller)
+                log.warning("%s", warning.params["message"])
         history = _history(self.store.short_term.recent(), message)
         most = self.memory_limit or max(budget_tokens // MEMORY_TOKENS, 1)
         while True:  # ask for more memories while all that were found fit
@@ -195,7 +206,7 @@ class ContextBuilder:
                                zone)
             kept = context.items("memories")
             if len(memories.results) < limit or limit >= most or len(kept) < limit:
-                return context
+                return context._replace(mode=memories.mode, vectors=memories.vectors)
             limit = min(limit * 4, most)
             memories = await self._memories(message, limit)
 
@@ -236,18 +247,23 @@ class ContextBuilder:
             return _Found([], ())
         try:
             found = await self.store.ranker().search(
-                query, SearchOptions(limit=limit, days=self.memory_days, excerpts=False))
+                query, SearchOptions(limit=limit, days=self.memory_days, excerpts=False,
+                                     mode=self.mode))
         except QueryError:  # prose with no searchable word in it ("?!", only stop words)
             return _Found([], ())
         from miniclaw.sources.transcripts import not_running
 
-        return _Found(not_running(found.results), found.corrections, found.warnings)
+        vectors = next((w for w in found.warnings if w.kind == "vectors"), None)
+        return _Found(not_running(found.results), found.corrections, found.warnings,
+                      found.mode, vectors)
 
 
 class _Found(NamedTuple):
     results: list[RankedMemory]
     corrections: tuple[tuple[str, str], ...]
     warnings: tuple = ()  # hints.SearchWarning: files the search could not use as it should
+    mode: str | None = None  # the mode that ran
+    vectors: SearchWarning | None = None  # how many texts have a vector, while not all
 
 
 def as_query(message: str) -> str:

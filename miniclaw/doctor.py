@@ -74,6 +74,7 @@ def examine(workspace: Path, *, cwd: Path | None = None) -> Report:
     _check_index(workspace, report, usable, sources)
     if settings is not None:
         _check_model(report)
+    _check_search(report)
     _check_mcp(report, cwd or Path.cwd())
     order = {name: i for i, name in enumerate(SEVERITIES)}
     report.findings.sort(key=lambda f: -order[f.severity])
@@ -386,6 +387,15 @@ def _check_model(report: Report) -> None:
     if problem is not None:
         severity, message, fix = problem
         report.findings.append(Finding(severity, "model", settings.base_url, message, fix))
+
+
+def _check_search(report: Report) -> None:
+    """Which mode `auto` (the chat's, the context's, the MCP server's) runs here, and why:
+    the embedding model is loaded to find out (memory/scoring: `best_available`)."""
+    from miniclaw.memory.scoring import best_available
+
+    mode, why = best_available()
+    report.checked.append(f"search: auto runs {mode}: {why}")
 
 
 def model_listed(url: str, model: str, api_key: str | None) -> tuple[str, str, str] | None:

@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 from miniclaw import __version__
 from miniclaw.errors import MiniclawError
 from miniclaw.memory.store import MemoryStore
+from miniclaw.memory.scoring import AUTO_MODE, best_available
 from miniclaw.memory_tools import MAX_WRITES_PER_SESSION, MemoryTools, WriteBudget
 
 log = logging.getLogger("miniclaw")
@@ -50,7 +51,7 @@ INSTRUCTIONS = (
     "remembered, one self-contained sentence per memory.")
 
 
-def serve(workspace: Path, *, read_only: bool = False) -> None:
+def serve(workspace: Path, *, read_only: bool = False, mode: str = AUTO_MODE) -> None:
     """Serve until the client closes stdin."""
     store = MemoryStore(workspace)
     store.require_workspace()  # before serving: a wrong workspace is one Error line
@@ -58,7 +59,7 @@ def serve(workspace: Path, *, read_only: bool = False) -> None:
         sys.stderr.write("miniclaw mcp speaks the Model Context Protocol on stdin and stdout: "
                          "register it with an agent (see the README). Ctrl-C ends it.\n")
     try:
-        anyio.run(MemoryServer(store, read_only=read_only).run)
+        anyio.run(MemoryServer(store, read_only=read_only, mode=mode).run)
     except KeyboardInterrupt:  # Ctrl-C in a terminal: not an error worth a traceback
         pass
 
@@ -66,10 +67,11 @@ def serve(workspace: Path, *, read_only: bool = False) -> None:
 class MemoryServer:
     """One MCP session over one workspace's `MemoryStore`."""
 
-    def __init__(self, store: MemoryStore, *, read_only: bool = False) -> None:
+    def __init__(self, store: MemoryStore, *, read_only: bool = False,
+                 mode: str = AUTO_MODE) -> None:
         self.store = store
         writes = WriteBudget(per_turn=MAX_WRITES_PER_SESSION, per_session=MAX_WRITES_PER_SESSION)
-        self.tools = MemoryTools(store, writes=writes, read_only=read_only)
+        self.tools = MemoryTools(store, writes=writes, read_only=read_only, mode=mode)
         self._calls: set[asyncio.Task] = set()
         self.server = Server(
             "miniclaw", version=__version__, title="miniclaw memory",
@@ -93,11 +95,15 @@ class MemoryServer:
         self.store.close()
 
     async def _warm(self) -> None:
-        """Bring the index up to date while the client starts, so the first search is fast."""
+        """Bring the index up to date while the client starts, and load the embedding model
+        when the search mode is `auto` (once, in a worker thread), so the first search is
+        fast."""
         try:
             await self.store.refresh_index()
         except MiniclawError:
             pass  # the first search reports it
+        if self.tools.mode == AUTO_MODE:
+            await asyncio.to_thread(best_available)
 
     def _start(self, work) -> asyncio.Task:
         """Run `work` as a task of its own, which `aclose` waits for."""

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from miniclaw.errors import MiniclawError, UsageError
 from miniclaw.memory.options import DEFAULT_LIMIT as SEARCH_LIMIT
 from miniclaw.memory.options import MAX_DAYS, MAX_LIMIT
+from miniclaw.memory.scoring import AUTO_MODE
 
 MAX_WRITES_PER_TURN = 10  # a turn rarely has more than two or three things worth keeping
 MAX_WRITES_PER_SESSION = 100
@@ -142,10 +143,11 @@ SEARCH = ToolSpec(
                     "description": "Only these sources: long_term (Long-term Memory), "
                                    "daily_note (Daily Note), transcripts (Chat "
                                    "Transcript)."},  # as search_spec(SOURCES)
-        "mode": {"type": "string", "enum": ["bm25", "hybrid", "vector", "keyword"],
-                 "description": "Ranking: bm25 (default), hybrid (words and meaning; bm25 "
-                                "when no embedding model is installed), vector (meaning) "
-                                "or keyword (word counts)."},
+        "mode": {"type": "string", "enum": ["auto", "bm25", "hybrid", "vector", "keyword"],
+                 "description": "Ranking: auto (default: the best available, hybrid when "
+                                "the embedding model is installed, else bm25; the result's "
+                                "mode says which ran), bm25 (words), hybrid (words and "
+                                "meaning), vector (meaning) or keyword (word counts)."},
     }, ["query"]),
     {"type": "object", "properties": {
         "query": _STR, "mode": _STR,
@@ -161,6 +163,7 @@ SEARCH = ToolSpec(
         "results": {"type": "array", "items": _RESULT_SCHEMA},
         "degraded": {"type": "object", "description": "only when the mode asked for could "
                                                       "not run: requested, mode, reason"},
+        "auto": {"type": "boolean", "description": "only when mode auto chose `mode`"},
     }, "required": ["query", "mode", "total", "corrections", "suggestions", "results"]},
 )
 
@@ -216,6 +219,8 @@ CONTEXT = ToolSpec(
     }, ["message"]),
     {"type": "object", "properties": {
         "message": _STR, "budget": _INT, "tokens": _INT, "prompt": _STR,
+        "mode": {"type": ["string", "null"],
+                 "description": "the mode the memories were ranked by (null: no search)"},
         "sections": {"type": "array", "items": {"type": "object", "properties": {
             "name": _STR, "heading": _STR, "tokens": _INT, "left_out": _INT,
             "items": {"type": "array", "items": {"type": "object", "properties": {
@@ -338,8 +343,10 @@ class MemoryTools:
 
     def __init__(self, store, *, writes: WriteBudget | None = None,
                  read_only: bool = False,
-                 confirm: Callable[[Any], Awaitable[bool]] | None = None) -> None:
+                 confirm: Callable[[Any], Awaitable[bool]] | None = None,
+                 mode: str = AUTO_MODE) -> None:
         self.store = store
+        self.mode = mode  # search_memory's mode when the call names none: the best available
         self.writes = writes if writes is not None else WriteBudget()
         self.read_only = read_only
         self.confirm = confirm  # asks the user about an entry; None: no one to ask
@@ -379,6 +386,7 @@ class MemoryTools:
 
     async def _search(self, args: dict) -> dict:
         # The tool's arguments are the search's (memory/options.py), days and all
+        args["mode"] = args["mode"] or self.mode
         found = await self.store.search(args.pop("query"), **args)
         return found.to_dict(TOOL_WORDING)
 
@@ -428,8 +436,8 @@ class MemoryTools:
     async def _context(self, args: dict) -> dict:
         from miniclaw.context import ContextBuilder
 
-        built = await ContextBuilder(self.store).build(args["message"],
-                                                       budget_tokens=args["budget"])
+        built = await ContextBuilder(self.store, mode=self.mode).build(
+            args["message"], budget_tokens=args["budget"])
         return built.to_dict()
 
     async def _status(self, args: dict) -> dict:

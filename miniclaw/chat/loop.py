@@ -25,6 +25,8 @@ from miniclaw.chat.tools import SEARCH_LIMIT, WriteBudget, offered_tools, run_to
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
+from miniclaw.memory.hints import describe
+from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.text import is_utf8
 
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
@@ -64,11 +66,16 @@ class ChatSession:
     def __init__(self, store, provider: Provider, transcript: Transcript, *,
                  out: TextIO, err: TextIO, format_search: Callable[[object], str],
                  budget: int = DEFAULT_BUDGET,
-                 confirm: Callable[[object], Awaitable[bool]] | None = None) -> None:
+                 confirm: Callable[[object], Awaitable[bool]] | None = None,
+                 mode: str = AUTO_MODE) -> None:
         self.store = store
         self.provider = provider
         self.transcript = transcript
-        self.builder = ContextBuilder(store)
+        # Every search of the session (context, /search, the model's) ranks in `mode`: the
+        # best available by default; the model loads once, at the first (memory/embedding.py).
+        self.mode = mode
+        self.builder = ContextBuilder(store, mode=mode)
+        self.vectors_said = False  # the vectors' progress is said once a session
         self.budget = budget
         self.last_context: Context | None = None
         self.writes = WriteBudget()  # the model's memory writes, capped per turn and session
@@ -146,10 +153,10 @@ class ChatSession:
             self._out.line(f"Noted in today's daily note: {entry.citation}" if entry else
                            "Noted (all of it is private, so it will not show in searches).")
         elif name == "search":
-            found = await self.store.search(arg, limit=SEARCH_LIMIT, days=None)
+            found = await self.store.search(arg, limit=SEARCH_LIMIT, days=None, mode=self.mode)
             found = _without_running(found)
-            for warning in found.warnings:  # a damaged file: said, the search still answers
-                self._err.line(f"Warning: {warning.params['message']}")
+            for warning in found.warnings:  # a damaged file, vectors still to come: said
+                self._err.line(f"Warning: {describe(warning)}")
             self._out.line(self._format_search(found))
         elif name == "forget":  # the person typed the citation: that is the confirmation
             from miniclaw.memory import forget
@@ -168,10 +175,14 @@ class ChatSession:
         from miniclaw.text import plural
 
         counts = {name: len(context.items(name)) for name in ("memories", "notes", "history")}
-        return (f"{context.render()}\n\n(about {context.tokens} of {context.budget} tokens, "
-                f"estimated: {plural(counts['memories'], 'memory', 'memories')}, "
-                f"{plural(counts['notes'], 'note entry', 'note entries')}, "
-                f"{plural(counts['history'], 'earlier turn')})")
+        footer = (f"(about {context.tokens} of {context.budget} tokens, "
+                  f"estimated: {plural(counts['memories'], 'memory', 'memories')}, "
+                  f"{plural(counts['notes'], 'note entry', 'note entries')}, "
+                  f"{plural(counts['history'], 'earlier turn')})")
+        if context.mode:  # which mode ranked the memories (what `auto` chose), and vectors
+            vectors = f"; {describe(context.vectors)}" if context.vectors else ""
+            footer += f"\n(memories ranked by {context.mode}{vectors})"
+        return f"{context.render()}\n\n{footer}"
 
     # -- a message to the model ----------------------------------------------------------
 
@@ -216,6 +227,9 @@ class ChatSession:
     async def _answer(self, text: str) -> str:
         context = await self.builder.build(text, budget_tokens=self.budget)
         self.last_context = context
+        if context.vectors and not self.vectors_said:  # for the person, not in the prompt
+            self.vectors_said = True
+            self._err.line(f"({describe(context.vectors)})")
         messages = [{"role": "system", "content": context.render()},
                     {"role": "user", "content": text}]
         parts: list[str] = []
@@ -238,7 +252,7 @@ class ChatSession:
                                  "name": c.name, "arguments": c.arguments}} for c in calls]})
             for call in calls:
                 outcome = await run_tool(self.store, call.name, call.arguments, self.writes,
-                                         self.confirm)
+                                         self.confirm, self.mode)
                 self._out.line(outcome.shown)
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": outcome.result})

@@ -18,6 +18,7 @@ from miniclaw.errors import MiniclawError
 from miniclaw.memory_tools import (ADD, FORGET, MAX_WRITE_CHARS,  # noqa: F401
                                    MAX_WRITES_PER_SESSION, MAX_WRITES_PER_TURN, SEARCH,
                                    SEARCH_LIMIT, MemoryTools, WriteBudget, openai_function)
+from miniclaw.memory.scoring import AUTO_MODE
 
 TOOLS = [openai_function(ADD), openai_function(SEARCH)]  # with the built-in sources
 _OFFERED = {SEARCH.name, ADD.name}
@@ -38,10 +39,12 @@ class ToolOutcome(NamedTuple):
 
 
 async def run_tool(store, name: str, arguments: str,
-                   writes: WriteBudget | None = None, confirm=None) -> ToolOutcome:
+                   writes: WriteBudget | None = None, confirm=None,
+                   mode: str = AUTO_MODE) -> ToolOutcome:
     """Carry out one tool call; every failure is answered, never raised. Without a
     `WriteBudget` (a one-off call) the caps start afresh; without `confirm` (a coroutine
-    asking the person about an entry) forget_memory is not offered."""
+    asking the person about an entry) forget_memory is not offered; `mode` is
+    search_memory's when the model names none (the best available)."""
     try:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError:
@@ -52,7 +55,8 @@ async def run_tool(store, name: str, arguments: str,
         return _refused(name, f"there is no tool called {name!r}; use "
                               f"{' or '.join(sorted(offered))}")
     try:
-        result = await MemoryTools(store, writes=writes, confirm=confirm).call(tool, args)
+        result = await MemoryTools(store, writes=writes, confirm=confirm,
+                                   mode=mode).call(tool, args)
     except MiniclawError as exc:  # bad arguments, a cap, a damaged file, a failing index
         return _refused(name, str(exc))
     if tool == FORGET.name:

@@ -17,6 +17,7 @@ chat_app = command_app()
 
 BudgetOption = Annotated[int, typer.Option(
     "--budget", "-b", metavar="TOKENS", help="Token budget of the context (200-32000), estimated conservatively.")]
+ModeOption = Annotated[str, typer.Option("--mode", metavar="[auto|bm25|hybrid|vector|keyword]", help="How memory is searched: auto (the best available: hybrid when the embedding model is installed, else bm25), or a mode of memory rank's --mode.")]
 
 
 @chat_app.command("chat")
@@ -27,6 +28,7 @@ def chat(
     base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL", help="An OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 [env MINICLAW_LLM_BASE_URL].", show_default=False)] = None,
     model: Annotated[str | None, typer.Option("--model", metavar="NAME", help="The model name the server knows [env MINICLAW_LLM_MODEL].", show_default=False)] = None,
     budget: BudgetOption = 4000,
+    mode: ModeOption = "auto",
     connect_timeout: Annotated[float | None, typer.Option("--connect-timeout", metavar="SECONDS", help="Seconds to wait for a connection [default: 5].", show_default=False)] = None,
     read_timeout: Annotated[float | None, typer.Option("--read-timeout", metavar="SECONDS", help="Longest silence while the model answers, in seconds [default: 120].", show_default=False)] = None,
     deadline: Annotated[float | None, typer.Option("--deadline", metavar="SECONDS", help="With --once: seconds for the whole answer [default: 300].", show_default=False)] = None,
@@ -44,8 +46,10 @@ def chat(
     from miniclaw.config import llm_settings
     from miniclaw.context import check_budget
     from miniclaw.errors import UsageError
+    from miniclaw.memory.scoring import check_mode
 
     check_budget(budget)
+    mode = check_mode(mode)  # an unknown mode is a usage error before the session starts
     if once is not None and not once.strip():
         raise UsageError("--once needs a message to answer")
     settings = llm_settings(provider=provider, base_url=base_url, model=model,
@@ -61,7 +65,7 @@ def chat(
         # Everything the chat prints (a model's answer above all) is made printable on its
         # way out; so /search in the chat is not coloured (its codes would be removed too).
         return ChatSession.open(workspace, make_provider(settings), out=Printable(sys.stdout),
-                                err=Printable(sys.stderr), budget=budget,
+                                err=Printable(sys.stderr), budget=budget, mode=mode,
                                 format_search=lambda found: search_text(found, Style(False), {}))
 
     if once is not None:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from miniclaw.cli.app import command_app, run, workspace_of
-from miniclaw.cli.chat import BudgetOption
+from miniclaw.cli.chat import BudgetOption, ModeOption
 
 context_app = command_app()
 
@@ -17,6 +17,7 @@ def context(
     ctx: typer.Context,
     query: Annotated[str, typer.Option("--query", "-q", metavar="QUERY", help="The message to build the context for.", show_default=False)],
     budget: BudgetOption = 4000,
+    mode: ModeOption = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (sections, items, token counts, prompt).")] = False,
 ) -> None:
     """Show what the assistant would see for a message: identity files, the memories
@@ -33,7 +34,7 @@ def context(
 
     async def work():
         async with MemoryStore(workspace_of(ctx)) as store:
-            return await ContextBuilder(store).build(query, budget_tokens=budget)
+            return await ContextBuilder(store, mode=mode).build(query, budget_tokens=budget)
 
     built = run(work())
     if json_out:
@@ -43,4 +44,8 @@ def context(
     counts = (f"{plural(len(built.items('identity')), 'identity file')}, "
               f"{plural(len(built.items('memories')), 'memory', 'memories')}, "
               f"{plural(len(built.items('notes')), 'note entry', 'note entries')}")
+    if built.vectors:  # a semantic search ranked with the vectors it had: how far along
+        from miniclaw.memory.hints import describe
+
+        sys.stderr.write(printable(f"({describe(built.vectors)})") + "\n")
     sys.stderr.write(f"(about {built.tokens} of {budget} tokens, estimated: {counts})\n")

@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from miniclaw.cli.app import command_app, workspace_of
+from miniclaw.cli.chat import ModeOption
 
 mcp_app = command_app()
 
@@ -14,6 +15,7 @@ mcp_app = command_app()
 def mcp_command(
     ctx: typer.Context,
     read_only: Annotated[bool, typer.Option("--read-only", help="Refuse every write: add_memory is not offered.")] = False,
+    mode: ModeOption = "auto",
 ) -> None:
     """Serve memory to coding agents (Claude Code, Cursor, Codex...) over the Model Context
     Protocol on stdin/stdout, until the client closes it.
@@ -23,7 +25,9 @@ def mcp_command(
     Example (Claude Code): claude mcp add miniclaw -- miniclaw -w ~/notes mcp
     """
     from miniclaw.errors import MiniclawError
+    from miniclaw.memory.scoring import check_mode
 
+    mode = check_mode(mode)  # an unknown mode is a usage error before serving
     workspace = workspace_of(ctx)
     try:
         from miniclaw.mcp_server import serve  # the SDK is imported here and nowhere else
@@ -32,4 +36,4 @@ def mcp_command(
             raise
         raise MiniclawError("the MCP server needs the mcp package: pip install "
                             "'miniclaw[mcp]'") from None
-    serve(workspace, read_only=read_only)
+    serve(workspace, read_only=read_only, mode=mode)

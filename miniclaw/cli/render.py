@@ -117,7 +117,8 @@ def _explanation(hit) -> str:
 
 
 def search_text(found, style: Style, wording=CLI_WORDING) -> str:
-    lines = [style(f'Search Results for: "{found.query}"', "bold"), ""]
+    chosen = f"  [auto: {found.mode}]" if found.auto else ""  # the best available: which
+    lines = [style(f'Search Results for: "{found.query}"{chosen}', "bold"), ""]
     if found.degraded:  # the mode that ran, visibly: `[bm25] ⚠ no embedding model installed`
         from miniclaw.memory.hints import describe
 

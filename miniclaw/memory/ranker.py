@@ -146,7 +146,7 @@ class MemoryRanker:
                              missing_words=_typed_words(query.text, plan.missing))
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
-                             degraded=mode.degraded)
+                             degraded=mode.degraded, auto=mode.auto)
 
     def _prepare(self, query: Query, mode: SearchMode, correct: bool = True,
                  selected: list | tuple = ()) -> _Plan:

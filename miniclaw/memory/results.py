@@ -79,6 +79,7 @@ class SearchResults:
     hints: tuple[Hint, ...] = ()  # what to try when results are few (hints.py)
     warnings: tuple[SearchWarning, ...] = ()  # files the search could not use as it should
     degraded: SearchWarning | None = None  # the mode asked for could not run (hints.py)
+    auto: bool = False  # `mode` was chosen as the best available (mode `auto`)
 
     @property
     def suggestions(self) -> tuple[str, ...]:
@@ -99,4 +100,6 @@ class SearchResults:
         }
         if self.degraded is not None:  # only then: the mode asked for could not run
             out["degraded"] = self.degraded.to_dict()
+        if self.auto:  # only then: `mode` is what `auto` chose here
+            out["auto"] = True
         return out

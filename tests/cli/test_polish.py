@@ -55,7 +55,7 @@ def test_root_help_has_examples(runner: CliRunner):
 
 def test_help_lists_the_choices(runner: CliRunner):
     result = runner.invoke(app, ["search", "--help"])
-    for choices in ("[text|json|markdown|ef|mnemonic]", "[bm25|hybrid|vector|keyword]"):
+    for choices in ("[text|json|markdown|ef|mnemonic]", "[bm25|hybrid|vector|keyword|auto]"):
         assert choices in result.stdout
     # sources are configurable, so the help names the built-in ones and where others come from
     flat = " ".join(result.stdout.split())

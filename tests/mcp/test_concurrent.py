@@ -35,8 +35,8 @@ async def test_four_clients_and_a_cli_lose_nothing_and_never_serve_stale(memorie
         assert connected.is_set(), [agent.exception() for agent in agents if agent.done()]
 
         async def everyone_finds(word: str) -> None:
-            found = await asyncio.gather(*(call(s, "search_memory", query=word)
-                                           for s in sessions))
+            found = await asyncio.gather(*(call(s, "search_memory", query=word, mode="bm25")
+                                           for s in sessions))  # words: the same with the model
             for answer in found:  # each server sees the write that just returned
                 matched = [hit for hit in answer["results"] if hit["matched"]]  # not neighbours
                 assert [hit["content"].split()[-1] for hit in matched] == [word]
