@@ -8,7 +8,6 @@ import os
 import sys
 
 
-
 def _is_program() -> bool:
     """Whether this process is the `miniclaw` command (its console script, or `python -m
     miniclaw`), not a program that imports the CLI (tests, an application)."""
