@@ -849,6 +849,22 @@ async def test_a_failure_while_parsing_ahead_leaves_the_index_as_it_was(workspac
         assert indexed_rows(index_file) == parsed_rows(workspace)
 
 
+def _third_store_fails(monkeypatch) -> None:
+    """The sync's third file write fails as a full disk does (once: the disk is then
+    freed)."""
+    from miniclaw.memory import sync
+
+    real_store, stored = sync._store, []
+
+    def failing_store(conn, parsed_file, *args):
+        stored.append(parsed_file.file.path)
+        if len(stored) == 3:
+            raise OSError(28, "No space left on device")
+        return real_store(conn, parsed_file, *args)
+
+    monkeypatch.setattr(sync, "_store", failing_store)
+
+
 async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_path, monkeypatch):
     """The parse thread must not go on reading every queued file after the writing thread
     failed (or was interrupted): it is stopped before the error leaves the refresh."""
@@ -858,27 +874,20 @@ async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_pat
 
     monkeypatch.setattr(sync, "PARSE_AHEAD_DEPTH", 4)
     many_files_workspace(workspace)
-    parsed, stored = [], []
-    real_parse, real_store = sync._parse, sync._store
+    parsed = []
+    real_parse = sync._parse
 
     def counting_parse(source, source_file, *rest):
         parsed.append(source_file.path)
         return real_parse(source, source_file, *rest)
 
-    def failing_store(conn, parsed_file, *args):
-        stored.append(parsed_file.file.path)
-        if len(stored) == 3:
-            raise OSError(28, "No space left on device")
-        return real_store(conn, parsed_file, *args)
-
     monkeypatch.setattr(sync, "_parse", counting_parse)
-    monkeypatch.setattr(sync, "_store", failing_store)
+    _third_store_fails(monkeypatch)
     async with MemoryStore(workspace, index_path=tmp_path / "index.sqlite3", now=lambda: NOW) as store:
         with pytest.raises(OSError):
             await store.refresh_index()
         assert not [t for t in threading.enumerate() if t.name.startswith("miniclaw-parse")]
         assert len(parsed) <= 3 + 4 + 1  # those written, those queued, the one in progress
-        monkeypatch.setattr(sync, "_store", real_store)
         await store.refresh_index()
     assert indexed_rows(tmp_path / "index.sqlite3") == parsed_rows(workspace)
 
@@ -976,24 +985,13 @@ async def test_a_parse_worker_that_cannot_run_leaves_the_parsing_to_the_writer(
 
 async def test_a_failure_while_writing_stops_the_parse_worker(workspace, tmp_path,
                                                               parse_workers, monkeypatch):
-    from miniclaw.memory import sync
-
     many_files_workspace(workspace)
-    real_store, stored = sync._store, []
-
-    def failing_store(conn, parsed_file, *args):
-        stored.append(parsed_file.file.path)
-        if len(stored) == 3:
-            raise OSError(28, "No space left on device")
-        return real_store(conn, parsed_file, *args)
-
-    monkeypatch.setattr(sync, "_store", failing_store)
+    _third_store_fails(monkeypatch)
     index_file = tmp_path / "index.sqlite3"
     async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
         with pytest.raises(OSError):
             await store.refresh_index()
         assert parse_workers[0].proc.returncode is not None  # stopped, and waited for
-        monkeypatch.setattr(sync, "_store", real_store)
         await store.refresh_index()
     assert indexed_rows(index_file) == parsed_rows(workspace)
 
