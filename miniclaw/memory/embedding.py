@@ -147,6 +147,9 @@ def _session(onnxruntime, source: Path):
     from `source` and saved for the next process. A saved graph that does not load (damaged,
     cut short) is optimized and saved again; a cache that cannot be written only costs the
     next process the optimization again."""
+    from miniclaw.errors import MemoryFileError
+    from miniclaw.memory.files import ensure_dir
+
     saved = optimized_model(source)
     if saved.is_file():
         options = _options(onnxruntime)
@@ -160,8 +163,8 @@ def _session(onnxruntime, source: Path):
     # never sees a graph without its weights, and of two that save at once one wins.
     folder = saved.parent.with_name(f"{saved.parent.name}.{os.getpid()}.tmp")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
+        ensure_dir(folder)  # 0700, as every folder miniclaw makes
+    except (OSError, MemoryFileError):
         folder = None
     options = _options(onnxruntime)
     if folder is not None:
@@ -181,6 +184,8 @@ def _session(onnxruntime, source: Path):
                                             providers=["CPUExecutionProvider"])
     if folder is not None:
         try:
+            for written in folder.iterdir():  # onnxruntime's files: 0600, as all of ours
+                written.chmod(0o600)
             folder.rename(saved.parent)
         except OSError:  # another process saved it first (or the cache is read-only)
             shutil.rmtree(folder, ignore_errors=True)

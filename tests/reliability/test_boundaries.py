@@ -275,8 +275,12 @@ def test_everything_created_is_0600_in_0700_folders(tmp_path, env, umask):
             "cache": cache, "cache/miniclaw": cache / "miniclaw"}
     for name, folder in made.items():
         assert _mode(folder) == 0o700, (name, oct(_mode(folder)))
-    files = [p for p in ws.rglob("*") if p.is_file()] + [p for p in (cache / "miniclaw").iterdir()]
+    files = [p for p in ws.rglob("*") if p.is_file()] + [
+        p for p in (cache / "miniclaw").rglob("*") if not p.is_dir()]
     assert index in files and any(p.suffix == ".jsonl" for p in files)
+    for folder in (cache / "miniclaw").rglob("*"):  # e.g. the embedding model's saved graph
+        if folder.is_dir():
+            assert _mode(folder) == 0o700, (folder, oct(_mode(folder)))
     for path in files:
         assert _mode(path) == 0o600, (path, oct(_mode(path)))
 
