@@ -189,11 +189,29 @@ def _session(onnxruntime, source: Path):
             folder.rename(saved.parent)
         except OSError:  # another process saved it first (or the cache is read-only)
             shutil.rmtree(folder, ignore_errors=True)
-        else:  # the graph saved for a model file or onnxruntime since replaced: 90 MB each
+        else:  # graphs saved for a model file or onnxruntime since replaced (90 MB each),
+            # and the halves left by processes killed while saving
             for old in saved.parent.parent.glob(f"{NAME}-*"):
-                if old != saved.parent and "." not in old.name[len(NAME):]:
+                if old != saved.parent and _outdated(old.name[len(NAME):]):
                     shutil.rmtree(old, ignore_errors=True)
     return session
+
+
+def _outdated(suffix: str) -> bool:
+    """Whether a folder `NAME + suffix` of the models' cache can go: a saved graph (`-crc`),
+    or a folder being written (`-crc.PID.tmp`) whose process is gone."""
+    parts = suffix.split(".")
+    if len(parts) == 1:
+        return True
+    if len(parts) != 3 or parts[2] != "tmp" or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # alive, under another user, or not a pid
+        return False
+    return False
 
 
 @functools.cache

@@ -185,13 +185,17 @@ def test_loading_starts_no_blas_threads_and_leaves_the_environment_as_it_was():
 
 
 @needs_model
-def test_saving_the_graph_drops_one_saved_for_another_model_file_or_onnxruntime():
+def test_saving_the_graph_drops_one_saved_for_another_model_file_or_onnxruntime_or_left_by_a_killed_process():
     saved = _saved_model()
     models = saved.parent.parent
     (models / f"{embedding.NAME}-0badc0de").mkdir(parents=True)  # an older onnxruntime's
     (models / f"{embedding.NAME}-0badc0de" / "weights.bin").write_bytes(b"old")
-    (models / f"{embedding.NAME}-0badc0de.123.tmp").mkdir()  # another process saving now
+    saving = f"{embedding.NAME}-0badc0de.{os.getppid()}.tmp"  # a process saving now
+    (models / saving).mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (models / f"{embedding.NAME}-0badc0de.{gone}.tmp").mkdir()  # one killed while saving
     (models / "another-model-12345678").mkdir()
     embedding.Embedder()
     assert sorted(p.name for p in models.iterdir()) == sorted(
-        [saved.parent.name, f"{embedding.NAME}-0badc0de.123.tmp", "another-model-12345678"])
+        [saved.parent.name, saving, "another-model-12345678"])
