@@ -286,7 +286,10 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             ThreadPoolExecutor(1, thread_name_prefix="miniclaw-cli"))
         return await coro
 
-    return asyncio.run(in_one_thread())
+    try:
+        return asyncio.run(in_one_thread())
+    finally:  # Ctrl-C before the loop started it: closed, not "never awaited" on stderr
+        coro.close()
 
 
 def use_color(stream=None) -> bool:

@@ -691,6 +691,32 @@ def test_a_command_runs_its_blocking_work_in_one_worker_thread():
     assert run(work()) == {"miniclaw-cli_0"}
 
 
+def test_ctrl_c_before_the_loop_starts_a_command_closes_its_coroutine(monkeypatch):
+    """Ctrl-C can land after a command made its coroutine and before the event loop ran it:
+    the coroutine is closed, so Python does not print "coroutine ... was never awaited" under
+    the "Aborted." line (seen with SIGINT at random moments, tests/reliability)."""
+    import asyncio
+    import inspect
+    import warnings
+
+    from miniclaw.cli.app import run
+
+    def interrupted(main):
+        main.close()  # the loop's own coroutine, never started
+        raise KeyboardInterrupt
+
+    async def work() -> None:
+        pass
+
+    monkeypatch.setattr(asyncio, "run", interrupted)
+    coro = work()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(KeyboardInterrupt):
+            run(coro)
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
+
+
 def test_root_help_and_suggestions_still_know_every_command(runner):
     """The root builds a command only when it is named, yet its help lists all of them, in
     the same order, and a typo is still answered with the command meant."""
