@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,6 +25,13 @@ settings.register_profile("explore", derandomize=False, database=None, print_blo
 settings.load_profile(os.environ.get("MINICLAW_HYPOTHESIS", "deterministic"))
 
 NOW = datetime(2026, 2, 14, 9, 12, 3, tzinfo=timezone.utc)
+
+# A run started in the background without job control (`pytest ... &` in a script) inherits
+# Ctrl-C ignored, and so would every miniclaw process the tests start: the tests that press
+# Ctrl-C (tests/chat, tests/reliability) then saw no effect, or not, depending on the order
+# the tests ran in. They stand for a person at a terminal, where Ctrl-C is live.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
