@@ -51,6 +51,7 @@ def _semantic(name: str) -> Callable[[], SearchMode]:
     return make
 
 
+AUTO_MODE = "auto"  # the chat's, the context builder's and the memory tools' default
 _unloadable: str | None = None  # why the installed model failed to load (once per process)
 
 
@@ -88,10 +89,9 @@ _MODES: dict[str, Callable[[], Retriever | SearchMode]] = {
     "hybrid": _semantic("hybrid"),
     "vector": _semantic("vector"),
     "basic": KeywordScorer,
-    "auto": _auto,
+    AUTO_MODE: _auto,
 }
 MODE_NAMES = tuple(_MODES)  # the built-in modes
-AUTO_MODE = "auto"  # the chat's, the context builder's and the memory tools' default
 
 
 def register_mode(name: str, make: Callable[[], Retriever | SearchMode]) -> None:
