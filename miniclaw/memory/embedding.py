@@ -10,8 +10,11 @@ a line in id order, read by the `tokenizers` package.
 
 Optional: numpy, onnxruntime and tokenizers are imported only by `load()`, so a command that
 does not embed pays nothing. Vectors are mean-pooled over the tokens and L2-normalized (as
-the model was trained), float32, so a dot product is the cosine; one thread, so the same text
-gives the same vector in every process.
+the model was trained), float32, so a dot product is the cosine. Two threads (`THREADS`)
+where the machine has two cores: onnxruntime splits a product's rows and columns between
+them, never a sum, so the same text gives the same vector, bit for bit, on one thread or
+two, in every process (tests/memory/test_embedding.py); a query's embedding is the longest
+step of a warm hybrid search.
 
 Loading is most of a one-shot semantic search, and most of the load was onnxruntime
 optimizing the graph (0.3-0.4 s: the int8 weights are turned into float32 ones, 90 MB), the
@@ -36,6 +39,10 @@ from pathlib import Path
 NAME = "all-MiniLM-L6-v2-int8"
 DIM = 384
 MAX_TOKENS = 256  # the model's max_seq_length; longer texts are cut, as it was trained
+# onnxruntime threads per model run: a query's embedding (the longest step of a warm hybrid
+# search) took ~6 ms instead of ~9-20 on 2 loaded cores, with the same CPU time. Not spinning
+# between runs: a spinning thread cost twice the CPU time here.
+THREADS = 2
 BATCH = 8  # texts per model run: larger batches were slower per text here (benchmarks/README.md)
 VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
@@ -121,9 +128,16 @@ def import_numpy() -> None:
         del os.environ["OPENBLAS_NUM_THREADS"]
 
 
+def _threads() -> int:
+    """`THREADS`, or fewer when this process may run on fewer cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(THREADS, cores or 1))
+
+
 def _options(onnxruntime):
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = _threads()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # its warnings are for model authors, not users
     return options

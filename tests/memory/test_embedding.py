@@ -87,6 +87,32 @@ def test_any_text_gives_a_finite_unit_row(text):
     assert abs(float(np.linalg.norm(row)) - 1.0) < 1e-4 or not row.any()
 
 
+@needs_model
+def test_two_threads_give_the_vectors_of_one_bit_for_bit(monkeypatch):
+    """The model runs on two threads (a query's embedding is the longest step of a warm
+    hybrid search) and the vectors stored by a one-thread process must stay valid: the
+    same text, the same bits, alone or in a batch, short or cut at MAX_TOKENS."""
+    import numpy as np
+
+    assert embedding.load()._session.get_session_options().intra_op_num_threads == \
+        embedding._threads() == min(2, len(os.sched_getaffinity(0)))
+    texts = ["hiking", "what does Caroline do for work?", "Café déjà vu — naïve façade",
+             "東京で寿司を食べた", "a " * 400, "Booked flights to Lisbon for the conference",
+             "!!!???", "", "The car needs new brake pads before winter " * 12,
+             "Tea with Sam on Sunday, then a long walk by the river with Dana and the dog"]
+    monkeypatch.setattr(embedding, "THREADS", 1)
+    one = embedding.Embedder()
+    monkeypatch.setattr(embedding, "THREADS", 2)
+    two = embedding.Embedder()
+    assert one._session.get_session_options().intra_op_num_threads == 1
+    assert two._session.get_session_options().intra_op_num_threads == embedding._threads()
+    batch = one.embed(texts)
+    assert np.array_equal(batch.view(np.uint32), two.embed(texts).view(np.uint32))
+    for text in texts:
+        assert np.array_equal(two.embed([text])[0].view(np.uint32),
+                              one.embed([text])[0].view(np.uint32))
+
+
 _NO_NETWORK = textwrap.dedent("""
     import socket
     def _refuse(*args, **kwargs):
