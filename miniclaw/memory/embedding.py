@@ -22,7 +22,11 @@ same work in every process. So the first load saves the optimized graph in the u
 (`optimized_model()`: the graph in a small file, the weights in a raw file beside it that
 onnxruntime maps instead of parsing) and later loads read it with no optimization to run
 (~0.07 s, and less memory: the mapped weights are shared by the page cache). The saved graph
-is the one the first load ran, so it gives the same vectors, bit for bit.
+is the one the first load ran, so it gives the same vectors, bit for bit. Its weights are
+saved as onnxruntime lays them out for its matrix products ("prepacked", 133 MB in all
+instead of 90): a later load maps them instead of laying out a private copy (-15-20 ms of
+CPU, 40 MB less private memory). That layout is the processor's, so its features are part
+of the saved graph's key.
 """
 
 from __future__ import annotations
@@ -150,10 +154,23 @@ def optimized_model(source: Path) -> Path:
 
     stat = source.stat()
     key = f"{source.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{onnxruntime.__version__}|" \
-          f"{platform.machine()}"
+          f"{platform.machine()}|prepacked|{_processor()}"
     from miniclaw.config import cache_dir
 
     return cache_dir() / "models" / f"{NAME}-{zlib.crc32(key.encode()):08x}" / _SAVED_MODEL
+
+
+def _processor() -> str:
+    """The processor's features (Linux: /proc/cpuinfo's first `flags` or `Features` line;
+    elsewhere its name): prepacked weights are laid out for the kernels they allow."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith(("flags", "Features")):
+                    return line.split(":", 1)[-1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def _session(onnxruntime, source: Path):
@@ -187,6 +204,8 @@ def _session(onnxruntime, source: Path):
             "session.optimized_model_external_initializers_file_name", _SAVED_WEIGHTS)
         options.add_session_config_entry(
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        options.add_session_config_entry(
+            "session.save_external_prepacked_constant_initializers", "1")
     try:
         session = onnxruntime.InferenceSession(str(source), options,
                                                providers=["CPUExecutionProvider"])

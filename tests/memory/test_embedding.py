@@ -157,6 +157,7 @@ def test_the_optimized_model_is_saved_once_and_gives_the_same_vectors():
     assert not saved.exists()
     first = embedding.Embedder()  # optimizes the graph, and saves it
     assert saved.is_file() and (saved.parent / "weights.bin").is_file()
+    assert b"prepacked" in saved.read_bytes()  # laid out once: later loads map them
     assert not list(saved.parent.parent.glob("*.tmp"))
     mtime = saved.stat().st_mtime_ns
     again = embedding.Embedder()  # loads the saved graph: nothing optimized, nothing written
