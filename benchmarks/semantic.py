@@ -230,7 +230,7 @@ out = {}
 from miniclaw.memory import embedding
 step("import_numpy", embedding.import_numpy)  # as the model's load imports it
 step("import_onnxruntime", lambda: __import__("onnxruntime"))
-step("import_tokenizers", lambda: __import__("tokenizers"))
+# no `tokenizers` step: an ASCII query is split without it (embedding.ascii_ids)
 step("session", embedding.load)
 model = embedding.load()
 step("first_query", lambda: model.embed(["what did I plan for the trip?"]))
