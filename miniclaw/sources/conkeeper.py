@@ -14,7 +14,6 @@ both): what either hides is hidden.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from datetime import date as Date
@@ -86,6 +85,11 @@ def _day(text: str | None) -> Date | None:
         return None
 
 
+def _session_cutoff() -> float:
+    """The modification time (ns) before which a session file is too old to search."""
+    return (time.time() - SESSION_DAYS * 86400) * 1e9
+
+
 def _is_session(relative: str) -> bool:
     return relative.startswith("sessions/") or "/sessions/" in relative
 
@@ -113,12 +117,15 @@ class ConKeeperSource(FileSource):
 
     def file(self, workspace: Path, absolute: str) -> SourceFile | None:
         found = super().file(workspace, absolute)
-        if found is None:
-            return None
-        relative = os.path.relpath(absolute, self._layout(workspace)[0]).replace(os.sep, "/")
-        if _is_session(relative) and found.mtime_ns < (time.time() - SESSION_DAYS * 86400) * 1e9:
-            return None  # ConKeeper's 30-day rule for session files
-        return found
+        return found if found is not None and self._recent(found, _session_cutoff()) else None
+
+    def files(self, workspace: Path) -> list[SourceFile]:
+        cutoff = _session_cutoff()
+        return [found for found in self._tree_files(workspace) if self._recent(found, cutoff)]
+
+    def _recent(self, found: SourceFile, cutoff: float) -> bool:
+        """ConKeeper's 30-day rule for session files (any other file is kept)."""
+        return found.mtime_ns >= cutoff or not _is_session(self._relative(found.path))
 
     def _relative(self, path: str) -> str:
         """The root-relative path of a display path (a folder named `sessions` above the

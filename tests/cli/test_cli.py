@@ -858,3 +858,27 @@ def test_only_one_shot_reads_skip_the_interpreters_exit(workspace, tmp_path, arg
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     assert mark.exists() is finalized
+
+
+@pytest.mark.parametrize("argv, threshold", [(["memory", "rank", "--help"], "20000"),
+                                              (["memory", "add", "--help"], "700")])
+def test_a_one_shot_read_runs_the_collector_less_often_and_other_commands_as_python_does(
+        tmp_path, argv, threshold):
+    """A FAST_EXIT command (it ends with `os._exit`) raises the collector's first threshold;
+    every other command keeps Python's. Seen at the exit, whichever way the command ends."""
+    script = tmp_path / "miniclaw"
+    script.write_text(
+        "import atexit, gc, os, sys\n"
+        "real_exit = os._exit\n"
+        "def said(code):\n"
+        "    print('THRESHOLD', gc.get_threshold()[0], flush=True)\n"
+        "    real_exit(code)\n"
+        "os._exit = said\n"
+        "atexit.register(lambda: print('THRESHOLD', gc.get_threshold()[0], flush=True))\n"
+        f"sys.argv = ['miniclaw', *{argv!r}]\n"
+        "from miniclaw.cli import main\n"
+        "main()\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    assert f"THRESHOLD {threshold}" in proc.stdout
