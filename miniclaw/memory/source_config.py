@@ -48,12 +48,14 @@ def add(workspace: Path, kind: str, root: str, name: str | None = None) -> tuple
     written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
     item = {"kind": kind, "root": written, **({"name": name} if name else {})}
     kind_class(kind)(root=written, name=name or kind)  # its own checks of the settings
-    taken = [source.name for source in configured_sources(workspace)[0]]
-    if (name or kind) in taken:
-        raise UsageError(f"the workspace already has a source named {name or kind!r}: give "
-                         "this one another with --name")
 
     def change(settings: dict) -> None:
+        # The name is checked under the config lock, against what is there now: two adds of
+        # one name at once must not both succeed.
+        taken = [source.name for source in configured_sources(workspace, settings)[0]]
+        if (name or kind) in taken:
+            raise UsageError(f"the workspace already has a source named {name or kind!r}: "
+                             "give this one another with --name")
         settings["sources"] = [*(settings.get("sources") or SOURCE_NAMES), item]
         roots = settings.setdefault("roots", [])
         if written not in roots:
@@ -74,16 +76,17 @@ def remove(workspace: Path, name: str) -> tuple[object, Path]:
     allowed roots when no other source reads it): (the item removed, config.json's path)."""
     from miniclaw import config
 
-    sources, _ = configured_sources(workspace)
-    names = [source.name for source in sources]
-    if name not in names:
-        raise UsageError(f"the workspace has no source named {name!r}; its sources: "
-                         f"{', '.join(names)}")
-    if len(names) == 1:
-        raise UsageError(f"{name!r} is the workspace's only source: add another first")
     removed: list[object] = []
 
     def change(settings: dict) -> None:
+        # Which item goes is decided under the config lock, from what is there now: a change
+        # made meanwhile by another process must not make this one pop the wrong item.
+        names = [source.name for source in configured_sources(workspace, settings)[0]]
+        if name not in names:
+            raise UsageError(f"the workspace has no source named {name!r}; its sources: "
+                             f"{', '.join(names)}")
+        if len(names) == 1:
+            raise UsageError(f"{name!r} is the workspace's only source: add another first")
         items = list(settings.get("sources") or SOURCE_NAMES)
         removed.append(items.pop(names.index(name)))
         settings["sources"] = items

@@ -154,3 +154,90 @@ def test_adds_at_the_same_time_keep_every_source(workspace, tmp_path, isolated_h
     settings = next(iter(_config(isolated_home)["workspaces"].values()))
     assert sorted(item["name"] for item in settings["sources"] if isinstance(item, dict)) == \
         sorted(root.name for root in roots)
+
+
+def _another_change_first(monkeypatch, other) -> None:
+    """The race, made deterministic: `other` (another process's whole change) runs just
+    before this one's change takes the config lock."""
+    from miniclaw import config
+
+    update = config.update_workspace_settings
+    pending = [other]
+
+    def racing(workspace, change):
+        if pending:
+            pending.pop()()  # its own update goes straight through
+        return update(workspace, change)
+
+    monkeypatch.setattr(config, "update_workspace_settings", racing)
+
+
+def test_two_adds_of_one_name_at_once_cannot_both_succeed(workspace, tmp_path, isolated_home,
+                                                          monkeypatch):
+    """The name is checked under the lock: before, both adds passed their checks and
+    config.json ended with two sources named `app`, which every search then refused."""
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import source_config
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    _another_change_first(monkeypatch,
+                          lambda: source_config.add(workspace, "conkeeper", str(first), "app"))
+    with pytest.raises(UsageError, match="already has a source named 'app'"):
+        source_config.add(workspace, "conkeeper", str(second), "app")
+    settings = _config(isolated_home)["workspaces"][str(workspace)]
+    assert [item for item in settings["sources"] if isinstance(item, dict)] == \
+        [{"kind": "conkeeper", "root": str(first), "name": "app"}]
+    assert settings["roots"] == [str(first)]
+
+
+def test_a_remove_racing_another_remove_takes_out_the_source_it_names(workspace, tmp_path,
+                                                                      isolated_home, monkeypatch):
+    """Which item goes is decided under the lock: before, the index was computed from the
+    sources as they were, and popped `app`'s neighbour once another remove had gone first."""
+    from miniclaw.memory import source_config
+
+    for name in ("one", "app", "two"):
+        (tmp_path / name).mkdir()
+        source_config.add(workspace, "conkeeper", str(tmp_path / name), name)
+    _another_change_first(monkeypatch, lambda: source_config.remove(workspace, "long_term"))
+    removed, _ = source_config.remove(workspace, "app")
+    assert removed == {"kind": "conkeeper", "root": str(tmp_path / "app"), "name": "app"}
+    settings = _config(isolated_home)["workspaces"][str(workspace)]
+    assert [item if isinstance(item, str) else item["name"] for item in settings["sources"]] \
+        == ["daily_note", "transcripts", "one", "two"]
+    assert settings["roots"] == [str(tmp_path / "one"), str(tmp_path / "two")]
+
+
+def test_a_remove_of_a_source_another_removed_meanwhile_is_refused(workspace, tmp_path,
+                                                                   isolated_home, monkeypatch):
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import source_config
+
+    (tmp_path / "app").mkdir()
+    source_config.add(workspace, "conkeeper", str(tmp_path / "app"), "app")
+    _another_change_first(monkeypatch, lambda: source_config.remove(workspace, "app"))
+    with pytest.raises(UsageError, match="no source named 'app'"):
+        source_config.remove(workspace, "app")
+    names = _config(isolated_home)["workspaces"][str(workspace)]["sources"]
+    assert names == ["long_term", "daily_note", "transcripts"]
+
+
+def test_adds_of_one_name_from_processes_at_once_leave_exactly_one(workspace, tmp_path,
+                                                                   isolated_home):
+    """Real processes, started together: however they interleave, one add wins and the
+    others are refused with one Error line, and config.json holds one source of the name."""
+    roots = [tmp_path / f"store{n}" for n in range(4)]
+    for root in roots:
+        root.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-m", "miniclaw", "-w", str(workspace), "sources",
+                               "add", "conkeeper", str(root), "--name", "app"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for root in roots]
+    results = [(proc.returncode, err) for proc in procs
+               for _, err in [proc.communicate(timeout=120)]]
+    assert sorted(code for code, _ in results) == [0, 2, 2, 2], results
+    assert all(err.startswith("Error: ") for code, err in results if code == 2)
+    settings = _config(isolated_home)["workspaces"][str(workspace)]
+    assert [item["name"] for item in settings["sources"] if isinstance(item, dict)] == ["app"]
+    assert len(settings["roots"]) == 1
