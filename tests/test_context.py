@@ -407,6 +407,31 @@ def test_context_command_json(workspace):
     assert item["citation"].startswith("memory/") and item["date"] and item["tokens"] > 0
 
 
+def test_context_takes_the_message_as_its_argument_like_search(workspace):
+    """`miniclaw context "..."` as `miniclaw search "..."`: it was refused with "Missing
+    option '--query'", for the command whose help calls its input a message."""
+    import os
+    import subprocess
+    import sys
+
+    _today_files(workspace)
+
+    def context(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "miniclaw", "-w", str(workspace), "context",
+                               *args], capture_output=True, text=True, env=os.environ.copy(),
+                              timeout=120)
+
+    given = context("atlas budget", "--json")
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout) == json.loads(context("-q", "atlas budget", "--json").stdout)
+    for args, words in [((), "give a message: miniclaw context MESSAGE (or -q MESSAGE)"),
+                        (("atlas", "-q", "budget"), "give the message once")]:
+        done = context(*args)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr == f"Error: {words}" + done.stderr.split(words, 1)[1]
+        assert len(done.stderr.splitlines()) == 1
+
+
 @pytest.mark.parametrize("budget", ["199", "40000"])
 def test_context_command_rejects_a_budget_out_of_range(workspace, budget):
     result = CliRunner().invoke(app, ["--workspace", str(workspace), "context", "-q", "x",
