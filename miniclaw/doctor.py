@@ -124,6 +124,8 @@ def _in_memory_folder(source, workspace: Path) -> bool:
 
 
 def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
+    from miniclaw.memory.sources import SOURCES
+
     inside = [source for source in sources if _in_memory_folder(source, workspace)]
     memory = workspace / config.MEMORY_DIR
     try:
@@ -144,6 +146,11 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
         elif any(source.owns(name) for source in inside):
             count += 1
             report.findings.extend(_check_file(memory / name, workspace, rel))
+        elif left_out := next((s for s in SOURCES if _in_memory_folder(s, workspace)
+                               and s.owns(name)), None):  # a built-in source removed
+            report.findings.append(Finding(
+                "info", "file", rel, f"not searched: the workspace's sources leave out "
+                f"{left_out.name}", f"`miniclaw sources add {left_out.name}` searches it again"))
         elif name.endswith(".md"):
             report.findings.append(Finding(
                 "info", "file", rel, "not searched: only MEMORY.md and YYYY-MM-DD.md are "

@@ -35,31 +35,43 @@ def describe(workspace: Path) -> list[ConfiguredSource]:
     return out
 
 
-def add(workspace: Path, kind: str, root: str, name: str | None = None) -> tuple[dict, Path]:
+def add(workspace: Path, kind: str, root: str | None,
+        name: str | None = None) -> tuple[dict | str, Path]:
     """Add a source of `kind` reading `root` (which must be a folder) to the workspace's
-    sources, and its root to the allowed roots: (the item written, config.json's path)."""
+    sources, and its root to the allowed roots; or, without a root, a built-in source
+    removed before (`long_term`, ...): (the item written, config.json's path)."""
     from miniclaw import config
 
-    if kind not in KINDS:
-        raise UsageError(f"unknown source kind {kind!r}: choose from {', '.join(KINDS)}")
-    folder = Path(os.path.expanduser(root))
-    if not folder.is_dir():
-        raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
-    written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
-    item = {"kind": kind, "root": written, **({"name": name} if name else {})}
-    kind_class(kind)(root=written, name=name or kind)  # its own checks of the settings
+    if kind not in KINDS and kind not in SOURCE_NAMES:
+        raise UsageError(f"unknown source kind {kind!r}: choose from {', '.join(KINDS)} (or, "
+                         f"without a folder, a built-in source: {', '.join(SOURCE_NAMES)})")
+    if root is None:
+        if kind not in SOURCE_NAMES:
+            raise UsageError(f"give the folder the {kind} memory lives in")
+        if name:
+            raise UsageError(f"the built-in source {kind} keeps its name: add it without --name")
+        item: dict | str = kind
+        written = None
+    else:
+        if kind not in KINDS:
+            raise UsageError(f"{kind} is a built-in source: add it without a folder")
+        folder = Path(os.path.expanduser(root))
+        if not folder.is_dir():
+            raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
+        written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
+        item = {"kind": kind, "root": written, **({"name": name} if name else {})}
+        kind_class(kind)(root=written, name=name or kind)  # its own checks of the settings
 
     def change(settings: dict) -> None:
         # The name is checked under the config lock, against what is there now: two adds of
         # one name at once must not both succeed.
         taken = [source.name for source in configured_sources(workspace, settings)[0]]
         if (name or kind) in taken:
-            raise UsageError(f"the workspace already has a source named {name or kind!r}: "
-                             "give this one another with --name")
+            raise UsageError(f"the workspace already has a source named {name or kind!r}" + (
+                "" if written is None else ": give this one another with --name"))
         settings["sources"] = [*(settings.get("sources") or SOURCE_NAMES), item]
-        roots = settings.setdefault("roots", [])
-        if written not in roots:
-            roots.append(written)
+        if written is not None and written not in settings.setdefault("roots", []):
+            settings["roots"].append(written)
 
     return item, config.update_workspace_settings(workspace, change)
 

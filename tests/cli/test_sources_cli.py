@@ -241,3 +241,37 @@ def test_adds_of_one_name_from_processes_at_once_leave_exactly_one(workspace, tm
     settings = _config(isolated_home)["workspaces"][str(workspace)]
     assert [item["name"] for item in settings["sources"] if isinstance(item, dict)] == ["app"]
     assert len(settings["roots"]) == 1
+
+
+def test_a_built_in_source_removed_can_be_added_back(workspace, isolated_home):
+    """Before, `sources add` took only a kind and a folder: once `long_term` was removed,
+    only editing config.json by hand brought MEMORY.md back into search."""
+    (workspace / "memory" / "MEMORY.md").write_text(
+        "# Memory\n\n## 2026-02-10\n- Prefers dark roast coffee\n", encoding="utf-8")
+    _ok(workspace, "sources", "remove", "long_term")
+    assert _ok(workspace, "memory", "rank", "coffee", "--all")["results"] == []
+    finding = next(f for f in _ok(workspace, "doctor")["findings"]
+                   if f["path"] == "memory/MEMORY.md")
+    assert "leave out long_term" in finding["message"]
+    assert finding["fix"] == "`miniclaw sources add long_term` searches it again"
+
+    added = _ok(workspace, "sources", "add", "long_term")
+    assert added["added"] == "long_term"
+    mine = _config(isolated_home)["workspaces"][str(workspace)]
+    assert mine["sources"] == ["daily_note", "transcripts", "long_term"] and "roots" not in mine
+    found = _ok(workspace, "memory", "rank", "coffee", "--all")["results"]
+    assert [hit["content"] for hit in found] == ["Prefers dark roast coffee"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["add", "long_term"], "already has a source named 'long_term'"),
+    (["add", "long_term", "."], "long_term is a built-in source: add it without a folder"),
+    (["add", "daily_note", "--name", "x"], "keeps its name: add it without --name"),
+    (["add", "conkeeper"], "give the folder the conkeeper memory lives in"),
+])
+def test_a_built_in_source_is_added_by_name_alone(workspace, isolated_home, args, words):
+    done = _cli(workspace, "sources", *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("Error: ") and words in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not (isolated_home / ".miniclaw" / "config.json").exists()
