@@ -53,7 +53,11 @@ def add_source(
     from miniclaw.cli.render import printable, to_json
     from miniclaw.memory import source_config
 
-    item, path = source_config.add(workspace_of(ctx), kind, root, name)
+    workspace = workspace_of(ctx)
+    item, path = source_config.add(workspace, kind, root, name)
+    if root is not None and not source_config.holds_files(workspace, name or kind):
+        typer.echo(printable(f"Warning: no {kind} memory files under {root} (yet): is it the "
+                             "folder the memory lives in?"), err=True)
     if json_out:
         typer.echo(to_json({"added": item, "config": str(path)}))
         return

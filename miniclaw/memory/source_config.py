@@ -76,6 +76,14 @@ def add(workspace: Path, kind: str, root: str | None,
     return item, config.update_workspace_settings(workspace, change)
 
 
+def holds_files(workspace: Path, name: str) -> bool:
+    """Whether the source called `name` finds any file of its kind under its root: one
+    that finds none was most likely given another folder than its memory's (said after an
+    add, not refused: the store may be new)."""
+    sources, _ = configured_sources(workspace)
+    return any(source.files(workspace) for source in sources if source.name == name)
+
+
 def _home_relative(path: str) -> str:
     """`~/x` for a folder under the home folder: config.json stays true when the home moves,
     and paths in results stay short."""

@@ -275,3 +275,17 @@ def test_a_built_in_source_is_added_by_name_alone(workspace, isolated_home, args
     assert done.stderr.startswith("Error: ") and words in done.stderr
     assert len(done.stderr.splitlines()) == 1
     assert not (isolated_home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_folder_with_no_files_of_the_kind_is_added_with_a_warning(workspace, tmp_path,
+                                                                    memory_root):
+    """A mnemonic store's parent folder, given by mistake: added (a store may be new), but
+    said on stderr; before, nothing told why its searches found nothing."""
+    empty = tmp_path / "not-the-store"
+    empty.mkdir()
+    done = _cli(workspace, "sources", "add", "mnemonic", str(empty), "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["added"]["root"] == str(empty)
+    assert done.stderr == (f"Warning: no mnemonic memory files under {empty} (yet): is it the "
+                           "folder the memory lives in?\n")
+    done = _cli(workspace, "sources", "add", "conkeeper", str(memory_root))
+    assert done.returncode == 0 and done.stderr == ""
