@@ -46,8 +46,10 @@ def context(
     counts = (f"{plural(len(built.items('identity')), 'identity file')}, "
               f"{plural(len(built.items('memories')), 'memory', 'memories')}, "
               f"{plural(len(built.items('notes')), 'note entry', 'note entries')}")
-    if built.vectors:  # a semantic search ranked with the vectors it had: how far along
-        from miniclaw.memory.hints import describe
+    from miniclaw.memory.hints import describe
 
+    if built.degraded:  # the mode asked for could not run: which ran, and why
+        sys.stderr.write(printable(f"({describe(built.degraded)})") + "\n")
+    if built.vectors:  # a semantic search ranked with the vectors it had: how far along
         sys.stderr.write(printable(f"({describe(built.vectors)})") + "\n")
     sys.stderr.write(f"(about {built.tokens} of {budget} tokens, estimated: {counts})\n")

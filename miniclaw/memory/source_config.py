@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.sources import KINDS, SOURCE_NAMES, configured_sources, kind_class
+from miniclaw.memory.sources import (KINDS, SOURCE_NAMES, configured_sources, kind_class,
+                                     source_named)
 
 
 class ConfiguredSource(NamedTuple):
@@ -52,6 +53,7 @@ def add(workspace: Path, kind: str, root: str | None,
             raise UsageError(f"the built-in source {kind} keeps its name: add it without --name")
         item: dict | str = kind
         written = None
+        new = source_named(kind)
     else:
         if kind not in KINDS:
             raise UsageError(f"{kind} is a built-in source: add it without a folder")
@@ -60,20 +62,36 @@ def add(workspace: Path, kind: str, root: str | None,
             raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
         written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
         item = {"kind": kind, "root": written, **({"name": name} if name else {})}
-        kind_class(kind)(root=written, name=name or kind)  # its own checks of the settings
+        new = kind_class(kind)(root=written, name=name or kind)  # its own checks of settings
 
     def change(settings: dict) -> None:
         # The name is checked under the config lock, against what is there now: two adds of
         # one name at once must not both succeed.
-        taken = [source.name for source in configured_sources(workspace, settings)[0]]
-        if (name or kind) in taken:
+        sources = configured_sources(workspace, settings)[0]
+        if (name or kind) in [source.name for source in sources]:
             raise UsageError(f"the workspace already has a source named {name or kind!r}" + (
                 "" if written is None else ": give this one another with --name"))
+        shared = _shared_file(workspace, new, sources)
+        if shared:
+            raise UsageError(f"{shared[0]} is already searched as the source {shared[1]!r}: "
+                             "choose a folder no other source reads, or `miniclaw sources "
+                             f"remove {shared[1]}` first")
         settings["sources"] = [*(settings.get("sources") or SOURCE_NAMES), item]
         if written is not None and written not in settings.setdefault("roots", []):
             settings["roots"].append(written)
 
     return item, config.update_workspace_settings(workspace, change)
+
+
+def _shared_file(workspace: Path, new, sources) -> tuple[str, str] | None:
+    """(a file, the source reading it) of the files `new` would read that a source reads
+    already: two sources over one file broke every search (the index keeps a file once)."""
+    mine = {source_file.absolute for source_file in new.files(workspace)}
+    for source in sources:
+        for source_file in source.files(workspace):
+            if source_file.absolute in mine:
+                return source_file.path, source.name
+    return None
 
 
 def holds_files(workspace: Path, name: str) -> bool:

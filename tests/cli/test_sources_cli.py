@@ -289,3 +289,27 @@ def test_a_folder_with_no_files_of_the_kind_is_added_with_a_warning(workspace, t
                            "folder the memory lives in?\n")
     done = _cli(workspace, "sources", "add", "conkeeper", str(memory_root))
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_a_folder_another_source_reads_is_refused(workspace, tmp_path, isolated_home):
+    """Two sources over one file made every search fail ("cannot use the search index ...
+    UNIQUE constraint failed"); the second add is refused now, and nothing is written.
+    Sources whose folders nest but whose files differ (an EF Memory project holding a
+    ConKeeper folder) are fine."""
+    project = tmp_path / "app"
+    shutil.copytree(FIXTURES / "project", project, copy_function=shutil.copy)
+    memory = project / ".claude" / "memory"
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n- Tea\n", encoding="utf-8")
+    _ok(workspace, "sources", "add", "conkeeper", str(memory), "--name", "app")
+    before = (isolated_home / ".miniclaw" / "config.json").read_bytes()
+    for args, taken in [(["conkeeper", str(project / ".claude"), "--name", "wide"], "app"),
+                        (["conkeeper", str(workspace / "memory"), "--name", "mine"],
+                         "long_term")]:
+        done = _cli(workspace, "sources", "add", *args)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.startswith("Error: ") and len(done.stderr.splitlines()) == 1
+        assert f"is already searched as the source '{taken}'" in done.stderr
+        assert (isolated_home / ".miniclaw" / "config.json").read_bytes() == before
+    assert _ok(workspace, "memory", "rank", "FTS5", "--all")["total"] > 0
+    (project / ".memory").mkdir()
+    _ok(workspace, "sources", "add", "ef_memory", str(project))
