@@ -99,7 +99,9 @@ def test_a_second_source_of_one_name_is_refused(workspace, memory_root, isolated
     done = _cli(workspace, "sources", "add", "conkeeper", str(memory_root))
     assert done.returncode == 2 and "--name" in done.stderr
     assert (isolated_home / ".miniclaw" / "config.json").read_bytes() == before
-    _ok(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "twin")
+    twin = memory_root.parent.parent.parent / "twin"  # another store of the kind
+    shutil.copytree(memory_root, twin, copy_function=shutil.copy)
+    _ok(workspace, "sources", "add", "conkeeper", str(twin), "--name", "twin")
 
 
 def test_the_source_option_names_configured_sources_in_its_error(workspace, memory_root):
