@@ -432,6 +432,26 @@ def test_context_takes_the_message_as_its_argument_like_search(workspace):
         assert len(done.stderr.splitlines()) == 1
 
 
+def test_context_says_the_mode_that_ran_when_hybrid_cannot(workspace):
+    """`miniclaw context --mode hybrid` without the model ranked by bm25 without a word
+    (search says it): now a line on stderr, and `degraded` in its JSON as in search's."""
+    from tests.conftest import long_term
+    from tests.memory.test_semantic import FACTS, _cli
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    done = _cli(workspace, "context", "Lisbon", "--mode", "hybrid", patch_missing=True)
+    assert done.returncode == 0 and "Booked flights to Lisbon" in done.stdout, done.stderr
+    assert done.stderr.splitlines()[0] == ("([bm25] \u26a0 no embedding model installed (pip "
+                                           "install 'miniclaw[semantic]' for hybrid))")
+    data = json.loads(_cli(workspace, "context", "Lisbon", "--mode", "hybrid", "--json",
+                           patch_missing=True).stdout)
+    assert data["mode"] == "bm25" and data["degraded"] == {
+        "kind": "degraded", "requested": "hybrid", "mode": "bm25",
+        "reason": "no embedding model installed"}
+    plain = json.loads(_cli(workspace, "context", "Lisbon", "--json", patch_missing=True).stdout)
+    assert "degraded" not in plain  # auto: the best available, as asked
+
+
 @pytest.mark.parametrize("budget", ["199", "40000"])
 def test_context_command_rejects_a_budget_out_of_range(workspace, budget):
     result = CliRunner().invoke(app, ["--workspace", str(workspace), "context", "-q", "x",
