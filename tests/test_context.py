@@ -450,6 +450,10 @@ def test_context_says_the_mode_that_ran_when_hybrid_cannot(workspace):
         "reason": "no embedding model installed"}
     plain = json.loads(_cli(workspace, "context", "Lisbon", "--json", patch_missing=True).stdout)
     assert "degraded" not in plain  # auto: the best available, as asked
+    chat = _cli(workspace, "chat", "--once", "Lisbon", "--mode", "hybrid", "--provider", "echo",
+                patch_missing=True)  # the chat says it too, once a session, on stderr
+    assert chat.returncode == 0 and "Lisbon" in chat.stdout, chat.stderr
+    assert chat.stderr.count("no embedding model installed") == 1
 
 
 @pytest.mark.parametrize("budget", ["199", "40000"])
