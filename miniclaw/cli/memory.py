@@ -427,10 +427,13 @@ def index(
                                             **({"per_second": round(rate, 1)} if rate else {})}}
                                if vectors else {})}))
         return
-    typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
-               f"{plural(report.entries_added, 'entry', 'entries')} added, "
-               f"{report.entries_removed} removed; "
-               f"{plural(report.files_removed, 'deleted file')} dropped.")
+    if not (report.entries_added or report.entries_removed or report.files_removed):  # no news
+        typer.echo("Up to date: no memory changed since the index was last updated.")
+    else:
+        typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
+                   f"{plural(report.entries_added, 'entry', 'entries')} added, "
+                   f"{report.entries_removed} removed; "
+                   f"{plural(report.files_removed, 'deleted file')} dropped.")
     if vectors:
         speed = f" ({rate:.1f} texts embedded a second)" if rate else ""
         typer.echo(f"Vectors for meaning search: {vectors[0]} of {vectors[1]} texts{speed}.")
