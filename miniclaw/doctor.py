@@ -159,7 +159,9 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 
 
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
-    """Each other source: its root reachable, its files checked as memory files are."""
+    """Each other source: its root reachable, its files checked as memory files are, and
+    none read by two sources (the index keeps a file once: every search fails)."""
+    readers: dict[str, str] = {}  # a file (absolute) -> the first source reading it
     for source in sources:
         if _in_memory_folder(source, workspace):
             continue
@@ -175,6 +177,13 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
                 "not reachable", f"mount or create it, or `miniclaw sources remove {source.name}`"))
             continue
         found = source.files(workspace)
+        shared = next((f for f in found
+                       if readers.setdefault(f.absolute, source.name) != source.name), None)
+        if shared is not None:
+            report.findings.append(Finding(
+                "error", "sources", shown, f"the sources {readers[shared.absolute]!r} and "
+                f"{source.name!r} both read {shared.path}: the index keeps a file once, so "
+                "every search fails", f"`miniclaw sources remove {source.name}`"))
         link_root = source.link_root(workspace) if hasattr(source, "link_root") else workspace
         for source_file in found:
             report.findings.extend(_check_file(Path(source_file.absolute), link_root,
