@@ -137,6 +137,7 @@ class Context(NamedTuple):
     corrections: tuple[tuple[str, str], ...] = ()  # (typed, searched instead) for memories
     mode: str | None = None  # the mode the memories were ranked by (what `auto` chose)
     vectors: SearchWarning | None = None  # while some memories have no vector (hints.py)
+    degraded: SearchWarning | None = None  # the mode asked for could not run (hints.py)
 
     def render(self) -> str:
         """Sections apart by a blank line; in a section, its heading and items one per line."""
@@ -161,7 +162,8 @@ class Context(NamedTuple):
         return {"message": self.message, "budget": self.budget, "mode": self.mode,
                 "tokens": estimate_tokens(prompt),
                 "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
-                "sections": [s.to_dict() for s in self.sections], "prompt": prompt}
+                "sections": [s.to_dict() for s in self.sections], "prompt": prompt,
+                **({"degraded": self.degraded.to_dict()} if self.degraded else {})}
 
 
 def check_budget(budget: int) -> int:
@@ -206,7 +208,8 @@ class ContextBuilder:
                                zone)
             kept = context.items("memories")
             if len(memories.results) < limit or limit >= most or len(kept) < limit:
-                return context._replace(mode=memories.mode, vectors=memories.vectors)
+                return context._replace(mode=memories.mode, vectors=memories.vectors,
+                                        degraded=memories.degraded)
             limit = min(limit * 4, most)
             memories = await self._memories(message, limit)
 
@@ -255,7 +258,7 @@ class ContextBuilder:
 
         vectors = next((w for w in found.warnings if w.kind == "vectors"), None)
         return _Found(not_running(found.results), found.corrections, found.warnings,
-                      found.mode, vectors)
+                      found.mode, vectors, found.degraded)
 
 
 class _Found(NamedTuple):
@@ -264,6 +267,7 @@ class _Found(NamedTuple):
     warnings: tuple = ()  # hints.SearchWarning: files the search could not use as it should
     mode: str | None = None  # the mode that ran
     vectors: SearchWarning | None = None  # how many texts have a vector, while not all
+    degraded: SearchWarning | None = None  # the mode asked for could not run
 
 
 def as_query(message: str) -> str:

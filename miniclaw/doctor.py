@@ -124,6 +124,8 @@ def _in_memory_folder(source, workspace: Path) -> bool:
 
 
 def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
+    from miniclaw.memory.sources import SOURCES
+
     inside = [source for source in sources if _in_memory_folder(source, workspace)]
     memory = workspace / config.MEMORY_DIR
     try:
@@ -144,6 +146,11 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
         elif any(source.owns(name) for source in inside):
             count += 1
             report.findings.extend(_check_file(memory / name, workspace, rel))
+        elif left_out := next((s for s in SOURCES if _in_memory_folder(s, workspace)
+                               and s.owns(name)), None):  # a built-in source removed
+            report.findings.append(Finding(
+                "info", "file", rel, f"not searched: the workspace's sources leave out "
+                f"{left_out.name}", f"`miniclaw sources add {left_out.name}` searches it again"))
         elif name.endswith(".md"):
             report.findings.append(Finding(
                 "info", "file", rel, "not searched: only MEMORY.md and YYYY-MM-DD.md are "
@@ -152,7 +159,9 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 
 
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
-    """Each other source: its root reachable, its files checked as memory files are."""
+    """Each other source: its root reachable, its files checked as memory files are, and
+    none read by two sources (the index keeps a file once: every search fails)."""
+    readers: dict[str, str] = {}  # a file (absolute) -> the first source reading it
     for source in sources:
         if _in_memory_folder(source, workspace):
             continue
@@ -168,6 +177,13 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
                 "not reachable", f"mount or create it, or `miniclaw sources remove {source.name}`"))
             continue
         found = source.files(workspace)
+        shared = next((f for f in found
+                       if readers.setdefault(f.absolute, source.name) != source.name), None)
+        if shared is not None:
+            report.findings.append(Finding(
+                "error", "sources", shown, f"the sources {readers[shared.absolute]!r} and "
+                f"{source.name!r} both read {shared.path}: the index keeps a file once, so "
+                "every search fails", f"`miniclaw sources remove {source.name}`"))
         link_root = source.link_root(workspace) if hasattr(source, "link_root") else workspace
         for source_file in found:
             report.findings.extend(_check_file(Path(source_file.absolute), link_root,

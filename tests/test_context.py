@@ -407,6 +407,55 @@ def test_context_command_json(workspace):
     assert item["citation"].startswith("memory/") and item["date"] and item["tokens"] > 0
 
 
+def test_context_takes_the_message_as_its_argument_like_search(workspace):
+    """`miniclaw context "..."` as `miniclaw search "..."`: it was refused with "Missing
+    option '--query'", for the command whose help calls its input a message."""
+    import os
+    import subprocess
+    import sys
+
+    _today_files(workspace)
+
+    def context(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "miniclaw", "-w", str(workspace), "context",
+                               *args], capture_output=True, text=True, env=os.environ.copy(),
+                              timeout=120)
+
+    given = context("atlas budget", "--json")
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout) == json.loads(context("-q", "atlas budget", "--json").stdout)
+    for args, words in [((), "give a message: miniclaw context MESSAGE (or -q MESSAGE)"),
+                        (("atlas", "-q", "budget"), "give the message once")]:
+        done = context(*args)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr == f"Error: {words}" + done.stderr.split(words, 1)[1]
+        assert len(done.stderr.splitlines()) == 1
+
+
+def test_context_says_the_mode_that_ran_when_hybrid_cannot(workspace):
+    """`miniclaw context --mode hybrid` without the model ranked by bm25 without a word
+    (search says it): now a line on stderr, and `degraded` in its JSON as in search's."""
+    from tests.conftest import long_term
+    from tests.memory.test_semantic import FACTS, _cli
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    done = _cli(workspace, "context", "Lisbon", "--mode", "hybrid", patch_missing=True)
+    assert done.returncode == 0 and "Booked flights to Lisbon" in done.stdout, done.stderr
+    assert done.stderr.splitlines()[0] == ("([bm25] \u26a0 no embedding model installed (pip "
+                                           "install 'miniclaw[semantic]' for hybrid))")
+    data = json.loads(_cli(workspace, "context", "Lisbon", "--mode", "hybrid", "--json",
+                           patch_missing=True).stdout)
+    assert data["mode"] == "bm25" and data["degraded"] == {
+        "kind": "degraded", "requested": "hybrid", "mode": "bm25",
+        "reason": "no embedding model installed"}
+    plain = json.loads(_cli(workspace, "context", "Lisbon", "--json", patch_missing=True).stdout)
+    assert "degraded" not in plain  # auto: the best available, as asked
+    chat = _cli(workspace, "chat", "--once", "Lisbon", "--mode", "hybrid", "--provider", "echo",
+                patch_missing=True)  # the chat says it too, once a session, on stderr
+    assert chat.returncode == 0 and "Lisbon" in chat.stdout, chat.stderr
+    assert chat.stderr.count("no embedding model installed") == 1
+
+
 @pytest.mark.parametrize("budget", ["199", "40000"])
 def test_context_command_rejects_a_budget_out_of_range(workspace, budget):
     result = CliRunner().invoke(app, ["--workspace", str(workspace), "context", "-q", "x",

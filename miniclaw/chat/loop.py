@@ -76,6 +76,7 @@ class ChatSession:
         self.mode = mode
         self.builder = ContextBuilder(store, mode=mode)
         self.vectors_said = False  # the vectors' progress is said once a session
+        self.degraded_said = False  # so is a mode asked for that cannot run
         self.budget = budget
         self.last_context: Context | None = None
         self.writes = WriteBudget()  # the model's memory writes, capped per turn and session
@@ -227,6 +228,9 @@ class ChatSession:
     async def _answer(self, text: str) -> str:
         context = await self.builder.build(text, budget_tokens=self.budget)
         self.last_context = context
+        if context.degraded and not self.degraded_said:  # the mode asked for cannot run
+            self.degraded_said = True
+            self._err.line(f"({describe(context.degraded)})")
         if context.vectors and not self.vectors_said:  # for the person, not in the prompt
             self.vectors_said = True
             self._err.line(f"({describe(context.vectors)})")

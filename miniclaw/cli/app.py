@@ -272,6 +272,18 @@ def workspace_of(ctx: typer.Context) -> Path:
     return root_ctx.obj
 
 
+def one_query(words: str | None, option: str | None, command: str, name: str = "query") -> str:
+    """The query given as the command's argument or with -q (scripts), exactly once:
+    `search`, `memory rank` and `context` take it the same way."""
+    from miniclaw.errors import UsageError
+
+    if words is not None and option is not None:
+        raise UsageError(f"give the {name} once: as {name.upper()} or with -q/--query, not both")
+    if words is None and option is None:
+        raise UsageError(f"give a {name}: miniclaw {command} {name.upper()} (or -q {name.upper()})")
+    return option if words is None else words
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one library coroutine to completion: the CLI's only event loop. Its blocking
     work runs in one worker thread: a one-shot command does one operation, and a thread

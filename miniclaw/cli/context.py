@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import command_app, run, workspace_of
+from miniclaw.cli.app import command_app, one_query, run, workspace_of
 from miniclaw.cli.chat import BudgetOption, ModeOption
 
 context_app = command_app()
@@ -15,7 +15,8 @@ context_app = command_app()
 @context_app.command("context")
 def context(
     ctx: typer.Context,
-    query: Annotated[str, typer.Option("--query", "-q", metavar="QUERY", help="The message to build the context for.", show_default=False)],
+    message: Annotated[str | None, typer.Argument(metavar="MESSAGE", help="The message to build the context for (or -q).", show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", metavar="MESSAGE", help="The message, as an option (scripts that build it).", show_default=False)] = None,
     budget: BudgetOption = 4000,
     mode: ModeOption = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (sections, items, token counts, prompt).")] = False,
@@ -24,12 +25,13 @@ def context(
     relevant to it, today's and yesterday's notes, within a token budget.
 
     The prompt goes to stdout and a line of token counts to stderr.
-    Example: miniclaw context -q "what did Sam approve?" --budget 1000
+    Example: miniclaw context "what did Sam approve?" --budget 1000
     """
     from miniclaw.cli.render import plural, printable, to_json
     from miniclaw.context import ContextBuilder, check_budget
     from miniclaw.memory import MemoryStore
 
+    query = one_query(message, query, "context", "message")
     check_budget(budget)
 
     async def work():
@@ -44,8 +46,10 @@ def context(
     counts = (f"{plural(len(built.items('identity')), 'identity file')}, "
               f"{plural(len(built.items('memories')), 'memory', 'memories')}, "
               f"{plural(len(built.items('notes')), 'note entry', 'note entries')}")
-    if built.vectors:  # a semantic search ranked with the vectors it had: how far along
-        from miniclaw.memory.hints import describe
+    from miniclaw.memory.hints import describe
 
+    if built.degraded:  # the mode asked for could not run: which ran, and why
+        sys.stderr.write(printable(f"({describe(built.degraded)})") + "\n")
+    if built.vectors:  # a semantic search ranked with the vectors it had: how far along
         sys.stderr.write(printable(f"({describe(built.vectors)})") + "\n")
     sys.stderr.write(f"(about {built.tokens} of {budget} tokens, estimated: {counts})\n")

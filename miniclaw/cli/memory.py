@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import (JsonOption, OnDemandGroup, command_app, group_app, run, use_color,
-                              workspace_of)
+from miniclaw.cli.app import (JsonOption, OnDemandGroup, command_app, group_app, one_query, run,
+                              use_color, workspace_of)
 from miniclaw.cli.zone_help import ZoneHelpCommand
 
 
@@ -204,11 +204,7 @@ def rank(
     from miniclaw.errors import UsageError
     from miniclaw.memory.options import SearchOptions
 
-    if query_words is not None and query is not None:
-        raise UsageError("give the query once: as QUERY or with -q/--query, not both")
-    query = query_words if query is None else query
-    if query is None:
-        raise UsageError("give a query: miniclaw search QUERY (or -q QUERY)")
+    query = one_query(query_words, query, "search")
     if all_history and days is not None:
         raise UsageError("choose one of --days or --all")
     if days is not None and (since is not None or until is not None):
@@ -431,10 +427,13 @@ def index(
                                             **({"per_second": round(rate, 1)} if rate else {})}}
                                if vectors else {})}))
         return
-    typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
-               f"{plural(report.entries_added, 'entry', 'entries')} added, "
-               f"{report.entries_removed} removed; "
-               f"{plural(report.files_removed, 'deleted file')} dropped.")
+    if not (report.entries_added or report.entries_removed or report.files_removed):  # no news
+        typer.echo("Up to date: no memory changed since the index was last updated.")
+    else:
+        typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
+                   f"{plural(report.entries_added, 'entry', 'entries')} added, "
+                   f"{report.entries_removed} removed; "
+                   f"{plural(report.files_removed, 'deleted file')} dropped.")
     if vectors:
         speed = f" ({rate:.1f} texts embedded a second)" if rate else ""
         typer.echo(f"Vectors for meaning search: {vectors[0]} of {vectors[1]} texts{speed}.")

@@ -41,8 +41,8 @@ def list_sources(ctx: typer.Context, json_out: JsonOption = False) -> None:
 @sources_app.command("add")
 def add_source(
     ctx: typer.Context,
-    kind: Annotated[str, typer.Argument(metavar="KIND", help="The kind of memory: conkeeper, mnemonic, ef_memory, claude_code (Claude Code's transcripts) or transcripts (miniclaw's chats, searched by default).", show_default=False)],
-    root: Annotated[str, typer.Argument(help="The folder it lives in (e.g. ~/code/app/.claude/memory).", show_default=False)],
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="The kind of memory: conkeeper, mnemonic, ef_memory, claude_code (Claude Code's transcripts) or transcripts (miniclaw's chats, searched by default); or, without ROOT, a built-in source removed before (long_term, daily_note, transcripts).", show_default=False)],
+    root: Annotated[str | None, typer.Argument(metavar="ROOT", help="The folder it lives in (e.g. ~/code/app/.claude/memory); none for a built-in source.", show_default=False)] = None,
     name: Annotated[str | None, typer.Option("--name", metavar="NAME", help="Its name for --source [default: the kind].", show_default=False)] = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -53,18 +53,22 @@ def add_source(
     from miniclaw.cli.render import printable, to_json
     from miniclaw.memory import source_config
 
-    item, path = source_config.add(workspace_of(ctx), kind, root, name)
+    workspace = workspace_of(ctx)
+    item, path = source_config.add(workspace, kind, root, name)
+    if root is not None and not source_config.holds_files(workspace, name or kind):
+        typer.echo(printable(f"Warning: no {kind} memory files under {root} (yet): is it the "
+                             "folder the memory lives in?"), err=True)
     if json_out:
         typer.echo(to_json({"added": item, "config": str(path)}))
         return
-    typer.echo(printable(f"Added {item.get('name', kind)} ({kind}, {item['root']}) to {path}; "
-                         "the next search indexes it."))
+    what = kind if isinstance(item, str) else f"{item.get('name', kind)} ({kind}, {item['root']})"
+    typer.echo(printable(f"Added {what} to {path}; the next search indexes it."))
 
 
 @sources_app.command("remove")
 def remove_source(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The source's name (see `miniclaw sources list`).", show_default=False)],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The source's name (see `miniclaw sources list`).", show_default=False)],
     json_out: JsonOption = False,
 ) -> None:
     """Remove a memory source from the workspace (config.json); its files are untouched.

@@ -10,7 +10,8 @@ JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
 
     rarer_words                        the query held only words too common to be indexed
     widen_days         days            only the last `days` days of daily notes were searched
-    drop_word          word            no memory holds this word (as typed)
+    drop_word          word            no memory holds this word (as typed), and the search
+                                       found nothing, by words only (bm25, keyword)
     drop_requirement                   +word, a phrase or a required word limits the results
     fewer_words                        many words: fewer would match more
     other_words                        nothing better to suggest
@@ -103,7 +104,9 @@ def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
 def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
                  window: int | None, missing_words: Sequence[str]) -> tuple[Hint, ...]:
     """Suggestions when fewer than `limit` results came back (none otherwise). `window` is
-    the number of days of daily notes searched, None when it was not limited."""
+    the number of days of daily notes searched, None when it was not limited;
+    `missing_words`: the words no memory holds, given only when words decide what matches
+    (never for a search by meaning, which finds memories without them)."""
     if len(results) >= limit:
         return ()
     hints: list[Hint] = []
@@ -111,7 +114,7 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
         hints.append(Hint("rarer_words"))
     if window is not None:
         hints.append(Hint("widen_days", days=window))
-    for word in missing_words:
+    for word in missing_words if not results else ():  # with results, it is not why few
         hints.append(Hint("drop_word", word=word))
     if query.required or query.phrases:
         hints.append(Hint("drop_requirement"))

@@ -143,7 +143,8 @@ class MemoryRanker:
         hints = search_hints(query, results, options.limit,
                              window=options.days if filters.window_start is not None and any(
                                  s.windowed for s in selected) else None,
-                             missing_words=_typed_words(query.text, plan.missing))
+                             missing_words=_typed_words(query.text, plan.missing)
+                             if _by_words(mode) else ())
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
                              degraded=mode.degraded, auto=mode.auto)
@@ -324,6 +325,15 @@ def _by_priority(ranked: list[int], scores: dict[int, float], entries: dict[int,
             out[n] = i
         start = end
     return out
+
+
+def _by_words(mode: SearchMode) -> bool:
+    """Whether the mode finds entries by the words they hold, only (bm25, keyword): then a
+    word no memory holds can be why a search found nothing. One that matches by meaning
+    (vector, hybrid) finds memories without the word: it must never say to drop it."""
+    from miniclaw.memory.scoring import TermRetriever
+
+    return all(isinstance(retriever, TermRetriever) for retriever in mode.retrievers)
 
 
 def _place(entry: Entry) -> Place:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.sources import KINDS, SOURCE_NAMES, configured_sources, kind_class
+from miniclaw.memory.sources import (KINDS, SOURCE_NAMES, configured_sources, kind_class,
+                                     source_named)
 
 
 class ConfiguredSource(NamedTuple):
@@ -35,31 +36,70 @@ def describe(workspace: Path) -> list[ConfiguredSource]:
     return out
 
 
-def add(workspace: Path, kind: str, root: str, name: str | None = None) -> tuple[dict, Path]:
+def add(workspace: Path, kind: str, root: str | None,
+        name: str | None = None) -> tuple[dict | str, Path]:
     """Add a source of `kind` reading `root` (which must be a folder) to the workspace's
-    sources, and its root to the allowed roots: (the item written, config.json's path)."""
+    sources, and its root to the allowed roots; or, without a root, a built-in source
+    removed before (`long_term`, ...): (the item written, config.json's path)."""
     from miniclaw import config
 
-    if kind not in KINDS:
-        raise UsageError(f"unknown source kind {kind!r}: choose from {', '.join(KINDS)}")
-    folder = Path(os.path.expanduser(root))
-    if not folder.is_dir():
-        raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
-    written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
-    item = {"kind": kind, "root": written, **({"name": name} if name else {})}
-    kind_class(kind)(root=written, name=name or kind)  # its own checks of the settings
-    taken = [source.name for source in configured_sources(workspace)[0]]
-    if (name or kind) in taken:
-        raise UsageError(f"the workspace already has a source named {name or kind!r}: give "
-                         "this one another with --name")
+    if kind not in KINDS and kind not in SOURCE_NAMES:
+        raise UsageError(f"unknown source kind {kind!r}: choose from {', '.join(KINDS)} (or, "
+                         f"without a folder, a built-in source: {', '.join(SOURCE_NAMES)})")
+    if root is None:
+        if kind not in SOURCE_NAMES:
+            raise UsageError(f"give the folder the {kind} memory lives in")
+        if name:
+            raise UsageError(f"the built-in source {kind} keeps its name: add it without --name")
+        item: dict | str = kind
+        written = None
+        new = source_named(kind)
+    else:
+        if kind not in KINDS:
+            raise UsageError(f"{kind} is a built-in source: add it without a folder")
+        folder = Path(os.path.expanduser(root))
+        if not folder.is_dir():
+            raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
+        written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
+        item = {"kind": kind, "root": written, **({"name": name} if name else {})}
+        new = kind_class(kind)(root=written, name=name or kind)  # its own checks of settings
 
     def change(settings: dict) -> None:
+        # The name is checked under the config lock, against what is there now: two adds of
+        # one name at once must not both succeed.
+        sources = configured_sources(workspace, settings)[0]
+        if (name or kind) in [source.name for source in sources]:
+            raise UsageError(f"the workspace already has a source named {name or kind!r}" + (
+                "" if written is None else ": give this one another with --name"))
+        shared = _shared_file(workspace, new, sources)
+        if shared:
+            raise UsageError(f"{shared[0]} is already searched as the source {shared[1]!r}: "
+                             "choose a folder no other source reads, or `miniclaw sources "
+                             f"remove {shared[1]}` first")
         settings["sources"] = [*(settings.get("sources") or SOURCE_NAMES), item]
-        roots = settings.setdefault("roots", [])
-        if written not in roots:
-            roots.append(written)
+        if written is not None and written not in settings.setdefault("roots", []):
+            settings["roots"].append(written)
 
     return item, config.update_workspace_settings(workspace, change)
+
+
+def _shared_file(workspace: Path, new, sources) -> tuple[str, str] | None:
+    """(a file, the source reading it) of the files `new` would read that a source reads
+    already: two sources over one file broke every search (the index keeps a file once)."""
+    mine = {source_file.absolute for source_file in new.files(workspace)}
+    for source in sources:
+        for source_file in source.files(workspace):
+            if source_file.absolute in mine:
+                return source_file.path, source.name
+    return None
+
+
+def holds_files(workspace: Path, name: str) -> bool:
+    """Whether the source called `name` finds any file of its kind under its root: one
+    that finds none was most likely given another folder than its memory's (said after an
+    add, not refused: the store may be new)."""
+    sources, _ = configured_sources(workspace)
+    return any(source.files(workspace) for source in sources if source.name == name)
 
 
 def _home_relative(path: str) -> str:
@@ -74,16 +114,17 @@ def remove(workspace: Path, name: str) -> tuple[object, Path]:
     allowed roots when no other source reads it): (the item removed, config.json's path)."""
     from miniclaw import config
 
-    sources, _ = configured_sources(workspace)
-    names = [source.name for source in sources]
-    if name not in names:
-        raise UsageError(f"the workspace has no source named {name!r}; its sources: "
-                         f"{', '.join(names)}")
-    if len(names) == 1:
-        raise UsageError(f"{name!r} is the workspace's only source: add another first")
     removed: list[object] = []
 
     def change(settings: dict) -> None:
+        # Which item goes is decided under the config lock, from what is there now: a change
+        # made meanwhile by another process must not make this one pop the wrong item.
+        names = [source.name for source in configured_sources(workspace, settings)[0]]
+        if name not in names:
+            raise UsageError(f"the workspace has no source named {name!r}; its sources: "
+                             f"{', '.join(names)}")
+        if len(names) == 1:
+            raise UsageError(f"{name!r} is the workspace's only source: add another first")
         items = list(settings.get("sources") or SOURCE_NAMES)
         removed.append(items.pop(names.index(name)))
         settings["sources"] = items

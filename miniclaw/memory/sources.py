@@ -484,8 +484,10 @@ def source_warning(source: MemorySource, text: str, path: str) -> str | None:
     return check(visible_text(text, **_visibility(source)), path)
 
 
-def configured_sources(workspace: Path) -> tuple[tuple[MemorySource, ...], tuple[str, ...]]:
+def configured_sources(workspace: Path, settings: dict | None = None,
+                       ) -> tuple[tuple[MemorySource, ...], tuple[str, ...]]:
     """(sources, allowed roots) config.json names for this workspace, else (SOURCES, ()).
+    `settings`: the workspace's object of config.json, already read (under its lock).
 
     `{"workspaces": {"~/.miniclaw/workspace": {"sources": ["long_term", "daily_note",
     {"kind": "conkeeper", "root": "~/code/app/.claude/memory", "name": "app"},
@@ -494,7 +496,7 @@ def configured_sources(workspace: Path) -> tuple[tuple[MemorySource, ...], tuple
     settings. A configured kind's root is allowed by being configured."""
     from miniclaw import config
 
-    settings = config.workspace_settings(workspace)
+    settings = config.workspace_settings(workspace) if settings is None else settings
     listed = settings.get("sources")
     roots = settings.get("roots", [])
     where = f"{config.config_path()}: the workspace's"

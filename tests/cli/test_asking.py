@@ -92,6 +92,17 @@ def test_index_json(runner: CliRunner, workspace: Path):
                     "files_removed": 0}
 
 
+def test_an_index_with_nothing_to_do_says_it_is_up_to_date(runner: CliRunner, workspace: Path):
+    """It said "Indexed 0 files: 0 entries added, 0 removed; 0 deleted files dropped.",
+    which a new user read as a fault."""
+    run(runner, workspace, "memory", "add", "one kayak note")
+    assert "Indexed 1 file" in run(runner, workspace, "memory", "index").stdout
+    again = run(runner, workspace, "memory", "index")
+    assert again.exit_code == 0
+    assert again.stdout.splitlines()[0] == ("Up to date: no memory changed since the index "
+                                            "was last updated.")
+
+
 def test_counts_are_singular_and_plural(runner: CliRunner, workspace: Path):
     run(runner, workspace, "memory", "add", "one kayak note")
     one = run(runner, workspace, "search", "kayak")

@@ -99,7 +99,9 @@ def test_a_second_source_of_one_name_is_refused(workspace, memory_root, isolated
     done = _cli(workspace, "sources", "add", "conkeeper", str(memory_root))
     assert done.returncode == 2 and "--name" in done.stderr
     assert (isolated_home / ".miniclaw" / "config.json").read_bytes() == before
-    _ok(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "twin")
+    twin = memory_root.parent.parent.parent / "twin"  # another store of the kind
+    shutil.copytree(memory_root, twin, copy_function=shutil.copy)
+    _ok(workspace, "sources", "add", "conkeeper", str(twin), "--name", "twin")
 
 
 def test_the_source_option_names_configured_sources_in_its_error(workspace, memory_root):
@@ -154,3 +156,162 @@ def test_adds_at_the_same_time_keep_every_source(workspace, tmp_path, isolated_h
     settings = next(iter(_config(isolated_home)["workspaces"].values()))
     assert sorted(item["name"] for item in settings["sources"] if isinstance(item, dict)) == \
         sorted(root.name for root in roots)
+
+
+def _another_change_first(monkeypatch, other) -> None:
+    """The race, made deterministic: `other` (another process's whole change) runs just
+    before this one's change takes the config lock."""
+    from miniclaw import config
+
+    update = config.update_workspace_settings
+    pending = [other]
+
+    def racing(workspace, change):
+        if pending:
+            pending.pop()()  # its own update goes straight through
+        return update(workspace, change)
+
+    monkeypatch.setattr(config, "update_workspace_settings", racing)
+
+
+def test_two_adds_of_one_name_at_once_cannot_both_succeed(workspace, tmp_path, isolated_home,
+                                                          monkeypatch):
+    """The name is checked under the lock: before, both adds passed their checks and
+    config.json ended with two sources named `app`, which every search then refused."""
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import source_config
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    _another_change_first(monkeypatch,
+                          lambda: source_config.add(workspace, "conkeeper", str(first), "app"))
+    with pytest.raises(UsageError, match="already has a source named 'app'"):
+        source_config.add(workspace, "conkeeper", str(second), "app")
+    settings = _config(isolated_home)["workspaces"][str(workspace)]
+    assert [item for item in settings["sources"] if isinstance(item, dict)] == \
+        [{"kind": "conkeeper", "root": str(first), "name": "app"}]
+    assert settings["roots"] == [str(first)]
+
+
+def test_a_remove_racing_another_remove_takes_out_the_source_it_names(workspace, tmp_path,
+                                                                      isolated_home, monkeypatch):
+    """Which item goes is decided under the lock: before, the index was computed from the
+    sources as they were, and popped `app`'s neighbour once another remove had gone first."""
+    from miniclaw.memory import source_config
+
+    for name in ("one", "app", "two"):
+        (tmp_path / name).mkdir()
+        source_config.add(workspace, "conkeeper", str(tmp_path / name), name)
+    _another_change_first(monkeypatch, lambda: source_config.remove(workspace, "long_term"))
+    removed, _ = source_config.remove(workspace, "app")
+    assert removed == {"kind": "conkeeper", "root": str(tmp_path / "app"), "name": "app"}
+    settings = _config(isolated_home)["workspaces"][str(workspace)]
+    assert [item if isinstance(item, str) else item["name"] for item in settings["sources"]] \
+        == ["daily_note", "transcripts", "one", "two"]
+    assert settings["roots"] == [str(tmp_path / "one"), str(tmp_path / "two")]
+
+
+def test_a_remove_of_a_source_another_removed_meanwhile_is_refused(workspace, tmp_path,
+                                                                   isolated_home, monkeypatch):
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import source_config
+
+    (tmp_path / "app").mkdir()
+    source_config.add(workspace, "conkeeper", str(tmp_path / "app"), "app")
+    _another_change_first(monkeypatch, lambda: source_config.remove(workspace, "app"))
+    with pytest.raises(UsageError, match="no source named 'app'"):
+        source_config.remove(workspace, "app")
+    names = _config(isolated_home)["workspaces"][str(workspace)]["sources"]
+    assert names == ["long_term", "daily_note", "transcripts"]
+
+
+def test_adds_of_one_name_from_processes_at_once_leave_exactly_one(workspace, tmp_path,
+                                                                   isolated_home):
+    """Real processes, started together: however they interleave, one add wins and the
+    others are refused with one Error line, and config.json holds one source of the name."""
+    roots = [tmp_path / f"store{n}" for n in range(4)]
+    for root in roots:
+        root.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-m", "miniclaw", "-w", str(workspace), "sources",
+                               "add", "conkeeper", str(root), "--name", "app"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for root in roots]
+    results = [(proc.returncode, err) for proc in procs
+               for _, err in [proc.communicate(timeout=120)]]
+    assert sorted(code for code, _ in results) == [0, 2, 2, 2], results
+    assert all(err.startswith("Error: ") for code, err in results if code == 2)
+    settings = _config(isolated_home)["workspaces"][str(workspace)]
+    assert [item["name"] for item in settings["sources"] if isinstance(item, dict)] == ["app"]
+    assert len(settings["roots"]) == 1
+
+
+def test_a_built_in_source_removed_can_be_added_back(workspace, isolated_home):
+    """Before, `sources add` took only a kind and a folder: once `long_term` was removed,
+    only editing config.json by hand brought MEMORY.md back into search."""
+    (workspace / "memory" / "MEMORY.md").write_text(
+        "# Memory\n\n## 2026-02-10\n- Prefers dark roast coffee\n", encoding="utf-8")
+    _ok(workspace, "sources", "remove", "long_term")
+    assert _ok(workspace, "memory", "rank", "coffee", "--all")["results"] == []
+    finding = next(f for f in _ok(workspace, "doctor")["findings"]
+                   if f["path"] == "memory/MEMORY.md")
+    assert "leave out long_term" in finding["message"]
+    assert finding["fix"] == "`miniclaw sources add long_term` searches it again"
+
+    added = _ok(workspace, "sources", "add", "long_term")
+    assert added["added"] == "long_term"
+    mine = _config(isolated_home)["workspaces"][str(workspace)]
+    assert mine["sources"] == ["daily_note", "transcripts", "long_term"] and "roots" not in mine
+    found = _ok(workspace, "memory", "rank", "coffee", "--all")["results"]
+    assert [hit["content"] for hit in found] == ["Prefers dark roast coffee"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["add", "long_term"], "already has a source named 'long_term'"),
+    (["add", "long_term", "."], "long_term is a built-in source: add it without a folder"),
+    (["add", "daily_note", "--name", "x"], "keeps its name: add it without --name"),
+    (["add", "conkeeper"], "give the folder the conkeeper memory lives in"),
+])
+def test_a_built_in_source_is_added_by_name_alone(workspace, isolated_home, args, words):
+    done = _cli(workspace, "sources", *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("Error: ") and words in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not (isolated_home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_folder_with_no_files_of_the_kind_is_added_with_a_warning(workspace, tmp_path,
+                                                                    memory_root):
+    """A mnemonic store's parent folder, given by mistake: added (a store may be new), but
+    said on stderr; before, nothing told why its searches found nothing."""
+    empty = tmp_path / "not-the-store"
+    empty.mkdir()
+    done = _cli(workspace, "sources", "add", "mnemonic", str(empty), "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["added"]["root"] == str(empty)
+    assert done.stderr == (f"Warning: no mnemonic memory files under {empty} (yet): is it the "
+                           "folder the memory lives in?\n")
+    done = _cli(workspace, "sources", "add", "conkeeper", str(memory_root))
+    assert done.returncode == 0 and done.stderr == ""
+
+
+def test_a_folder_another_source_reads_is_refused(workspace, tmp_path, isolated_home):
+    """Two sources over one file made every search fail ("cannot use the search index ...
+    UNIQUE constraint failed"); the second add is refused now, and nothing is written.
+    Sources whose folders nest but whose files differ (an EF Memory project holding a
+    ConKeeper folder) are fine."""
+    project = tmp_path / "app"
+    shutil.copytree(FIXTURES / "project", project, copy_function=shutil.copy)
+    memory = project / ".claude" / "memory"
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n- Tea\n", encoding="utf-8")
+    _ok(workspace, "sources", "add", "conkeeper", str(memory), "--name", "app")
+    before = (isolated_home / ".miniclaw" / "config.json").read_bytes()
+    for args, taken in [(["conkeeper", str(project / ".claude"), "--name", "wide"], "app"),
+                        (["conkeeper", str(workspace / "memory"), "--name", "mine"],
+                         "long_term")]:
+        done = _cli(workspace, "sources", "add", *args)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.startswith("Error: ") and len(done.stderr.splitlines()) == 1
+        assert f"is already searched as the source '{taken}'" in done.stderr
+        assert (isolated_home / ".miniclaw" / "config.json").read_bytes() == before
+    assert _ok(workspace, "memory", "rank", "FTS5", "--all")["total"] > 0
+    (project / ".memory").mkdir()
+    _ok(workspace, "sources", "add", "ef_memory", str(project))

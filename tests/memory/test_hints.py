@@ -12,6 +12,7 @@ from miniclaw.cli.render import Style, search_json, search_text, warning_lines
 from miniclaw.memory.hints import Hint, SearchWarning, describe
 from miniclaw.memory_tools import MemoryTools
 from tests.conftest import long_term, write
+from tests.memory.test_retrievers import hybrid  # noqa: F401 (a fixture)
 from tests.memory.test_search_features import write_note
 
 BAD_NOTE = b"## 09:00:00 UTC\n\nzanzibar \xff ferry\n"
@@ -89,3 +90,42 @@ def test_every_kind_has_plain_wording_and_an_unknown_kind_reads_as_its_name():
     assert describe(Hint("fewer_words")) == "use fewer words"
     assert describe(Hint("some_new_kind", n=1)) == "some new kind"
     assert describe(Hint("widen_days", days=7), {"widen_days": "--all ({days})"}) == "--all (7)"
+
+
+MEANING_FACTS = ["car repair booked", "car wash on Sunday", "tea with Sam"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "hashed"])
+async def test_a_search_that_found_memories_by_meaning_never_says_drop_a_word(
+        store, workspace, hybrid, mode):
+    """No memory holds "automobile", but the embedding reads it as a car: the results are
+    found because of that word, so dropping it is wrong advice (it was given before)."""
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", MEANING_FACTS)))
+    found = await store.search("automobile", mode=mode, limit=5, correct=False)
+    assert [hit.content for hit in found.results][:2] == MEANING_FACTS[:2]
+    assert "drop_word" not in [hint.kind for hint in found.hints]
+    assert not any("drop" in text for text in found.suggestions)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "hashed"])
+async def test_a_meaning_search_that_found_nothing_does_not_blame_a_word(store, workspace,
+                                                                         hybrid, mode):
+    """Every memory is filtered out: a word absent from them is not why, in a mode that
+    matches by meaning (dropping it would find nothing more); other hints still come."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", MEANING_FACTS)))
+    found = await store.search("automobile", mode=mode, category="nothing-here", days=None,
+                               correct=False)
+    assert found.results == []
+    assert [hint.kind for hint in found.hints] == ["other_words"]
+
+
+async def test_words_only_modes_still_say_which_word_no_memory_holds(store, workspace):
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", MEANING_FACTS)))
+    for mode in ("bm25", "keyword"):
+        found = await store.search("automobile", mode=mode, correct=False)
+        assert found.results == [] and Hint("drop_word", word="automobile") in found.hints
+        # with results, the word is not why there are few: no advice to drop it
+        found = await store.search("automobile tea", mode=mode, correct=False)
+        assert [hit.content for hit in found.results] == ["tea with Sam"]
+        assert "drop_word" not in [hint.kind for hint in found.hints]
