@@ -1,6 +1,7 @@
 """The vector retriever and the modes built on it: `vector` (the model alone) and `hybrid`
 (BM25 and the vectors: BM25's score over its best plus the cosine, `fusion.py`), registered
-as modes like any retriever.
+as modes like any retriever. In a conversation a short turn's cosine takes context from the
+turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`).
 
 Vectors come from the optional offline model (`memory/embedding.py`) and are kept per text
 in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
@@ -192,7 +193,8 @@ class VectorRetriever:
 
     name: ClassVar[str] = "vector"
     summary: ClassVar[str] = "meaning: cosine of the offline model's vectors"
-    neighbours: ClassVar[bool] = False  # context is BM25's stage: a cosine has no terms
+    # a short turn's cosine takes context from its neighbours' (`neighbours.py`, by length)
+    neighbours: ClassVar[bool] = True
     bounded: ClassVar[bool] = True  # a cosine means the same for every query: fused as it is
     _query = _Awaited()
     _similar = _Awaited()
