@@ -30,7 +30,8 @@ SHORT_TERMS = 20  # index terms (~200 characters) up to which a cosine takes ful
 def add_neighbour_scores(index, own: dict[int, float], filters,
                          shares: tuple[tuple[int, float], ...],
                          parts_of: Callable[[list[int]], dict[int, dict[str, float]]],
-                         source=None, bounded: bool = False) -> dict[int, float]:
+                         source=None, bounded: bool = False,
+                         floor: float = 0.0) -> dict[int, float]:
     """The candidates' scores with neighbour shares added, and the neighbours that joined:
     the neighbour stage over any retriever's candidates of one sequence source.
 
@@ -38,7 +39,8 @@ def add_neighbour_scores(index, own: dict[int, float], filters,
     a query word join the candidates. `shares` are (offset, share of that neighbour's
     score); `parts_of` is the retriever's score of entries by part (`Retriever.parts`);
     `source`, when given, is the candidates' source (neighbours share an entry's file);
-    `bounded` scores (a cosine) lend what is above the entry's own, by its length.
+    `bounded` scores (a cosine) lend what is above the entry's own, by its length; a
+    neighbour joins only with its own score above `floor` (a cosine's "no match" below).
     Runs in a worker thread (it queries the index). Only a neighbour that holds a query
     word can join, so only such newcomers have their own neighbours looked up (on long
     conversations, looking up every neighbour's neighbours was most of a search's time).
@@ -50,7 +52,7 @@ def add_neighbour_scores(index, own: dict[int, float], filters,
     extra = {n for found in around.values() for n, _ in found} - own.keys()
     parts = parts_of(sorted(extra | own.keys()))
     newcomers = [i for i in index.filter_ids(sorted(extra), filters, source)
-                 if sum(parts[i].values()) > 0]
+                 if 0 < sum(parts[i].values()) >= floor]
     around.update(index.neighbours(newcomers, reach, MAX_GAP_S))
     further = {n for i in newcomers for n, _ in around[i]} - parts.keys()
     parts.update(parts_of(sorted(further)))

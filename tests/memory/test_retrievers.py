@@ -254,3 +254,32 @@ async def test_bm25_alone_is_unchanged_by_cosine_context(store, workspace, monke
     parts = {hit.content.split()[0]: dict(hit.explanation) for hit in found.results}
     assert "neighbours" not in parts["Bo:"]  # holds both words: nothing missing
     assert "neighbours" in parts["Anna:"]  # lacks "car", which Sam's turn holds
+
+
+class FlooredCosine(FixedCosine):
+    """FixedCosine with a floor: a cosine below `min_similarity` is not a match."""
+
+    min_similarity = 0.2
+    cosines = {**FixedCosine.cosines, "Di:": 0.1}
+
+    def retrieve(self, index, source, request, k):
+        found = super().retrieve(index, source, request, k)
+        kept = {i: s for i, s in found.scores.items() if s >= self.min_similarity}
+        return Candidates(kept, len(kept))
+
+
+async def test_a_neighbour_below_the_cosines_floor_does_not_join(store, workspace,
+                                                                 monkeypatch):
+    """Context lifts matches only: a turn whose own cosine is no match stays out, however
+    close it is to one (and the count of matches stays true)."""
+    from miniclaw.memory import scoring
+
+    bm25 = BM25Scorer()
+    monkeypatch.setitem(scoring._MODES, "floored", lambda: SearchMode(
+        "floored", (FlooredCosine(),), bm25.neighbor_weights))
+    write(workspace, "memory/2026-02-14.md",
+          "# Daily Note - 2026-02-14\n\n## 09:00:00 UTC\n\nSam: where did the car go?\n"
+          "\n---\n\n## 09:01:00 UTC\n\nDi: lunch at noon\n")
+    found = await store.search("garage", mode="floored", limit=10)
+    assert [hit.content for hit in found.results] == ["Sam: where did the car go?"]
+    assert found.total == 1
