@@ -264,14 +264,30 @@ class VectorRetriever:
 
     def parts(self, index: SearchIndex, entry_ids: Sequence[int],
               request: Request) -> dict[int, dict[str, float]]:
+        """The entries' cosines, looked up in the search's (`prepare`) by their text's hash:
+        the neighbour stage asks for a few hundred a search, and reading their vectors cost
+        more than the rest of it. A text whose vector came since is computed here."""
         import numpy as np
 
         from miniclaw.memory.derived import DerivedData
+        from miniclaw.memory.index import _id_list
 
-        values = DerivedData(index, embedding.NAME).for_entries(entry_ids)
+        cosine: dict[int, float] = {}
+        if self._similar is not None and self._table is not None and entry_ids:
+            hashes, similar = self._similar
+            rows = self._table.rows
+            sql = f"SELECT id, hash FROM entries WHERE id IN ({_id_list(entry_ids)})"
+            for entry_id, text_hash in index.db.run(lambda c: c.execute(sql).fetchall()):
+                row = rows.get(text_hash)
+                if row is not None and row < len(hashes) and hashes[row] == text_hash:
+                    cosine[entry_id] = float(similar[row])
+        rest = [i for i in entry_ids if i not in cosine]
+        values = DerivedData(index, embedding.NAME).for_entries(rest) if rest else {}
         size = embedding.DIM * 4  # a damaged value (wrong size) counts as no vector
-        return {i: {self.name: float(np.frombuffer(values[i], np.float32) @ self._query)
-                    if len(values.get(i, b"")) == size else 0.0} for i in entry_ids}
+        for i in rest:
+            cosine[i] = float(np.frombuffer(values[i], np.float32) @ self._query) \
+                if len(values.get(i, b"")) == size else 0.0
+        return {i: {self.name: cosine[i]} for i in entry_ids}
 
 
 def _degraded(requested: str):
