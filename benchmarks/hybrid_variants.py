@@ -39,11 +39,13 @@ the cosine's context is now scaled by the entry's length (neighbours.py: in full
 index terms, 20 / length beyond): a short turn means what the turns around it say, a long
 one carries its own meaning; and a neighbour joins the cosine's candidates only when its own
 cosine reaches the floor (0.2), as BM25's must hold a query word. Measured 2026-11-25
-02:57-03:20 UTC, same sets, machine loaded 6-8 (the rows marked * before the floor):
+02:57-03:33 UTC, same sets, machine loaded 6-16 (the rows marked * before the floor; base
+again after the vector's `parts` read the search's cosines: the same figures):
 
   variant            LoCoMo                 LongMemEval
   base (now)         0.689 / 0.764 / 0.538  0.768 / 0.862 / 0.701
   base without floor*0.687 / 0.765 / 0.538  0.768 / 0.865 / 0.701
+  nbvecnojoin        0.685 / 0.763 / 0.539  0.768 / 0.862 / 0.701
   nonbvec*           0.675 / 0.761 / 0.537  0.767 / 0.859 / 0.699
   nbvecshort:30*     0.687 / 0.765 / 0.539  0.761 / 0.865 / 0.704
   nbvecshort:12*     0.682 / 0.763 / 0.538  0.758 / 0.862 / 0.700
@@ -214,6 +216,19 @@ def nbvecshort(value: str = "20") -> None:
     neighbours.SHORT_TERMS = int(value)
 
 
+def nbvecnojoin() -> None:
+    """the cosine's neighbour context lifts its candidates only: no neighbour joins them"""
+    from miniclaw.memory import ranker
+
+    stage = ranker.add_neighbour_scores
+
+    def lift_only(index, own, *args, bounded=False, **kwargs):
+        scores = stage(index, own, *args, bounded=bounded, **kwargs)
+        return {i: v for i, v in scores.items() if i in own} if bounded else scores
+
+    ranker.add_neighbour_scores = lift_only
+
+
 def nbvecprev(value: str = "1") -> None:
     """as nbvec, but the cosine is lifted only by the entries before (the question a turn
     answers), not after"""
@@ -275,7 +290,7 @@ def timecue(value: str) -> None:
 
 
 VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
-                                    bmsat, nonbvec, nbvec, nbvecshort, nbvecprev,
+                                    bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
                                     qstrip, timecue)}
 
 
