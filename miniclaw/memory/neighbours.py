@@ -16,7 +16,9 @@ the entry says alone, full up to `SHORT_TERMS` index terms (a sentence or two) a
 around it say; a long one carries its own meaning, and lifting it by its neighbours put
 LongMemEval's long assistant replies above the user turns that held the answer. Measured
 on both dev sets (benchmarks/hybrid_variants.py): context for the cosine unscaled, LoCoMo
-+0.013 and LongMemEval -0.009 turn recall@5; scaled by length, both gain.
++0.013 and LongMemEval -0.009 turn recall@5; scaled by length, both gain (0.675 -> 0.689
+and 0.767 -> 0.768). As a BM25 newcomer must hold a query word, a cosine's must reach
+the floor (0.2): a turn that is no match is not brought in by a close one.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def add_neighbour_scores(index, own: dict[int, float], filters,
     score); `parts_of` is the retriever's score of entries by part (`Retriever.parts`);
     `source`, when given, is the candidates' source (neighbours share an entry's file);
     `bounded` scores (a cosine) lend what is above the entry's own, by its length; a
-    neighbour joins only with its own score above `floor` (a cosine's "no match" below).
+    neighbour joins only when its own score reaches `floor` (below, a cosine is no match).
     Runs in a worker thread (it queries the index). Only a neighbour that holds a query
     word can join, so only such newcomers have their own neighbours looked up (on long
     conversations, looking up every neighbour's neighbours was most of a search's time).
