@@ -221,7 +221,9 @@ class MemoryRanker:
             before = scores
             scores = add_neighbour_scores(
                 self.index, scores, request.filters, mode.neighbor_weights,
-                lambda ids: retriever.parts(self.index, ids, request), source)
+                lambda ids: retriever.parts(self.index, ids, request), source,
+                bounded=getattr(retriever, "bounded", False),
+                floor=getattr(retriever, "min_similarity", 0.0))
             if phrases:  # neighbours that join must hold the phrases too
                 joined = self.index.entries([i for i in scores if i not in before])
                 scores = {i: score for i, score in scores.items()

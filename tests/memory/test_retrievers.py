@@ -203,3 +203,83 @@ async def test_every_candidate_is_scored_by_every_retriever(store, workspace, mo
         assert parts[content]["top-one"] == pytest.approx(cosine(query, embed(content)))
         assert parts[content]["top-one"] > 0
     assert parts["repair repair repair the fence"]["bm25"] == pytest.approx(1.0)
+
+
+class FixedCosine(HashedEmbedding):
+    """A cosine retriever whose cosines are set per entry (by its text's first word)."""
+
+    name = "fixed"
+    cosines = {"Sam:": 0.8, "Anna:": 0.3, "Bo:": 0.3, "Cy:": 0.8}
+
+    def _similarities(self, index, entry_ids, request):
+        return {i: self.cosines[entry.text.split()[0]]
+                for i, entry in index.entries(list(entry_ids)).items()}
+
+
+def _replies(workspace, long_reply: str):
+    write(workspace, "memory/2026-02-14.md",
+          "# Daily Note - 2026-02-14\n\n## 09:00:00 UTC\n\nSam: where did the car go?\n"
+          "\n---\n\n## 09:01:00 UTC\n\nAnna: at the garage\n"
+          "\n---\n\n## 10:00:00 UTC\n\nCy: and the bicycle?\n"
+          f"\n---\n\n## 10:01:00 UTC\n\nBo: {long_reply}\n")
+
+
+async def test_a_short_entry_takes_its_cosine_context_from_its_neighbours(store, workspace,
+                                                                          monkeypatch):
+    """A cosine (bounded, no terms) gains a share of a neighbour's cosine above its own,
+    in full for a short turn and by SHORT_TERMS / length for a long one (neighbours.py)."""
+    from miniclaw.memory import scoring
+    from miniclaw.memory.neighbours import SHORT_TERMS
+
+    bm25 = BM25Scorer()
+    monkeypatch.setitem(scoring._MODES, "fused", lambda: SearchMode(
+        "fused", (bm25, FixedCosine()), bm25.neighbor_weights))
+    words = [f"word{n}" for n in range(4 * SHORT_TERMS - 1)]  # with "bo": 4 x SHORT_TERMS
+    _replies(workspace, " ".join(words))
+    found = await store.search("garage", mode="fused", explain=True, limit=10)
+    parts = {hit.content.split()[0]: dict(hit.explanation)["fixed"] for hit in found.results}
+    before = dict(bm25.neighbor_weights)[-1]  # the share of the entry right before
+    assert parts["Anna:"] == pytest.approx(0.3 + before * (0.8 - 0.3))
+    assert parts["Bo:"] == pytest.approx(0.3 + before * (0.8 - 0.3) / 4)
+    # a neighbour's lower cosine lends nothing: Sam's and Cy's stay their own (and the
+    # 59 minutes between Anna and Cy keep them out of each other's context)
+    assert parts["Sam:"] == pytest.approx(0.8) and parts["Cy:"] == pytest.approx(0.8)
+
+
+async def test_bm25_alone_is_unchanged_by_cosine_context(store, workspace, monkeypatch):
+    """The bounded branch is the cosine's only: BM25's neighbour context is the terms an
+    entry lacks, as before (a reply holding the query's words gains nothing from them)."""
+    _replies(workspace, "the car is at the garage")
+    found = await store.search("car garage", mode="bm25", explain=True)
+    parts = {hit.content.split()[0]: dict(hit.explanation) for hit in found.results}
+    assert "neighbours" not in parts["Bo:"]  # holds both words: nothing missing
+    assert "neighbours" in parts["Anna:"]  # lacks "car", which Sam's turn holds
+
+
+class FlooredCosine(FixedCosine):
+    """FixedCosine with a floor: a cosine below `min_similarity` is not a match."""
+
+    min_similarity = 0.2
+    cosines = {**FixedCosine.cosines, "Di:": 0.1}
+
+    def retrieve(self, index, source, request, k):
+        found = super().retrieve(index, source, request, k)
+        kept = {i: s for i, s in found.scores.items() if s >= self.min_similarity}
+        return Candidates(kept, len(kept))
+
+
+async def test_a_neighbour_below_the_cosines_floor_does_not_join(store, workspace,
+                                                                 monkeypatch):
+    """Context lifts matches only: a turn whose own cosine is no match stays out, however
+    close it is to one (and the count of matches stays true)."""
+    from miniclaw.memory import scoring
+
+    bm25 = BM25Scorer()
+    monkeypatch.setitem(scoring._MODES, "floored", lambda: SearchMode(
+        "floored", (FlooredCosine(),), bm25.neighbor_weights))
+    write(workspace, "memory/2026-02-14.md",
+          "# Daily Note - 2026-02-14\n\n## 09:00:00 UTC\n\nSam: where did the car go?\n"
+          "\n---\n\n## 09:01:00 UTC\n\nDi: lunch at noon\n")
+    found = await store.search("garage", mode="floored", limit=10)
+    assert [hit.content for hit in found.results] == ["Sam: where did the car go?"]
+    assert found.total == 1

@@ -1,6 +1,7 @@
 """The vector retriever and the modes built on it: `vector` (the model alone) and `hybrid`
 (BM25 and the vectors: BM25's score over its best plus the cosine, `fusion.py`), registered
-as modes like any retriever.
+as modes like any retriever. In a conversation a short turn's cosine takes context from the
+turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`).
 
 Vectors come from the optional offline model (`memory/embedding.py`) and are kept per text
 in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
@@ -200,7 +201,8 @@ class VectorRetriever:
 
     name: ClassVar[str] = "vector"
     summary: ClassVar[str] = "meaning: cosine of the offline model's vectors"
-    neighbours: ClassVar[bool] = False  # context is BM25's stage: a cosine has no terms
+    # a short turn's cosine takes context from its neighbours' (`neighbours.py`, by length)
+    neighbours: ClassVar[bool] = True
     bounded: ClassVar[bool] = True  # a cosine means the same for every query: fused as it is
     _query = _Awaited()
     _similar = _Awaited()
@@ -270,14 +272,30 @@ class VectorRetriever:
 
     def parts(self, index: SearchIndex, entry_ids: Sequence[int],
               request: Request) -> dict[int, dict[str, float]]:
+        """The entries' cosines, looked up in the search's (`prepare`) by their text's hash:
+        the neighbour stage asks for a few hundred a search, and reading their vectors cost
+        more than the rest of it. A text whose vector came since is computed here."""
         import numpy as np
 
         from miniclaw.memory.derived import DerivedData
+        from miniclaw.memory.index import _id_list
 
-        values = DerivedData(index, embedding.NAME).for_entries(entry_ids)
+        cosine: dict[int, float] = {}
+        if self._similar is not None and self._table is not None and entry_ids:
+            hashes, similar = self._similar
+            rows = self._table.rows
+            sql = f"SELECT id, hash FROM entries WHERE id IN ({_id_list(entry_ids)})"
+            for entry_id, text_hash in index.db.run(lambda c: c.execute(sql).fetchall()):
+                row = rows.get(text_hash)
+                if row is not None and row < len(hashes) and hashes[row] == text_hash:
+                    cosine[entry_id] = float(similar[row])
+        rest = [i for i in entry_ids if i not in cosine]
+        values = DerivedData(index, embedding.NAME).for_entries(rest) if rest else {}
         size = embedding.DIM * 4  # a damaged value (wrong size) counts as no vector
-        return {i: {self.name: float(np.frombuffer(values[i], np.float32) @ self._query)
-                    if len(values.get(i, b"")) == size else 0.0} for i in entry_ids}
+        for i in rest:
+            cosine[i] = float(np.frombuffer(values[i], np.float32) @ self._query) \
+                if len(values.get(i, b"")) == size else 0.0
+        return {i: {self.name: cosine[i]} for i in entry_ids}
 
 
 def _degraded(requested: str):
