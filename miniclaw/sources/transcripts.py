@@ -33,6 +33,10 @@ MIN_TEXT = 11
 NOISE = ("<ide_", "[Request interrupted", "New environment", "API Error", "Limit reached",
          "Caveat:", "<bash-", "<function_calls", "<invoke", "</invoke", "<parameter",
          "</parameter", "</function_calls")
+# The markers that start with "<", looked for only in a message that has one (most have
+# none): half the scans of every message in a build.
+_NOISE_TAGS = tuple(marker for marker in NOISE if marker.startswith("<"))
+_NOISE_WORDS = tuple(marker for marker in NOISE if not marker.startswith("<"))
 
 #: A line a recall printed: the reference's `[k/n] 5d8e2c4 • Dec 27` header, and the session
 #: headers and message lines of `miniclaw sessions search` (cli/render_sessions.py).
@@ -59,7 +63,7 @@ def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
 
 def kept_text(text: str) -> str:
     """A message's text as indexed, or "" when it is left out (noise, short, a recall)."""
-    if any(marker in text for marker in NOISE):
+    if is_noise(text):
         return ""
     recall_line, acknowledgement, paragraph_break = _patterns()
     if "•" in text or "|" in text or "[" in text or "Found" in text or "..." in text:
@@ -68,6 +72,12 @@ def kept_text(text: str) -> str:
     if len(text) < MIN_TEXT or acknowledgement.match(text):
         return ""
     return text
+
+
+def is_noise(text: str) -> bool:
+    """Whether the message holds one of the `NOISE` markers."""
+    return (any(marker in text for marker in _NOISE_WORDS)
+            or ("<" in text and any(marker in text for marker in _NOISE_TAGS)))
 
 
 def records(text: str) -> Iterator[tuple[int, dict]]:

@@ -23,7 +23,7 @@ from miniclaw.memory import MemoryStore
 from miniclaw.memory.sessions import search_sessions
 from miniclaw.memory.sources import KINDS, SOURCES, read_entries
 from miniclaw.sources.claude_code import ClaudeCodeSource
-from miniclaw.sources.transcripts import TranscriptSource, kept_text
+from miniclaw.sources.transcripts import NOISE, TranscriptSource, is_noise, kept_text
 from tests.conftest import NOW
 from tests.formats import FORMAT_FIXTURES
 
@@ -91,6 +91,15 @@ def test_only_the_recall_output_is_left_out_of_a_message_that_quotes_one():
             "[1/2] 5d8e2c4 • Dec 27\nFork sessions are detected by the first line.")
     assert kept_text(text) == "Before that, we chose the queue-operation check."
     assert kept_text("Did you remember what we talked about for fork sessions?") != ""
+
+
+@settings(deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=12), st.sampled_from(NOISE),
+                          st.sampled_from([m[:-1] for m in NOISE])), max_size=6).map("".join))
+def test_the_noise_test_is_any_marker_in_the_text(text):
+    """`is_noise` looks for the `<` markers only when there is a `<`: the same answer as
+    looking for every marker (texts built of markers, their prefixes and anything)."""
+    assert is_noise(text) == any(marker in text for marker in NOISE)
 
 
 @settings(deadline=None)
