@@ -84,6 +84,11 @@ def test_a_root_that_goes_away_is_listed_as_not_reachable(workspace, memory_root
     (["add", "zettel", "."], "unknown source kind 'zettel'"),
     (["add", "conkeeper", "/no/such/folder"], "is not a folder"),
     (["remove", "nope"], "no source named 'nope'"),
+    # a built-in source is added back by its name alone
+    (["add", "long_term"], "already has a source named 'long_term'"),
+    (["add", "long_term", "."], "long_term is a built-in source: add it without a folder"),
+    (["add", "daily_note", "--name", "x"], "keeps its name: add it without --name"),
+    (["add", "conkeeper"], "give the folder the conkeeper memory lives in"),
 ])
 def test_bad_input_is_one_error_line_exit_2_and_nothing_written(workspace, isolated_home, args, words):
     done = _cli(workspace, "sources", *args)
@@ -263,20 +268,6 @@ def test_a_built_in_source_removed_can_be_added_back(workspace, isolated_home):
     assert mine["sources"] == ["daily_note", "transcripts", "long_term"] and "roots" not in mine
     found = _ok(workspace, "memory", "rank", "coffee", "--all")["results"]
     assert [hit["content"] for hit in found] == ["Prefers dark roast coffee"]
-
-
-@pytest.mark.parametrize("args, words", [
-    (["add", "long_term"], "already has a source named 'long_term'"),
-    (["add", "long_term", "."], "long_term is a built-in source: add it without a folder"),
-    (["add", "daily_note", "--name", "x"], "keeps its name: add it without --name"),
-    (["add", "conkeeper"], "give the folder the conkeeper memory lives in"),
-])
-def test_a_built_in_source_is_added_by_name_alone(workspace, isolated_home, args, words):
-    done = _cli(workspace, "sources", *args)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("Error: ") and words in done.stderr
-    assert len(done.stderr.splitlines()) == 1
-    assert not (isolated_home / ".miniclaw" / "config.json").exists()
 
 
 def test_a_folder_with_no_files_of_the_kind_is_added_with_a_warning(workspace, tmp_path,
