@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, group_app, run, workspace_of
+from miniclaw.cli.app import JsonOption, group_app, one_query, run, workspace_of
 
 sessions_app = group_app(
     "sessions", "Search past conversations: miniclaw's chat transcripts and configured ones (Claude Code).")
@@ -19,7 +19,8 @@ _ROLES = {"user": "user", "assistant": "asst"}
 @sessions_app.command("search")
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(metavar="QUERY", help='Words (any may match), "a phrase", +must, -mustnot.', show_default=False)],
+    query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='Words (any may match), "a phrase", +must, -mustnot (or -q).', show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="The query, as an option (scripts that build it).", show_default=False)] = None,
     project: Annotated[str | None, typer.Option("--project", "-p", metavar="PATH", help="Only conversations held in this folder (or below it).", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many sessions.")] = 10,
     messages: Annotated[int, typer.Option("--messages", "-m", metavar="M", help="How many messages per session.")] = 5,
@@ -40,6 +41,7 @@ def search(
     from miniclaw.memory import MemoryStore
     from miniclaw.memory.sessions import search_sessions
 
+    query = one_query(query_words, query, "sessions search")
     form = _output_format(output, json_out)
 
     async def work():

@@ -241,6 +241,18 @@ def test_sessions_search_bad_input_is_one_error_line(tmp_path, workspace):
     assert run.stderr.startswith("Error:") and len(run.stderr.strip().splitlines()) == 1
 
 
+def test_sessions_search_takes_the_query_as_argument_or_with_q_once(tmp_path, workspace):
+    """As `search`, `memory rank` and `context` do: `-q` for scripts, never both or neither."""
+    env = _configured(tmp_path, workspace)
+    by_argument, by_option = _sessions(env, "fork", "--json"), _sessions(env, "-q", "fork", "--json")
+    assert by_option.returncode == 0 and by_option.stdout == by_argument.stdout
+    assert json.loads(by_option.stdout)["sessions"]
+    for args in (("fork", "-q", "fork"), ()):
+        run = _sessions(env, *args)
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr.startswith("Error: give ") and len(run.stderr.splitlines()) == 1
+
+
 # -- privacy -------------------------------------------------------------------------------
 
 SECRET = "zanzibarquokka"
