@@ -44,7 +44,7 @@ memory_add = command_app()
 @memory_add.command("add", cls=ZoneHelpCommand)
 def add(
     ctx: typer.Context,
-    text: Annotated[str | None, typer.Argument(help="The text to remember; - (or none, from a pipe) reads it from stdin.", show_default=False)] = None,
+    text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The text to remember; - (or none, from a pipe) reads it from stdin.", show_default=False)] = None,
     long: Annotated[bool, typer.Option("--long", help="Add to long-term memory (MEMORY.md).")] = False,
     daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
     category: Annotated[str | None, typer.Option("--category", "-c", metavar="NAME", help="One category, e.g. decision, preference.")] = None,
@@ -293,7 +293,7 @@ memory_forget = command_app()
 @memory_forget.command("forget")
 def forget(
     ctx: typer.Context,
-    citation: Annotated[str | None, typer.Argument(help="The memory to remove, as search cites it: memory/2026-02-14.md:5.", show_default=False)] = None,
+    citation: Annotated[str | None, typer.Argument(metavar="CITATION", help="The memory to remove, as search cites it: memory/2026-02-14.md:5.", show_default=False)] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="Forget the best matches of this search (all history) instead.", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="With -q: how many of the best matches.")] = 1,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
@@ -358,7 +358,7 @@ memory_edit = command_app()
 @memory_edit.command("edit")
 def edit(
     ctx: typer.Context,
-    citation: Annotated[str, typer.Argument(help="The memory to edit: memory/2026-02-14.md:5.", show_default=False)],
+    citation: Annotated[str, typer.Argument(metavar="CITATION", help="The memory to edit: memory/2026-02-14.md:5.", show_default=False)],
 ) -> None:
     """Open a memory's file in $VISUAL or $EDITOR at its line.
 

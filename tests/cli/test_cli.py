@@ -882,3 +882,15 @@ def test_a_one_shot_read_runs_the_collector_less_often_and_other_commands_as_pyt
                           timeout=60, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     assert f"THRESHOLD {threshold}" in proc.stdout
+
+
+@pytest.mark.parametrize("command", [
+    ["search"], ["context"], ["memory", "add"], ["memory", "rank"], ["memory", "forget"],
+    ["memory", "edit"], ["sources", "add"], ["sources", "remove"], ["sessions", "search"],
+])
+def test_every_argument_is_named_in_capitals_in_the_usage_line(command):
+    """Arguments read as placeholders, the same way in every command (`[TEXT]`, not `[text]`)."""
+    usage = CliRunner().invoke(app, [*command, "--help"]).output.splitlines()[0]
+    assert usage.startswith("Usage: miniclaw " + " ".join(command) + " [OPTIONS] ")
+    arguments = re.findall(r"[\[{]([^\]}]+)[\]}]", usage.split("[OPTIONS]", 1)[1])
+    assert arguments and all(name == name.upper() for name in arguments), usage
