@@ -161,7 +161,10 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: every search fails)."""
-    readers: dict[str, str] = {}  # a file (absolute) -> the first source reading it
+    from miniclaw.memory.sources import read_twice
+
+    every: list = []  # the files each source reads, in the sources' order
+    shown_as: dict[str, str] = {}
     for source in sources:
         if _in_memory_folder(source, workspace):
             continue
@@ -177,13 +180,8 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
                 "not reachable", f"mount or create it, or `miniclaw sources remove {source.name}`"))
             continue
         found = source.files(workspace)
-        shared = next((f for f in found
-                       if readers.setdefault(f.absolute, source.name) != source.name), None)
-        if shared is not None:
-            report.findings.append(Finding(
-                "error", "sources", shown, f"the sources {readers[shared.absolute]!r} and "
-                f"{source.name!r} both read {shared.path}: the index keeps a file once, so "
-                "every search fails", f"`miniclaw sources remove {source.name}`"))
+        every += found
+        shown_as[source.name] = shown
         link_root = source.link_root(workspace) if hasattr(source, "link_root") else workspace
         for source_file in found:
             report.findings.extend(_check_file(Path(source_file.absolute), link_root,
@@ -194,6 +192,14 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
             report.findings.append(Finding(severity, "sources", shown, message, fix_it))
         report.checked.append(f"source {source.name} {shown}: {len(found)} "
                               f"file{'s' * (len(found) != 1)}")
+    told: set[tuple[str, str]] = set()
+    for shared, first in read_twice(every):  # one finding per pair of sources
+        if (first, shared.source) not in told:
+            told.add((first, shared.source))
+            report.findings.append(Finding(
+                "error", "sources", shown_as[shared.source], f"the sources {first!r} and "
+                f"{shared.source!r} both read {shared.path}: the index keeps a file once, so "
+                "every search fails", f"`miniclaw sources remove {shared.source}`"))
 
 
 def _is_temp_file(name: str) -> bool:

@@ -633,6 +633,17 @@ class SearchIndex:
         return self._run(lambda c: {row[0]: row_to_place(row) for row in c.execute(
             f"SELECT id, date, time, path, line_start FROM entries WHERE id IN ({ids})")})
 
+    def text_hashes(self, entry_ids: Sequence[int]) -> dict[int, bytes]:
+        """The hash of each given entry's text (what derived data, a vector, is kept by)."""
+        if not entry_ids:
+            return {}
+        ids = _id_list(entry_ids)
+        rows = self._run(lambda c: c.execute(
+            f"SELECT id, hash FROM entries WHERE id IN ({ids})").fetchall())
+        if any(type(text_hash) is not bytes for _, text_hash in rows):
+            raise IndexRowError("an entry's text hash in the index is damaged")
+        return dict(rows)
+
     def term_frequencies(self, entry_ids: Sequence[int], terms: Iterable[str]) -> dict[int, dict[str, int]]:
         """For `--explain`: how often each query term occurs in each given entry."""
         terms = list(dict.fromkeys(terms))

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from miniclaw.errors import UsageError
 from miniclaw.memory.sources import (KINDS, SOURCE_NAMES, configured_sources, kind_class,
-                                     source_named)
+                                     read_twice, source_named)
 
 
 class ConfiguredSource(NamedTuple):
@@ -85,13 +85,10 @@ def add(workspace: Path, kind: str, root: str | None,
 
 def _shared_file(workspace: Path, new, sources) -> tuple[str, str] | None:
     """(a file, the source reading it) of the files `new` would read that a source reads
-    already: two sources over one file broke every search (the index keeps a file once)."""
-    mine = {source_file.absolute for source_file in new.files(workspace)}
-    for source in sources:
-        for source_file in source.files(workspace):
-            if source_file.absolute in mine:
-                return source_file.path, source.name
-    return None
+    already (`read_twice`)."""
+    found = [f for source in (*sources, new) for f in source.files(workspace)]
+    return next(((f.path, first) for f, first in read_twice(found) if f.source == new.name),
+                None)
 
 
 def holds_files(workspace: Path, name: str) -> bool:

@@ -365,6 +365,15 @@ KINDS: dict[str, str] = {
 }
 
 
+def read_twice(files: Iterable[SourceFile]) -> list[tuple[SourceFile, str]]:
+    """Each file found again by a later source, with the name of the first source reading
+    it: the index keeps a file once, so two sources over one file made every search fail
+    (`sources add` refuses such a folder, `doctor` reports a config.json that does it)."""
+    first: dict[str, str] = {}
+    return [(found, reader) for found in files
+            if (reader := first.setdefault(found.absolute, found.source)) != found.source]
+
+
 def source_named(name: str, sources: Sequence[MemorySource] = SOURCES) -> MemorySource:
     for source in sources:
         if source.name == name:

@@ -278,14 +278,12 @@ class VectorRetriever:
         import numpy as np
 
         from miniclaw.memory.derived import DerivedData
-        from miniclaw.memory.index import _id_list
 
         cosine: dict[int, float] = {}
         if self._similar is not None and self._table is not None and entry_ids:
             hashes, similar = self._similar
             rows = self._table.rows
-            sql = f"SELECT id, hash FROM entries WHERE id IN ({_id_list(entry_ids)})"
-            for entry_id, text_hash in index.db.run(lambda c: c.execute(sql).fetchall()):
+            for entry_id, text_hash in index.text_hashes(entry_ids).items():
                 row = rows.get(text_hash)
                 if row is not None and row < len(hashes) and hashes[row] == text_hash:
                     cosine[entry_id] = float(similar[row])
