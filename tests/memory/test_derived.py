@@ -108,6 +108,36 @@ def test_progress_counts_distinct_texts_whether_complete_or_not(store, workspace
     assert derived.progress() == (2, 3)
 
 
+def test_progress_is_counted_again_only_after_a_change_by_anyone(store, workspace):
+    """Every warm hybrid search asks: unchanged, the answer is the last one, with no count
+    (0.7 ms on L); a commit of another connection or process, or this one's own write, is
+    seen at once."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-01-05", ["apple pie", "bread loaf"])))
+    store.index.refresh()
+    derived = DerivedData(store.index, MODEL)
+    assert derived.progress() == (0, 2)
+    statements: list[str] = []
+    store.index.db.run(lambda conn: conn.set_trace_callback(statements.append))
+    try:
+        assert derived.progress() == (0, 2)
+        assert not [s for s in statements if "COUNT" in s.upper()], statements
+        derived.put({content_hash("apple pie"): b"A"})  # this connection's own write
+        assert derived.progress() == (1, 2)
+        with sqlite3.connect(store.index.path) as other:  # another process's commit
+            other.execute("INSERT INTO derived VALUES (?, ?, ?)",
+                          (content_hash("bread loaf"), MODEL, b"B"))
+        assert derived.progress() == (2, 2)
+        with sqlite3.connect(store.index.path) as other:
+            other.execute("DELETE FROM derived WHERE hash = ?", (content_hash("apple pie"),))
+        assert derived.progress() == (1, 2)
+        assert DerivedData(store.index, "another-model").progress() == (0, 2)
+        statements.clear()
+        assert derived.progress() == (1, 2)
+        assert not [s for s in statements if "COUNT" in s.upper()], statements
+    finally:
+        store.index.db.run(lambda conn: conn.set_trace_callback(None))
+
+
 def test_a_kinds_count_and_hashes_come_from_an_index_not_its_values(store, workspace):
     """Every hybrid search counts the vectors: with the values read (each spills to an
     overflow page) that took 70 ms on 16,000 of them."""
