@@ -347,3 +347,42 @@ async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, 
     assert len(hashes) == len(cosines) == len(FACTS)
     again = await store.search("did I go hiking?", mode="hybrid", explain=True)
     assert again.results == expected.results
+
+
+@needs_model
+def test_a_one_shot_search_reads_the_vectors_while_the_models_thread_imports_numpy(workspace):
+    """A process's first hybrid search: numpy (80 ms of CPU) is imported by the thread that
+    loads the model, first thing, while the searching thread reads the stored vectors: that
+    thread's first use of numpy comes after the read (it imported numpy before reading)."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    assert _cli(workspace, "memory", "rank", "hiking", "--mode", "hybrid").returncode == 0
+    code = textwrap.dedent("""
+        import sys, threading
+        from miniclaw.memory import derived, embedding
+        events = []
+        imported = embedding.import_numpy
+        def import_numpy():
+            events.append(("numpy", threading.current_thread().name))
+            imported()
+        embedding.import_numpy = import_numpy
+        joined = derived.DerivedData.joined
+        def read(self, size):
+            events.append(("read", threading.current_thread().name))
+            return joined(self, size)
+        derived.DerivedData.joined = read
+        sys.argv = ["miniclaw", "--workspace", sys.argv[1], "memory", "rank", "a walk in the hills",
+                    "--mode", "hybrid"]
+        from miniclaw.cli import app
+        try:
+            app(standalone_mode=False)
+        finally:
+            print(events, file=sys.stderr)
+    """)
+    done = subprocess.run([sys.executable, "-c", code, str(workspace)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    events = eval(done.stderr.strip().splitlines()[-1])  # noqa: S307 (our own repr of tuples)
+    reader = next(thread for what, thread in events if what == "read")
+    assert any(what == "numpy" and thread.startswith("miniclaw-embed")
+               for what, thread in events), events
+    assert [what for what, thread in events if thread == reader][0] == "read", events
