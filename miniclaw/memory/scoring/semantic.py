@@ -61,9 +61,11 @@ class _Vectors:
         self.clear()
 
     def clear(self) -> None:
+        import numpy as np
+
         self.hashes: list[bytes] = []
         self.rows: dict[bytes, int] = {}
-        self.matrix = None  # made by `start` (numpy is imported by the model's thread meanwhile)
+        self.matrix = np.zeros((0, embedding.DIM), dtype=np.float32)
         self.stored = -1  # the derived table's count of this kind when last read
 
     def add(self, values: dict[bytes, bytes]) -> None:
@@ -85,7 +87,6 @@ class _Vectors:
     def start(self, hashes: list[bytes], values: bytearray) -> None:
         """Begin with these vectors (their float32 bytes one after another, `joined`): the
         buffer becomes the matrix, not copied (read-only: searches share it)."""
-        embedding.import_numpy()  # done by the model's thread by now, or waited for
         import numpy as np
 
         matrix = np.frombuffer(values, dtype=np.float32).reshape(len(hashes), embedding.DIM)
@@ -230,8 +231,7 @@ class VectorRetriever:
         for it (`_Awaited`). Same work, same results, less waiting on two cores."""
         from miniclaw.memory.derived import DerivedData
 
-        # numpy, onnxruntime and the model are loaded by that thread while this one reads
-        # the vectors (SQLite without the GIL): the read no longer waits for numpy's import
+        embedding.import_numpy()  # here, first: how numpy starts BLAS is set by its import
         vector = _background().submit(_query_vector, query.text)
         done, total = DerivedData(index, embedding.NAME).progress()
         if done < total:
