@@ -124,3 +124,47 @@ def test_a_stored_time_is_read_as_seconds_or_is_damage(value):
         int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:8]))
     assert _seconds(value) == expected
     assert _seconds(value) == expected  # the second time from the cache
+
+
+async def test_a_fused_search_reads_where_its_candidates_sit_once_per_source(
+        store, workspace, statements):
+    """Every retriever of a fused mode finds mostly the same candidates: their places are
+    read in one statement per source, not one per retriever (a hybrid search on L made
+    four where two do)."""
+    from miniclaw.memory import scoring
+    from miniclaw.memory.scoring import SearchMode
+    from tests.memory.test_retrievers import HashedEmbedding
+
+    _notes(workspace)
+    write(workspace, "memory/MEMORY.md", long_term(("Travel", ["prefers a hotel in Oslo"])))
+    register_mode("fused", lambda: SearchMode("fused", (BM25Scorer(), HashedEmbedding())))
+    try:
+        await store.search_memories("warm up", days=None)
+        statements.clear()
+        hits = await store.search_memories("Oslo hotel", mode="fused", days=None)
+    finally:
+        scoring._MODES.pop("fused")
+    assert {hit.content for hit in hits} >= {"booked a hotel near the harbour in Oslo",
+                                             "prefers a hotel in Oslo"}
+    places = [s for s in statements if s.startswith("SELECT id, date, time, path, line_start")]
+    assert len(places) == 2, places
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.5, 0.5 + 4e-10, 0.5 + 2e-9, 1.0, 1.5]),
+                          st.integers(0, 3), st.integers(0, 5)), max_size=40),
+       st.integers(1, 12))
+def test_the_first_results_are_those_a_full_sort_puts_first(rows, n):
+    """The ranker sorts only the candidates that can be among the first `n` (scores within
+    1e-9 of the n-th best: the order rounds scores to 9 places); they must be exactly the
+    first `n` of the whole order, ties broken by date, path and line as always."""
+    from datetime import date as Date
+
+    from miniclaw.memory.index import Place
+    from miniclaw.memory.ranker import _first, _order_key
+
+    scores = {i: score for i, (score, _, _) in enumerate(rows)}
+    places = {i: Place(Date(2026, 1, 1 + day), None, f"memory/{line % 2}.md", line)
+              for i, (_, day, line) in enumerate(rows)}
+    every = sorted(scores, key=lambda i: _order_key(scores[i], places[i]))
+    assert _first(list(scores), scores, places, n)[:n] == every[:n]
