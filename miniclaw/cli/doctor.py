@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, command_app, workspace_of
+from miniclaw.cli.app import FormatOption, JsonOption, command_app, output_format, workspace_of
 
 doctor_app = command_app()
 
@@ -13,6 +13,7 @@ doctor_app = command_app()
 @doctor_app.command("doctor")
 def doctor(
     ctx: typer.Context,
+    output: FormatOption = None,
     json_out: JsonOption = False,
     fix: Annotated[bool, typer.Option("--fix", help="Rebuild the index and remove leftover temporary files; never touches a memory file.")] = False,
 ) -> None:
@@ -23,6 +24,7 @@ def doctor(
     """
     from miniclaw import doctor as checks
 
+    json_out = output_format(output, json_out) == "json"
     workspace = workspace_of(ctx)
     report = checks.examine(workspace)
     if fix:

@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import (JsonOption, OnDemandGroup, command_app, group_app, one_query, run,
-                              use_color, workspace_of)
+from miniclaw.cli.app import (FormatOption, JsonOption, OnDemandGroup, command_app, group_app,
+                              one_query, output_format, run, use_color, workspace_of)
 from miniclaw.cli.zone_help import ZoneHelpCommand
 
 
@@ -273,14 +273,7 @@ def _shape_data(form: str, store, found, options):
 
 
 def _output_format(output: str | None, json_out: bool) -> str:
-    from miniclaw.errors import UsageError
-
-    form = (output or ("json" if json_out else "text")).strip().lower()
-    if form not in ("text", "json", "markdown", "ef", "mnemonic"):
-        raise UsageError(f"--format must be text, json, markdown, ef or mnemonic, not {output!r}")
-    if json_out and form != "json":
-        raise UsageError("--json asks for JSON: choose one of --json or --format")
-    return form
+    return output_format(output, json_out, ("text", "json", "markdown", "ef", "mnemonic"))
 
 
 search_app = command_app()
@@ -443,13 +436,14 @@ memory_status = command_app()
 
 
 @memory_status.command("status")
-def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
+def status(ctx: typer.Context, output: FormatOption = None, json_out: JsonOption = False) -> None:
     """Show the workspace and its index: where, how big, what it holds, whether up to date.
 
-    Example: miniclaw memory status --json
+    Example: miniclaw memory status --format json
     """
     from miniclaw.cli import render
 
+    json_out = output_format(output, json_out) == "json"
     store = _store(ctx)
     try:
         found = run(store.index_status())
