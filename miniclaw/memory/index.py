@@ -448,6 +448,13 @@ class SearchIndex:
             "SELECT 1 FROM files WHERE source = ? AND entry_count > 0 LIMIT 1",
             (source.name,)).fetchone()) is not None
 
+    def has_older(self, source: MemorySource, day: Date) -> bool:
+        """Whether any file of a windowed `source` dated before `day` holds entries: only
+        then may a wider window (`--all`) find more."""
+        return self._run(lambda c: c.execute(
+            "SELECT 1 FROM files WHERE source = ? AND day < ? AND entry_count > 0 LIMIT 1",
+            (source.name, day.isoformat())).fetchone()) is not None
+
     @staticmethod
     def _where(filters: Filters, source: str, windowed: bool) -> tuple[str, list]:
         clauses, params = ["e.source = ?"], [source]
