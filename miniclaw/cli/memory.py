@@ -315,9 +315,10 @@ def forget(
     async def targets():
         async with _store(ctx) as store:
             if citation is not None:
-                return [await forgetting.find(store, citation)]
+                return [await forgetting.find(store, citation, to_forget=True)]
             found = await store.search(query, limit=limit, days=None)
-            return [await forgetting.find(store, hit.citation) for hit in found.results]
+            return [await forgetting.find(store, hit.citation, to_forget=True)
+                    for hit in found.results]
 
     found = run(targets())
     style = _style()

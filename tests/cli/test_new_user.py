@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tests.cli.test_cli import days_ago, run
+from tests.cli.test_cli import days_ago, run, today
 from tests.conftest import write
 
 
@@ -29,3 +29,44 @@ def test_a_new_workspace_suggests_all_only_when_older_notes_exist(runner: CliRun
     # an empty older note (no entries) is nothing to find either
     write(workspace, f"memory/{days_ago(40)}.md", f"# Daily Note - {days_ago(40)}\n")
     assert "--all" not in run(runner, workspace, "search", "coffee").stdout
+
+
+LATIN_1 = "# Memory\n\n## 2026-01-01\n- Caf\xe9 noir every morning\n- Tea at four\n".encode("latin-1")
+
+
+def _error(result) -> str:
+    """Exit 1 (the file on disk stops the command, not its arguments), one `Error:` line
+    on stderr, nothing on stdout."""
+    assert result.exit_code == 1, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    return line
+
+
+def test_writers_refuse_a_memory_file_that_is_not_utf8(runner: CliRunner, workspace: Path,
+                                                      monkeypatch):
+    """A MEMORY.md saved as Latin-1 by an editor: `memory add --long` appended UTF-8 to it
+    (a file of two encodings), `forget` rewrote it; now both refuse, naming the line of the
+    first bad byte, and write nothing; the daily note likewise. `memory edit` still opens
+    it: that is how it gets fixed."""
+    memory = workspace / "memory"
+    (memory / "MEMORY.md").write_bytes(LATIN_1)
+    note = memory / f"{today()}.md"
+    note.write_bytes(f"# Daily Note - {today()}\n\n## 08:00:00 UTC\n\nCaf\xe9\n".encode("latin-1"))
+    before = {path.name: path.read_bytes() for path in memory.iterdir()}
+    said = ("Error: memory/MEMORY.md is not valid UTF-8 (a bad byte on line 4): miniclaw writes "
+            "UTF-8, so save it as UTF-8 first (`miniclaw memory edit memory/MEMORY.md:4` opens "
+            "it there); nothing was written")
+    assert _error(run(runner, workspace, "memory", "add", "--long", "Oat milk")) == said
+    assert _error(run(runner, workspace, "memory", "forget", "memory/MEMORY.md:5", "--yes")) == said
+    assert _error(run(runner, workspace, "memory", "forget", "-q", "tea", "--yes")) == said
+    assert _error(run(runner, workspace, "memory", "add", "Oat milk")) == (
+        f"Error: memory/{today()}.md is not valid UTF-8 (a bad byte on line 5): miniclaw "
+        f"writes UTF-8, so save it as UTF-8 first (`miniclaw memory edit memory/{today()}.md:5` "
+        "opens it there); nothing was written")
+    assert {path.name: path.read_bytes() for path in memory.iterdir()} == before
+    monkeypatch.setenv("EDITOR", "true")
+    assert run(runner, workspace, "memory", "edit", "memory/MEMORY.md:4").exit_code == 0
+    (memory / "MEMORY.md").write_bytes(LATIN_1.decode("latin-1").encode("utf-8"))  # fixed
+    assert run(runner, workspace, "memory", "add", "--long", "Oat milk").exit_code == 0
+    assert "Oat milk" in (memory / "MEMORY.md").read_text(encoding="utf-8")
