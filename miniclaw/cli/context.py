@@ -26,6 +26,8 @@ def context(
     relevant to it, today's and yesterday's notes, within a token budget.
 
     The prompt goes to stdout and a line of token counts to stderr.
+
+    \b
     Example: miniclaw context "what did Sam approve?" --budget 1000
     """
     from miniclaw.cli.render import plural, printable, to_json

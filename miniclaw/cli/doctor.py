@@ -20,7 +20,10 @@ def doctor(
     """Check the workspace, its memory files, the index, the model server and the MCP
     registration; say what is wrong and what to do. Exit 0 when healthy, 1 otherwise.
 
-    Without --fix nothing is written. Example: miniclaw doctor --fix
+    Without --fix nothing is written.
+
+    \b
+    Example: miniclaw doctor --fix
     """
     from miniclaw import doctor as checks
 

@@ -116,7 +116,10 @@ def read(
 ) -> None:
     """Print the entries of today's note, of MEMORY.md (--long) or of a day (--date).
 
-    Private text is never shown. Example: miniclaw memory read --date 2026-02-14
+    Private text is never shown.
+
+    \b
+    Example: miniclaw memory read --date 2026-02-14
     """
     from miniclaw.cli import render
     from miniclaw.dates import check_not_future, parse_day, zone_name
@@ -151,6 +154,7 @@ def recent(
 ) -> None:
     """Print the daily notes of the last N days, newest first.
 
+    \b
     Example: miniclaw memory recent -d 3
     """
     from miniclaw.cli import render
@@ -196,8 +200,10 @@ def rank(
     MEMORY.md is always searched; daily notes of the last 30 days unless --days, --all,
     --since or --until. Ranked by score, then newest date. A misspelt word that matches
     nothing is replaced by the closest indexed spelling (never a real word; --no-correct:
-    never), and the output says so.
-    Also `miniclaw search QUERY`: the same command.
+    never), and the output says so. `miniclaw search` and `miniclaw memory rank` are one
+    command.
+
+    \b
     Example: miniclaw search '"atlas budget" -draft' --since 2026-01-01 -n 5
     """
     from miniclaw.cli import render
@@ -356,6 +362,7 @@ def edit(
 ) -> None:
     """Open a memory's file in $VISUAL or $EDITOR at its line.
 
+    \b
     Example: EDITOR=vim miniclaw memory edit memory/MEMORY.md:12
     """
     import os
@@ -393,6 +400,8 @@ def index(
     """Bring the search index up to date now (searches also do this by themselves).
 
     The index is a cache of the memory files; deleting it loses nothing.
+
+    \b
     Example: miniclaw memory index --rebuild
     """
     progress, embedding = _Progress(), _Progress("Embedding", "texts")
@@ -440,6 +449,7 @@ memory_status = command_app()
 def status(ctx: typer.Context, output: FormatOption = None, json_out: JsonOption = False) -> None:
     """Show the workspace and its index: where, how big, what it holds, whether up to date.
 
+    \b
     Example: miniclaw memory status --format json
     """
     from miniclaw.cli import render

@@ -35,6 +35,8 @@ def search(
     Each session shows its project, id, number of matching messages and latest time, then
     its best messages in time order ([user] / [asst]), long ones cut around the match.
     The running session (CLAUDE_SESSION_ID, MINICLAW_SESSION_ID) is left out.
+
+    \b
     Example: miniclaw sessions search 'fork queue-operation' --project ~/code/miniclaw
     """
     from miniclaw.cli.render import to_json

@@ -15,6 +15,7 @@ def list_sources(ctx: typer.Context, output: FormatOption = None,
                  json_out: JsonOption = False) -> None:
     """Show each source: name, kind, root, whether its root is reachable, entries indexed.
 
+    \b
     Example: miniclaw sources list --json
     """
     from miniclaw.cli.render import printable, to_json
@@ -65,6 +66,7 @@ def add_source(
 ) -> None:
     """Add a memory source to the workspace (config.json), allowing its folder.
 
+    \b
     Example: miniclaw sources add conkeeper ~/code/app/.claude/memory --name app
     """
     from miniclaw.cli.render import printable, to_json
@@ -90,6 +92,7 @@ def remove_source(
 ) -> None:
     """Remove a memory source from the workspace (config.json); its files are untouched.
 
+    \b
     Example: miniclaw sources remove app
     """
     from miniclaw.cli.render import printable, to_json
