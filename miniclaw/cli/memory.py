@@ -245,7 +245,8 @@ def rank(
 
 
 # The search arguments (memory/options.py) by the names of rank's options, for its errors.
-_FLAGS = {"since": "--since", "until": "--until", "tags": "--tag", "sources": "--source",
+_FLAGS = {"limit": "-n/--limit", "days": "--days",
+          "since": "--since", "until": "--until", "tags": "--tag", "sources": "--source",
           "category": "--category", "mode": "--mode", "require": "--require",
           "exclude": "--exclude"}
 

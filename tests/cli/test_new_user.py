@@ -70,3 +70,13 @@ def test_writers_refuse_a_memory_file_that_is_not_utf8(runner: CliRunner, worksp
     (memory / "MEMORY.md").write_bytes(LATIN_1.decode("latin-1").encode("utf-8"))  # fixed
     assert run(runner, workspace, "memory", "add", "--long", "Oat milk").exit_code == 0
     assert "Oat milk" in (memory / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_an_out_of_range_count_names_its_flag(runner: CliRunner, workspace: Path):
+    """`search x -n 50` said "the result limit must be ...", a name no option has."""
+    from tests.cli.test_cli import assert_usage_error
+
+    assert assert_usage_error(run(runner, workspace, "search", "x", "-n", "50")) == (
+        "Error: -n/--limit must be between 1 and 20, not 50")
+    assert assert_usage_error(run(runner, workspace, "memory", "rank", "x", "--days", "0")) == (
+        "Error: --days must be between 1 and 36500, not 0")
