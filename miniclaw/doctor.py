@@ -160,13 +160,15 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
     """Each other source: its root reachable, its files checked as memory files are, and
-    none read by two sources (the index keeps a file once: every search fails)."""
-    from miniclaw.memory.sources import read_twice
+    none read by two sources (the index keeps a file once: the second never finds it)."""
+    from miniclaw.memory.sources import read_twice, read_twice_warnings
 
     every: list = []  # the files each source reads, in the sources' order
     shown_as: dict[str, str] = {}
     for source in sources:
-        if _in_memory_folder(source, workspace):
+        if _in_memory_folder(source, workspace):  # checked by `_check_files`
+            every += source.files(workspace)
+            shown_as[source.name] = str(source.root_path(workspace))
             continue
         root = source.root_path(workspace)
         shown = str(getattr(source, "root", None) or root)
@@ -192,14 +194,9 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
             report.findings.append(Finding(severity, "sources", shown, message, fix_it))
         report.checked.append(f"source {source.name} {shown}: {len(found)} "
                               f"file{'s' * (len(found) != 1)}")
-    told: set[tuple[str, str]] = set()
-    for shared, first in read_twice(every):  # one finding per pair of sources
-        if (first, shared.source) not in told:
-            told.add((first, shared.source))
-            report.findings.append(Finding(
-                "error", "sources", shown_as[shared.source], f"the sources {first!r} and "
-                f"{shared.source!r} both read {shared.path}: the index keeps a file once, so "
-                "every search fails", f"`miniclaw sources remove {shared.source}`"))
+    for _, _, second, said in read_twice_warnings(read_twice(every)):  # one per pair
+        report.findings.append(Finding("warning", "sources", shown_as[second], said,
+                                       f"`miniclaw sources remove {second}`"))
 
 
 def _is_temp_file(name: str) -> bool:
@@ -357,7 +354,10 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
     over every source the workspace searches."""
     known = {row[0]: tuple(row[1:]) for row in
              conn.execute("SELECT path, size, mtime_ns, inode FROM files")}
-    disk = {f.path: f.signature for source in sources for f in source.files(workspace)}
+    from miniclaw.memory.sources import read_once
+
+    found = read_once([f for source in sources for f in source.files(workspace)])[0]
+    disk = {f.path: f.signature for f in found}
     changed = [p for p, signature in disk.items() if known.get(p) != signature]
     return sorted(changed + [p for p in known if p not in disk])
 

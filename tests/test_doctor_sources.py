@@ -63,18 +63,27 @@ def test_an_unreachable_source_root_is_an_error_naming_it(workspace, isolated_ho
     assert "'old'" in finding[0]["message"] and "sources remove old" in finding[0]["fix"]
 
 
-def test_two_sources_reading_one_file_is_an_error_naming_them(workspace, isolated_home,
+def test_two_sources_reading_one_file_is_a_warning_naming_them(workspace, isolated_home,
                                                               tmp_path):
     """A hand-edited config.json with nested roots of one kind: every search failed
-    ("cannot use the search index ... UNIQUE constraint failed"), and doctor said Healthy."""
+    ("cannot use the search index ... UNIQUE constraint failed"), and doctor said Healthy.
+    A search now reads the file as the first source's (and warns): a warning here too."""
     root = tmp_path / "app" / ".claude" / "memory"
     write(root, "patterns.md", "# Patterns\n- Use snake_case\n")
     _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root), "name": "app"},
                {"kind": "conkeeper", "root": str(root.parent), "name": "wide"})
     done = run(workspace, "doctor", "--json")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    [finding] = [f for f in json.loads(done.stdout)["findings"] if f["severity"] == "error"]
-    assert finding["check"] == "sources" and finding["path"] == str(root.parent)
+    [finding] = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "sources"]
+    assert finding["severity"] == "warning" and finding["path"] == str(root.parent)
     assert finding["message"] == (f"the sources 'app' and 'wide' both read {root}/patterns.md: "
-                                  "the index keeps a file once, so every search fails")
+                                  "the index keeps a file once, so it is searched as 'app' only")
     assert finding["fix"] == "`miniclaw sources remove wide`"
+    # A kind over memory/ shares MEMORY.md with long_term (doctor skipped memory/'s sources).
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(workspace / "memory"),
+                                          "name": "mine"})
+    [finding] = [f for f in _report(workspace)["findings"] if f["check"] == "sources"]
+    assert finding["message"] == ("the sources 'long_term' and 'mine' both read "
+                                  "memory/MEMORY.md: the index keeps a file once, so it is "
+                                  "searched as 'long_term' only")

@@ -33,6 +33,22 @@ class _WarningLine(logging.Handler):
 
 #: `--json` as every reporting command offers it (one JSON object, nothing else on stdout).
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object and nothing else on stdout.")]
+#: `--format` as every reporting command offers it (`output_format` reads it with --json):
+#: text or json, and markdown where a command has a Markdown form (search, sessions search).
+FormatOption = Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json]", help="Output: text (default) or json (the same as --json).", show_default=False)]
+MarkdownFormatOption = Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json (the same as --json) or markdown.", show_default=False)]
+
+
+def output_format(output: str | None, json_out: bool, forms: tuple[str, ...] = ("text", "json")) -> str:
+    """The form `--format` (one of `forms`) and `--json` ask for: text unless either says."""
+    from miniclaw.errors import UsageError
+
+    form = (output or ("json" if json_out else "text")).strip().lower()
+    if form not in forms:
+        raise UsageError(f"--format must be {', '.join(forms[:-1])} or {forms[-1]}, not {output!r}")
+    if json_out and form != "json":
+        raise UsageError("--json asks for JSON: choose one of --json or --format")
+    return form
 
 
 class MiniclawGroup(TyperGroup):

@@ -41,6 +41,8 @@ def chat(
     code 1 when a turn failed). With no model server configured, the echo provider
     answers offline with what memory holds. The conversation is saved in
     sessions/<session-id>.jsonl in the workspace.
+
+    \b
     Example: miniclaw chat --base-url http://127.0.0.1:11434/v1 --model llama3.2
     """
     from miniclaw.config import llm_settings

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import command_app, one_query, run, workspace_of
+from miniclaw.cli.app import FormatOption, command_app, one_query, output_format, run, workspace_of
 from miniclaw.cli.chat import BudgetOption, ModeOption
 
 context_app = command_app()
@@ -19,12 +19,15 @@ def context(
     query: Annotated[str | None, typer.Option("--query", "-q", metavar="MESSAGE", help="The message, as an option (scripts that build it).", show_default=False)] = None,
     budget: BudgetOption = 4000,
     mode: ModeOption = "auto",
+    output: FormatOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (sections, items, token counts, prompt).")] = False,
 ) -> None:
     """Show what the assistant would see for a message: identity files, the memories
     relevant to it, today's and yesterday's notes, within a token budget.
 
     The prompt goes to stdout and a line of token counts to stderr.
+
+    \b
     Example: miniclaw context "what did Sam approve?" --budget 1000
     """
     from miniclaw.cli.render import plural, printable, to_json
@@ -32,6 +35,7 @@ def context(
     from miniclaw.memory import MemoryStore
 
     query = one_query(message, query, "context", "message")
+    json_out = output_format(output, json_out) == "json"
     check_budget(budget)
 
     async def work():

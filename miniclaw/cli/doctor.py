@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, command_app, workspace_of
+from miniclaw.cli.app import FormatOption, JsonOption, command_app, output_format, workspace_of
 
 doctor_app = command_app()
 
@@ -13,16 +13,21 @@ doctor_app = command_app()
 @doctor_app.command("doctor")
 def doctor(
     ctx: typer.Context,
+    output: FormatOption = None,
     json_out: JsonOption = False,
     fix: Annotated[bool, typer.Option("--fix", help="Rebuild the index and remove leftover temporary files; never touches a memory file.")] = False,
 ) -> None:
     """Check the workspace, its memory files, the index, the model server and the MCP
     registration; say what is wrong and what to do. Exit 0 when healthy, 1 otherwise.
 
-    Without --fix nothing is written. Example: miniclaw doctor --fix
+    Without --fix nothing is written.
+
+    \b
+    Example: miniclaw doctor --fix
     """
     from miniclaw import doctor as checks
 
+    json_out = output_format(output, json_out) == "json"
     workspace = workspace_of(ctx)
     report = checks.examine(workspace)
     if fix:

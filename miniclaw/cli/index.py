@@ -17,7 +17,10 @@ def prune(
     """Remove index files whose workspace folder is gone (deleted or moved).
 
     An index is only a cache: a workspace that comes back is indexed again on its first
-    search. Example: miniclaw index prune --dry-run
+    search.
+
+    \b
+    Example: miniclaw index prune --dry-run
     """
     from miniclaw.cli.render import plural, printable, to_json
     from miniclaw.config import cache_dir

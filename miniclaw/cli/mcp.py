@@ -22,6 +22,8 @@ def mcp_command(
 
     Tools: search_memory, add_memory, read_memory, get_context, memory_status; the memory
     files as resources. Needs the extra: pip install 'miniclaw[mcp]'.
+
+    \b
     Example (Claude Code): claude mcp add miniclaw -- miniclaw -w ~/notes mcp
     """
     from miniclaw.errors import MiniclawError

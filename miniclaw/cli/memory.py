@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import (JsonOption, OnDemandGroup, command_app, group_app, one_query, run,
-                              use_color, workspace_of)
+from miniclaw.cli.app import (FormatOption, JsonOption, OnDemandGroup, command_app, group_app,
+                              one_query, output_format, run, use_color, workspace_of)
 from miniclaw.cli.zone_help import ZoneHelpCommand
 
 
@@ -116,7 +116,10 @@ def read(
 ) -> None:
     """Print the entries of today's note, of MEMORY.md (--long) or of a day (--date).
 
-    Private text is never shown. Example: miniclaw memory read --date 2026-02-14
+    Private text is never shown.
+
+    \b
+    Example: miniclaw memory read --date 2026-02-14
     """
     from miniclaw.cli import render
     from miniclaw.dates import check_not_future, parse_day, zone_name
@@ -151,6 +154,7 @@ def recent(
 ) -> None:
     """Print the daily notes of the last N days, newest first.
 
+    \b
     Example: miniclaw memory recent -d 3
     """
     from miniclaw.cli import render
@@ -196,8 +200,10 @@ def rank(
     MEMORY.md is always searched; daily notes of the last 30 days unless --days, --all,
     --since or --until. Ranked by score, then newest date. A misspelt word that matches
     nothing is replaced by the closest indexed spelling (never a real word; --no-correct:
-    never), and the output says so.
-    Also `miniclaw search QUERY`: the same command.
+    never), and the output says so. `miniclaw search` and `miniclaw memory rank` are one
+    command.
+
+    \b
     Example: miniclaw search '"atlas budget" -draft' --since 2026-01-01 -n 5
     """
     from miniclaw.cli import render
@@ -239,7 +245,8 @@ def rank(
 
 
 # The search arguments (memory/options.py) by the names of rank's options, for its errors.
-_FLAGS = {"since": "--since", "until": "--until", "tags": "--tag", "sources": "--source",
+_FLAGS = {"limit": "-n/--limit", "days": "--days",
+          "since": "--since", "until": "--until", "tags": "--tag", "sources": "--source",
           "category": "--category", "mode": "--mode", "require": "--require",
           "exclude": "--exclude"}
 
@@ -273,14 +280,7 @@ def _shape_data(form: str, store, found, options):
 
 
 def _output_format(output: str | None, json_out: bool) -> str:
-    from miniclaw.errors import UsageError
-
-    form = (output or ("json" if json_out else "text")).strip().lower()
-    if form not in ("text", "json", "markdown", "ef", "mnemonic"):
-        raise UsageError(f"--format must be text, json, markdown, ef or mnemonic, not {output!r}")
-    if json_out and form != "json":
-        raise UsageError("--json asks for JSON: choose one of --json or --format")
-    return form
+    return output_format(output, json_out, ("text", "json", "markdown", "ef", "mnemonic"))
 
 
 search_app = command_app()
@@ -322,9 +322,10 @@ def forget(
     async def targets():
         async with _store(ctx) as store:
             if citation is not None:
-                return [await forgetting.find(store, citation)]
+                return [await forgetting.find(store, citation, to_forget=True)]
             found = await store.search(query, limit=limit, days=None)
-            return [await forgetting.find(store, hit.citation) for hit in found.results]
+            return [await forgetting.find(store, hit.citation, to_forget=True)
+                    for hit in found.results]
 
     found = run(targets())
     style = _style()
@@ -362,6 +363,7 @@ def edit(
 ) -> None:
     """Open a memory's file in $VISUAL or $EDITOR at its line.
 
+    \b
     Example: EDITOR=vim miniclaw memory edit memory/MEMORY.md:12
     """
     import os
@@ -399,6 +401,8 @@ def index(
     """Bring the search index up to date now (searches also do this by themselves).
 
     The index is a cache of the memory files; deleting it loses nothing.
+
+    \b
     Example: miniclaw memory index --rebuild
     """
     progress, embedding = _Progress(), _Progress("Embedding", "texts")
@@ -443,13 +447,15 @@ memory_status = command_app()
 
 
 @memory_status.command("status")
-def status(ctx: typer.Context, json_out: JsonOption = False) -> None:
+def status(ctx: typer.Context, output: FormatOption = None, json_out: JsonOption = False) -> None:
     """Show the workspace and its index: where, how big, what it holds, whether up to date.
 
-    Example: miniclaw memory status --json
+    \b
+    Example: miniclaw memory status --format json
     """
     from miniclaw.cli import render
 
+    json_out = output_format(output, json_out) == "json"
     store = _store(ctx)
     try:
         found = run(store.index_status())

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, group_app, one_query, run, workspace_of
+from miniclaw.cli.app import (JsonOption, MarkdownFormatOption, group_app, one_query,
+                              output_format, run, workspace_of)
 
 sessions_app = group_app(
     "sessions", "Search past conversations: miniclaw's chat transcripts and configured ones (Claude Code).")
@@ -26,7 +27,7 @@ def search(
     messages: Annotated[int, typer.Option("--messages", "-m", metavar="M", help="How many messages per session.")] = 5,
     require: Annotated[list[str] | None, typer.Option("--require", metavar="WORDS", help="Words every message must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="WORDS", help="Words no message may hold; repeatable.", show_default=False)] = None,
-    output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown]", help="Output: text (default), json or markdown.", show_default=False)] = None,
+    output: MarkdownFormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Find the conversations that talked about QUERY, best first.
@@ -34,15 +35,16 @@ def search(
     Each session shows its project, id, number of matching messages and latest time, then
     its best messages in time order ([user] / [asst]), long ones cut around the match.
     The running session (CLAUDE_SESSION_ID, MINICLAW_SESSION_ID) is left out.
+
+    \b
     Example: miniclaw sessions search 'fork queue-operation' --project ~/code/miniclaw
     """
-    from miniclaw.cli.memory import _output_format
     from miniclaw.cli.render import to_json
     from miniclaw.memory import MemoryStore
     from miniclaw.memory.sessions import search_sessions
 
     query = one_query(query_words, query, "sessions search")
-    form = _output_format(output, json_out)
+    form = output_format(output, json_out, ("text", "json", "markdown"))
 
     async def work():
         async with MemoryStore(workspace_of(ctx)) as store:

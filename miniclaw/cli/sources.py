@@ -4,38 +4,56 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, group_app, run, workspace_of
+from miniclaw.cli.app import FormatOption, JsonOption, group_app, output_format, run, workspace_of
 
 sources_app = group_app(
     "sources", "List, add or remove the memory sources a workspace searches (other agents' memory).")
 
 
 @sources_app.command("list")
-def list_sources(ctx: typer.Context, json_out: JsonOption = False) -> None:
+def list_sources(ctx: typer.Context, output: FormatOption = None,
+                 json_out: JsonOption = False) -> None:
     """Show each source: name, kind, root, whether its root is reachable, entries indexed.
 
+    \b
     Example: miniclaw sources list --json
     """
-    from miniclaw.cli.render import plural, printable, to_json
+    from miniclaw.cli.render import printable, to_json
     from miniclaw.memory import MemoryStore
     from miniclaw.memory.source_config import describe
 
+    json_out = output_format(output, json_out) == "json"
     workspace = workspace_of(ctx)
     found = describe(workspace)
     store = MemoryStore(workspace)
     try:
-        counts = {name: (files, entries) for name, _, files, entries in run(store.index_status()).by_source}
+        counts = {name: (on_disk, files, entries)
+                  for name, on_disk, files, entries in run(store.index_status()).by_source}
     finally:
         store.close()
-    rows = [{**source._asdict(), "files": counts.get(source.name, (0, 0))[0],
-             "entries": counts.get(source.name, (0, 0))[1]} for source in found]
+    rows = [{**source._asdict(), **dict(zip(("files_on_disk", "files", "entries"),
+                                            counts.get(source.name, (0, 0, 0))))}
+            for source in found]
     if json_out:
         typer.echo(to_json({"workspace": str(workspace), "sources": rows}))
         return
     for row in rows:
-        state = "" if row["reachable"] else "  (not reachable)"
-        typer.echo(printable(f"{row['name']}  [{row['kind']}]  {row['root']}  "
-                             f"{plural(row['entries'], 'entry', 'entries')} indexed{state}"))
+        typer.echo(printable(f"{row['name']}  [{row['kind']}]  {row['root']}  {_state(row)}"))
+
+
+def _state(row: dict) -> str:
+    """What a source holds for a search: entries indexed, or why none are (not reachable,
+    no files, or not indexed yet: before the first search it is not a count of 0)."""
+    from miniclaw.cli.render import plural
+
+    if not row["reachable"]:
+        return "(not reachable)"
+    if row["files"]:
+        return f"{plural(row['entries'], 'entry', 'entries')} indexed"
+    if row["files_on_disk"]:
+        return (f"not indexed yet ({plural(row['files_on_disk'], 'file')}): run "
+                "`miniclaw memory index`")
+    return "no memory files yet"
 
 
 @sources_app.command("add")
@@ -48,6 +66,7 @@ def add_source(
 ) -> None:
     """Add a memory source to the workspace (config.json), allowing its folder.
 
+    \b
     Example: miniclaw sources add conkeeper ~/code/app/.claude/memory --name app
     """
     from miniclaw.cli.render import printable, to_json
@@ -73,6 +92,7 @@ def remove_source(
 ) -> None:
     """Remove a memory source from the workspace (config.json); its files are untouched.
 
+    \b
     Example: miniclaw sources remove app
     """
     from miniclaw.cli.render import printable, to_json

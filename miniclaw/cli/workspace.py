@@ -17,7 +17,10 @@ def init(
 ) -> None:
     """Create the workspace (identity files and memory/MEMORY.md) where it is missing.
 
-    Existing files are never overwritten. Example: miniclaw --workspace ./demo init
+    Existing files are never overwritten.
+
+    \b
+    Example: miniclaw --workspace ./demo init
     """
     from miniclaw.workspace import init_workspace
 

@@ -80,12 +80,22 @@ def decode(raw: bytes, name: str, *, memory_file: bool = True) -> tuple[str, str
 
 
 def check_appendable(raw: bytes, name: str) -> None:
-    """Refuse to add UTF-8 text to a file in another encoding (UTF-16, or holding NUL bytes):
-    the result would be unreadable, and the new memory invisible."""
+    """Refuse to write UTF-8 text into a file in another encoding (UTF-16, NUL bytes, or
+    bytes that are not UTF-8: Latin-1 saved by an editor): the file would mix two encodings,
+    and the new memory (or the old text) read as garbage in one of them. A MemoryFileError
+    (exit 1), not a usage error: the command was right, the file on disk stops it."""
     if any(raw.startswith(bom) for bom, _ in _BOMS) or b"\x00" in raw:
         raise MemoryFileError(f"{name} is not UTF-8 text (UTF-16, or NUL bytes): miniclaw "
                               "writes UTF-8, so save it as UTF-8 first; nothing was written",
                               path=name)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise MemoryFileError(f"{name} is not valid UTF-8 (a bad byte on line {line}): miniclaw "
+                              f"writes UTF-8, so save it as UTF-8 first (`miniclaw memory edit "
+                              f"{name}:{line}` opens it there); nothing was written",
+                              path=name) from None
 
 
 def read_bytes(path: str | Path, workspace: str | Path | None = None,

@@ -70,15 +70,20 @@ def _cited(entries: list[Entry], path: str, start: int, end: int | None) -> Entr
                      "cited?): search again for its citation")
 
 
-async def find(store, citation: str) -> Entry:
-    """The entry a citation names, as the file is now (UsageError when there is none)."""
+async def find(store, citation: str, *, to_forget: bool = False) -> Entry:
+    """The entry a citation names, as the file is now (UsageError when there is none).
+    `to_forget`: refuse now, before anyone is asked, a file `forget` would refuse to write
+    (not UTF-8: `files.check_appendable`); `memory edit` opens any file, to fix it."""
     path, start, end = parse_citation(citation)
     _parser(store, path)  # a bad path is a usage error before the disk is touched
     store.require_workspace()
 
     def read() -> Entry:
         raw = files.read_bytes(store.workspace / path, store.workspace, path)
-        return _cited(_entries_now(store, path, raw), path, start, end)
+        entry = _cited(_entries_now(store, path, raw), path, start, end)
+        if to_forget:
+            files.check_appendable(raw, path)
+        return entry
 
     return await asyncio.to_thread(read)
 

@@ -9,7 +9,9 @@ their arguments (`memory_tools.py`), people and the chat get `describe`'s plain 
 JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
 
     rarer_words                        the query held only words too common to be indexed
-    widen_days         days            only the last `days` days of daily notes were searched
+    widen_days         days            only the last `days` days of daily notes were searched,
+                                       and older notes hold entries (a new workspace's
+                                       have none: no hint that could find nothing)
     drop_word          word            no memory holds this word (as typed), and the search
                                        found nothing, by words only (bm25, keyword)
     drop_requirement                   +word, a phrase or a required word limits the results

@@ -49,7 +49,8 @@ from typing import NamedTuple
 
 from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.memory.entry import NO_META, Entry, Meta
-from miniclaw.memory.sources import SOURCES, MemorySource, SourceFile
+from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, read_once,
+                                     read_twice_warnings)
 from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")
@@ -221,6 +222,7 @@ class SearchIndex:
         self._watch = None  # a FolderWatch once this process has refreshed twice
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
         self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
+        self._read_twice: list[tuple[SourceFile, str]] = []  # (file, its reader): last scan
         #: Sources with a file on disk at the last refresh: a search skips the others (an
         #: empty or missing sessions/ folder costs a search nothing). None: not known yet.
 
@@ -251,8 +253,11 @@ class SearchIndex:
     # -- keeping up to date --------------------------------------------------------------
 
     def scan(self) -> list[SourceFile]:
-        """The memory files on disk now, across every source."""
-        return [f for source in self.sources for f in source.files(self.workspace)]
+        """The memory files on disk now, across every source; a file two sources find is
+        the first's (`read_once`), and `warnings` says so until a scan finds none."""
+        found, self._read_twice = read_once(
+            [f for source in self.sources for f in source.files(self.workspace)])
+        return found
 
     def refresh(self, *, rebuild: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> RefreshReport:
@@ -311,15 +316,17 @@ class SearchIndex:
                 return [], [], {}, fingerprint
             known = self._known(conn)
             return (*self._todo(disk, known), known, fingerprint)
-        disk, paths = [], []
+        disk, paths, seen = [], [], set()
         for source in self.sources:
             for name in names:
                 path = source.path_of(self.workspace, name)
                 if path is not None:
                     paths.append(path)
-                    found = source.file(self.workspace, name)
+                    # a file two sources find is the first's, as in `scan`
+                    found = None if name in seen else source.file(self.workspace, name)
                     if found is not None:
                         disk.append(found)
+                        seen.add(name)
         known = self._known(conn, paths)
         return (*self._todo(disk, known), known, None)
 
@@ -389,11 +396,14 @@ class SearchIndex:
     # -- reading -------------------------------------------------------------------------
 
     def warnings(self) -> list[tuple[str, str]]:
-        """(path, warning) recorded for indexed files (bad bytes), returned by every search."""
+        """(path, warning) recorded for indexed files (bad bytes), and for a file two sources
+        read (the last scan's `read_twice`), returned by every search."""
         rows = self._run(lambda c: c.execute(
             "SELECT path, warning FROM files INDEXED BY files_with_warning"
             " WHERE warning IS NOT NULL ORDER BY path").fetchall())
-        return [(path, warning) for path, warning in rows]
+        return [(path, warning) for path, warning in rows] + [
+            (path, f"{said}: remove one from config.json (`miniclaw sources remove {second}`)")
+            for path, _, second, said in read_twice_warnings(self._read_twice)]
 
     def corpus(self, terms: Iterable[str]) -> tuple[int, float, dict[str, int]]:
         """(entries, typical entry length, document frequency of each term) over all sources.
@@ -437,6 +447,13 @@ class SearchIndex:
         return self._run(lambda c: c.execute(
             "SELECT 1 FROM files WHERE source = ? AND entry_count > 0 LIMIT 1",
             (source.name,)).fetchone()) is not None
+
+    def has_older(self, source: MemorySource, day: Date) -> bool:
+        """Whether any file of a windowed `source` dated before `day` holds entries: only
+        then may a wider window (`--all`) find more."""
+        return self._run(lambda c: c.execute(
+            "SELECT 1 FROM files WHERE source = ? AND day < ? AND entry_count > 0 LIMIT 1",
+            (source.name, day.isoformat())).fetchone()) is not None
 
     @staticmethod
     def _where(filters: Filters, source: str, windowed: bool) -> tuple[str, list]:

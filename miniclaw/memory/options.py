@@ -23,16 +23,16 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 36_500  # a century: further back is "all history"
 
 
-def check_limit(limit: int) -> int:
+def check_limit(limit: int, name: str = "the result limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"the result limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
+        raise UsageError(f"{name} must be between 1 and {MAX_LIMIT}, not {limit!r}")
     return limit
 
 
-def check_days(days: int | None) -> int | None:
+def check_days(days: int | None, name: str = "the number of days") -> int | None:
     if days is not None and (isinstance(days, bool) or not isinstance(days, int)
                              or not 1 <= days <= MAX_DAYS):
-        raise UsageError(f"the number of days must be between 1 and {MAX_DAYS}, not {days!r}")
+        raise UsageError(f"{name} must be between 1 and {MAX_DAYS}, not {days!r}")
     return days
 
 
@@ -92,8 +92,8 @@ class SearchOptions:
         if values.get("meta") is not None:
             values["meta"] = _meta(values["meta"], label("meta"))
         options = cls(**values)
-        check_limit(options.limit)
-        check_days(options.days)
+        check_limit(options.limit, (names or {}).get("limit", "the result limit"))
+        check_days(options.days, (names or {}).get("days", "the number of days"))
         if options.since and options.until and options.since > options.until:
             raise UsageError(f"{label('since')} {options.since} is after {label('until')} "
                              f"{options.until}")

@@ -152,9 +152,12 @@ class MemoryRanker:
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)
+        windowed = [s for s in selected if s.windowed] if filters.window_start else []
+        if windowed and len(results) < options.limit:  # "widen": only when older notes exist
+            windowed = await asyncio.to_thread(lambda: [s for s in windowed if self.index.has_older(
+                s, filters.window_start)])
         hints = search_hints(query, results, options.limit,
-                             window=options.days if filters.window_start is not None and any(
-                                 s.windowed for s in selected) else None,
+                             window=options.days if windowed else None,
                              missing_words=_typed_words(query.text, plan.missing)
                              if _by_words(mode) else ())
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,

@@ -367,11 +367,35 @@ KINDS: dict[str, str] = {
 
 def read_twice(files: Iterable[SourceFile]) -> list[tuple[SourceFile, str]]:
     """Each file found again by a later source, with the name of the first source reading
-    it: the index keeps a file once, so two sources over one file made every search fail
-    (`sources add` refuses such a folder, `doctor` reports a config.json that does it)."""
+    it: the index keeps a file once, read by the first source (`read_once`); `sources add`
+    refuses such a folder, `doctor` and every search warn of a config.json that does it."""
     first: dict[str, str] = {}
     return [(found, reader) for found in files
             if (reader := first.setdefault(found.absolute, found.source)) != found.source]
+
+
+def read_once(files: list[SourceFile]) -> tuple[list[SourceFile], list[tuple[SourceFile, str]]]:
+    """(the files, each as the first source in the list found it; the ones left out, as
+    `read_twice` gives them). Two sources over one file (a hand-edited config.json) made
+    every search fail on the index's one row per file; now the first source in config
+    order reads it, and `read_twice_warnings` says so."""
+    if len({found.absolute for found in files}) == len(files):  # the usual case: one pass
+        return files, []
+    twice = read_twice(files)
+    dropped = {id(found) for found, _ in twice}
+    return [found for found in files if id(found) not in dropped], twice
+
+
+def read_twice_warnings(twice: Iterable[tuple[SourceFile, str]]) -> list[tuple[str, str, str, str]]:
+    """(a shared file, the source reading it, the source left out, their warning), once per
+    pair of sources, for `read_twice`'s list."""
+    told: dict[tuple[str, str], str] = {}
+    for shared, first in twice:  # the first path by name: the same whatever the listing
+        pair = (first, shared.source)
+        told[pair] = min(told.get(pair, shared.path), shared.path)
+    return [(path, first, second, f"the sources {first!r} and {second!r} both read {path}: "
+             f"the index keeps a file once, so it is searched as {first!r} only")
+            for (first, second), path in told.items()]
 
 
 def source_named(name: str, sources: Sequence[MemorySource] = SOURCES) -> MemorySource:

@@ -288,6 +288,8 @@ def test_rank_limit_shows_top_n_of_total(runner, filled):
 
 
 def test_rank_without_results_suggests_all_and_exits_0(runner, filled):
+    write(filled, f"memory/{days_ago(40)}.md",  # older notes: --all may find more
+          f"# Daily Note - {days_ago(40)}\n\n## 08:00:00 UTC\n\nForty days ago: a kite.\n")
     result = run(runner, filled, "memory", "rank", "-q", "xylophone")
     assert result.exit_code == 0, result.stderr
     assert 'Search Results for: "xylophone"' in result.stdout

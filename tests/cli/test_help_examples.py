@@ -28,3 +28,19 @@ def test_several_examples_are_one_per_line(runner: CliRunner, path):
     if "Examples:" in text:
         block = text.split("Examples:", 1)[1].split("\n\n", 1)[0].strip("\n").splitlines()
         assert len(block) >= 2 and all(line.startswith("    ") for line in block), text
+
+
+@pytest.mark.parametrize("path", sorted(_commands()), ids=" ".join)
+def test_an_example_is_a_line_of_its_own_never_wrapped(runner: CliRunner, path):
+    """`Example: miniclaw --workspace ./demo` on one line and `init` on the next: the
+    example ran on inside a wrapped paragraph, cut where the terminal's width fell, so it
+    could not be copied as it was shown."""
+    text = runner.invoke(app, [*path, "--help"], terminal_width=80).output
+    assert "Example" in text, text  # every command's help ends with an example
+    if "Examples:" in text:
+        return  # a block, one per line (above)
+    [line] = [line for line in text.splitlines() if "Example" in line]
+    assert line.startswith("  Example: miniclaw ") or line.startswith("  Example (") or \
+        line.startswith("  Example: EDITOR="), text
+    after = text.split(line, 1)[1]
+    assert after.startswith("\n\n") or after.strip() == "" or after.startswith("\n  Time zone"), text

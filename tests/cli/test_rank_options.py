@@ -403,6 +403,7 @@ def test_json_result_fields_describe_the_entry(runner, md_ws):
 
 
 def test_json_suggestions_mention_all_when_fewer_results_than_asked(runner, md_ws):
+    write_note(md_ws, 40, "Older: a kite")  # outside the window: --all may find more
     data = rank_json(runner, md_ws, "-q", "postgres", "-n", "5")
     assert len(data["results"]) == 1
     assert data["suggestions"] and any("--all" in hint for hint in data["suggestions"])

@@ -306,3 +306,50 @@ def test_a_folder_another_source_reads_is_refused(workspace, tmp_path, isolated_
     assert _ok(workspace, "memory", "rank", "FTS5", "--all")["total"] > 0
     (project / ".memory").mkdir()
     _ok(workspace, "sources", "add", "ef_memory", str(project))
+
+
+def _configure(home: Path, workspace: Path, *items: object) -> None:
+    """config.json as a person may edit it by hand (no `sources add` check runs)."""
+    (home / ".miniclaw").mkdir(exist_ok=True)
+    (home / ".miniclaw" / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
+        "sources": ["long_term", "daily_note", *items]}}}), encoding="utf-8")
+
+
+def test_two_sources_over_one_file_still_search_and_warn_once(workspace, tmp_path,
+                                                             isolated_home):
+    """A hand-edited config.json whose sources read one file (nested roots, or a kind over
+    memory/): every search, `memory index`, `context` failed ("UNIQUE constraint failed:
+    files.path"). Now the first source in config order reads it, and each says so once,
+    one `Warning:` line naming both sources; the other files are searched as ever."""
+    root = tmp_path / "app" / ".claude" / "memory"
+    root.mkdir(parents=True)
+    (root / "patterns.md").write_text("# Patterns\n- Use snake_case for FTS5 tables\n",
+                                      encoding="utf-8")
+    (root / "more.md").write_text("# More\n- FTS5 needs a rebuild after bulk loads\n",
+                                  encoding="utf-8")
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n- FTS5 is fine\n",
+                                                    encoding="utf-8")
+    _configure(isolated_home, workspace,
+               {"kind": "conkeeper", "root": str(root), "name": "app"},
+               {"kind": "conkeeper", "root": str(root.parent), "name": "wide"},
+               {"kind": "conkeeper", "root": str(workspace / "memory"), "name": "mine"})
+    said = [f"Warning: the sources 'app' and 'wide' both read {root}/more.md: the index "
+            "keeps a file once, so it is searched as 'app' only: remove one from config.json "
+            "(`miniclaw sources remove wide`)",
+            "Warning: the sources 'long_term' and 'mine' both read memory/MEMORY.md: the index "
+            "keeps a file once, so it is searched as 'long_term' only: remove one from "
+            "config.json (`miniclaw sources remove mine`)"]
+    for args in (["memory", "index"], ["search", "FTS5", "--all", "-n", "9"],
+                 ["memory", "rank", "FTS5", "--all"], ["context", "FTS5"]):
+        done = _cli(workspace, *args)
+        assert done.returncode == 0, done.stderr
+        lines = done.stderr.splitlines()  # context adds its token count
+        assert sorted(line for line in lines if not line.startswith("(about ")) == said, args
+    found = _ok(workspace, "search", "FTS5", "--all", "-n", "9")
+    assert sorted((hit["source"], hit["path"]) for hit in found["results"]) == [
+        ("app", f"{root}/more.md"), ("app", f"{root}/patterns.md"),
+        ("long_term", "memory/MEMORY.md")]
+    assert sorted(w["message"] for w in found["warnings"]) == [line.removeprefix("Warning: ")
+                                                               for line in said]
+    listed = {row["name"]: row["entries"] for row in _ok(workspace, "sources", "list")["sources"]}
+    assert listed["app"] == 2 and listed["wide"] == 0 and listed["long_term"] == 1

@@ -49,6 +49,7 @@ async def test_a_damaged_file_is_a_returned_warning_with_results_and_no_log_line
 
 
 async def test_hints_are_kinds_and_parameters_worded_by_each_caller(store, damaged):
+    write_note(damaged, "2025-12-01", "Older: a kite")  # outside the window: days may widen
     found = await store.search("coffee", days=30)
     assert found.hints == (Hint("widen_days", days=30), Hint("narrow_category",
                                                             category="preference"))

@@ -482,6 +482,7 @@ async def test_corrected_required_word_is_required_under_its_new_spelling(store,
 
 
 async def test_suggestions_when_fewer_results_than_the_limit_mention_all(store, atlas):
+    write_note(atlas, "2025-12-01", "Older: a kite")  # outside the window: --all may find more
     found = await store.search("helmet", limit=5)
     assert len(found.results) == 1
     assert Hint("widen_days", days=30) in found.hints

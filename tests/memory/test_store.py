@@ -338,12 +338,14 @@ async def test_bom_memory_file_is_read_without_warning(store, workspace, minicla
     assert not [r for r in miniclaw_log.records if r.name.startswith("miniclaw")]
 
 
-async def test_add_to_non_utf8_memory_file_keeps_its_bad_bytes(store, workspace):
+async def test_add_to_non_utf8_memory_file_is_refused_and_keeps_its_bytes(store, workspace):
+    """Appending UTF-8 to a Latin-1 file made it two encodings at once: refused now."""
     path = workspace / "memory/MEMORY.md"
     raw = b"# Memory\n\n## 2026-02-13\n- caf\xe9\n"
     path.write_bytes(raw)
-    await store.add_long_term("new")
-    assert path.read_bytes().startswith(raw)
+    with pytest.raises(MemoryFileError, match="not valid UTF-8 \\(a bad byte on line 4\\)"):
+        await store.add_long_term("new")
+    assert path.read_bytes() == raw
 
 
 # -- short-term -------------------------------------------------------------------------

@@ -325,3 +325,25 @@ def test_a_source_kind_imports_first_in_a_new_process(module):
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+async def test_a_file_two_sources_find_is_the_firsts_through_the_watch_too(workspace, tmp_path):
+    """Two sources over one folder (nested roots): a long-lived store searches, and a file
+    written while it watches is indexed once, as the first source's; before, the index's
+    one row per path failed the search ("UNIQUE constraint failed: files.path")."""
+    root = _notes(tmp_path)
+    wide = TextNotes(root=str(root.parent), name="wide")
+    async with MemoryStore(workspace, now=lambda: NOW, roots=[root.parent],
+                           sources=(*SOURCES, TextNotes(root=str(root)), wide)) as store:
+        for _ in range(3):  # from the second search on, the store watches every folder
+            found = await store.search("lantern")
+            assert {(h.source, h.path) for h in found.results} == {
+                ("text_notes", f"{root}/a.txt"), ("text_notes", f"{root}/trips/b.txt")}
+            [warning] = found.warnings
+            assert warning.params["message"].startswith(
+                f"the sources 'text_notes' and 'wide' both read {root}/a.txt: ")
+        assert store.index._watch is not None and store.index._watch.active
+        (root / "trips" / "c.txt").write_text("A kayak by the lantern.\n", encoding="utf-8")
+        found = await store.search("kayak")
+        assert [(h.source, h.path) for h in found.results] == [
+            ("text_notes", f"{root}/trips/c.txt")]
