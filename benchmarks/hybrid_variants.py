@@ -289,9 +289,88 @@ def timecue(value: str) -> None:
     ranker._date_bonus = bonus
 
 
+def longterms(value: str) -> None:
+    """the length in index terms up to which a cosine counts in full (semantic.LONG_TERMS,
+    40; beyond, LONG_TERMS / length); a huge VALUE is hybrid before the length scale"""
+    from miniclaw.memory.scoring import semantic
+
+    semantic.LONG_TERMS = int(value)
+
+
+def _feedback(value: str, source_of) -> None:
+    """BM25's query expanded by the strongest terms of the first results of `source_of`
+    (the index, the mode's retrievers, the source, the request, k -> entry ids, best
+    first): RM3-style pseudo-relevance feedback, each new term at VALUE x its idf x its
+    share of the feedback texts (tf over length, summed), the best `_FEEDBACK_TERMS`."""
+    from collections import Counter
+
+    from miniclaw.memory import ranker
+    from miniclaw.memory.scoring.bm25 import BM25Scorer
+    from miniclaw.memory.tokenizer import is_stop_word, tokenize
+
+    beta = float(value)
+    extra: dict[str, float] = {}
+    weights = BM25Scorer.weights
+
+    def weighted(self, terms, stats):
+        out = weights(self, terms, stats)
+        return {t: w * extra.get(t, 1.0) for t, w in out.items()}
+
+    BM25Scorer.weights = weighted
+    search_source = ranker.MemoryRanker._search_source
+
+    def expanded(self, source, mode, request, k, phrases=()):
+        extra.clear()
+        if len(mode.retrievers) > 1:
+            with self.index.snapshot():
+                top = source_of(self.index, mode.retrievers, source, request, k)
+                texts = self.index.entries(top)
+            have = set(request.terms)
+            counts: Counter = Counter()
+            for i in top:
+                terms = [t for t in tokenize(texts[i].text) if not is_stop_word(t)]
+                for t, n in Counter(terms).items():
+                    if t not in have and len(t) > 2 and not t.isdigit():
+                        counts[t] += n / len(terms)
+            entries, _, df = self.index.corpus([t for t, _ in counts.most_common(50)])
+            idf = {t: BM25Scorer().idf(df.get(t, 0), max(entries, 1)) for t in df}
+            best = sorted(((c * idf[t], t) for t, c in counts.items() if df.get(t)),
+                          reverse=True)[:_FEEDBACK_TERMS]
+            if best:
+                high = best[0][0]
+                extra.update({t: beta * v / high for v, t in best})
+                stats = request.stats._replace(df={**request.stats.df, **df})
+                request = request._replace(terms=request.terms + tuple(extra), stats=stats)
+        return search_source(self, source, mode, request, k, phrases)
+
+    ranker.MemoryRanker._search_source = expanded
+
+
+_FEEDBACK_TERMS = 10
+_FEEDBACK_DOCS = 3
+
+
+def _first(retriever_at: int):
+    def first(index, retrievers, source, request, k):
+        found = retrievers[retriever_at].retrieve(index, source, request, k).scores
+        return sorted(found, key=lambda i: -found[i])[:_FEEDBACK_DOCS]
+    return first
+
+
+def prf(value: str = "0.3") -> None:
+    """BM25's query expanded by the best terms of BM25's own top 3 (RM3-style feedback),
+    each at VALUE x idf x its share (see `_feedback`)"""
+    _feedback(value, _first(0))
+
+
+def vprf(value: str = "0.3") -> None:
+    """BM25's query expanded by the best terms of the vector's top 3 (cross feedback)"""
+    _feedback(value, _first(1))
+
+
 VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
                                     bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
-                                    qstrip, timecue)}
+                                    qstrip, timecue, longterms, prf, vprf)}
 
 
 def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: Path) -> dict:

@@ -20,6 +20,7 @@ import pytest
 from miniclaw.memory import embedding
 from miniclaw.memory.derived import DerivedData
 from miniclaw.memory.hints import SearchWarning
+from miniclaw.memory.index import Filters
 from miniclaw.memory.scoring import semantic
 from tests.conftest import daily_note, long_term, write
 
@@ -71,6 +72,36 @@ async def test_hybrid_is_explained_by_each_retrievers_part(store, workspace):
     parts = dict(top.explanation)
     assert set(parts) == {"bm25", "vector"} and all(v > 0 for v in parts.values())
     assert sum(parts.values()) == pytest.approx(top.score)
+
+
+DOG_NAMES = ("Choosing a name for a new dog is a fun part of bringing a puppy home. Popular "
+             "dog names include Max, Bella, Charlie, Luna and Cooper. Pick a short name of one "
+             "or two syllables that your dog can tell apart from common commands such as sit "
+             "or stay, and make sure everyone in the family uses the same name. Many owners "
+             "name a dog after its colour, its breed, a favourite food or a famous character. "
+             "Say the name in a happy voice, reward the dog when it looks at you, and practise "
+             "a few minutes a day: most puppies learn their name within a week or two.")
+
+
+@needs_model
+async def test_a_long_entrys_cosine_is_scaled_by_its_length(store, workspace):
+    # The essay is closer to the question by raw cosine (0.69 against 0.60): a long text's
+    # vector is near many questions. Scaled by LONG_TERMS / length, the turn that answers
+    # comes first, and the essay's score is its cosine scaled so.
+    answer = "We called the puppy Biscuit, after his colour."
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", [DOG_NAMES, answer])))
+    question = "what did I name my new dog?"
+    found = await store.search(question, mode="vector", explain=True)
+    assert [r.content for r in found.results] == [answer, DOG_NAMES]
+    model = embedding.load()
+    query, essay = model.embed([question, DOG_NAMES])
+    source = store.index.sources[0]
+    ids = store.index.matching(source, Filters((source.name,)))
+    essay_id = next(i for i, e in store.index.entries(ids).items() if e.text == DOG_NAMES)
+    length = store.index.lengths([essay_id])[essay_id]
+    assert length > semantic.LONG_TERMS
+    assert found.results[1].score == pytest.approx(
+        float(query @ essay) * semantic.LONG_TERMS / length, abs=1e-5)
 
 
 @needs_model
