@@ -1,7 +1,8 @@
 """The vector retriever and the modes built on it: `vector` (the model alone) and `hybrid`
 (BM25 and the vectors: BM25's score over its best plus the cosine, `fusion.py`), registered
 as modes like any retriever. In a conversation a short turn's cosine takes context from the
-turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`).
+turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`). A long
+entry's own cosine is scaled down by its length (`_by_length`), as BM25's score is.
 
 Vectors come from the optional offline model (`memory/embedding.py`) and are kept per text
 in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
