@@ -116,7 +116,20 @@ mean vector (all-but-the-top; alone: 0.686-0.687 / 0.758-0.774 for weights 0.7-1
 the top principal direction removed too: LongMemEval 0.755): with the length scale,
 weight 0.7 / 0.85 / 1.0: 0.687 / 0.800, 0.685 / 0.800, 0.686 / 0.785; the cosine as a
 z-score over the collection (/ 10): 0.684 / 0.795. Pseudo-relevance feedback for BM25
-(`prf`: terms of BM25's own top 3; `vprf`: of the vector's top 3), see the table below.
+(`prf`: terms of BM25's own top 3; `vprf`: of the vector's top 3), on the full dev sets
+with the length scale (same run, same load):
+
+  variant            LoCoMo                 LongMemEval
+  prf:0.15           0.679 / 0.778 / 0.510  0.782 / 0.903 / 0.737
+  vprf:0.05          0.692 / 0.770 / 0.539  0.798 / 0.904 / 0.729
+  vprf:0.1           0.698 / 0.771 / 0.537  0.793 / 0.904 / 0.719
+  vprf:0.15          0.696 / 0.776 / 0.533  0.785 / 0.902 / 0.707
+  vprf:0.1+fbdocs:5  0.694 / 0.774 / 0.541  0.787 / 0.909 / 0.721
+  vprf:0.1+fbterms:5 0.691 / 0.769 / 0.536  0.786 / 0.904 / 0.724
+The vector's top results' terms lift LoCoMo past its target (vprf:0.1, +0.009) and cost
+LongMemEval as much (-0.006, -0.014 at 0.15): a trade, not a gain on both, and not flat
+in its weight; not landed (it would also cost a second vector retrieval, three texts read
+and tokenized and a corpus read per search).
 
 Run (from the repo root):
   cp /tmp/hq-vectors.sqlite3 /tmp/my-vectors.sqlite3
@@ -329,6 +342,30 @@ def longterms(value: str) -> None:
     semantic.LONG_TERMS = int(value)
 
 
+def bmctx() -> None:
+    """the vector's candidates that BM25's top 50 left out get BM25's neighbour context too
+    (their BM25 score is otherwise their own terms' only; the benchmark's sources are all
+    sequences)"""
+    from miniclaw.memory import ranker
+    from miniclaw.memory.neighbours import add_neighbour_scores
+
+    score_all = ranker.MemoryRanker._score_all
+
+    def with_context(self, mode, request, found):
+        out = score_all(self, mode, request, found)
+        missing = {i: s for i, s in out[0][0].items() if i not in found[0][0] and s > 0}
+        if missing and mode.neighbor_weights:
+            bm25 = mode.retrievers[0]
+            lifted = add_neighbour_scores(self.index, missing, request.filters,
+                                          mode.neighbor_weights,
+                                          lambda ids: bm25.parts(self.index, ids, request))
+            scores = {**out[0][0], **{i: lifted[i] for i in missing if i in lifted}}
+            out[0] = (scores, *out[0][1:])
+        return out
+
+    ranker.MemoryRanker._score_all = with_context
+
+
 def _feedback(value: str, source_of) -> None:
     """BM25's query expanded by the strongest terms of the first results of `source_of`
     (the index, the mode's retrievers, the source, the request, k -> entry ids, best
@@ -389,6 +426,18 @@ def _first(retriever_at: int):
     return first
 
 
+def fbterms(value: str) -> None:
+    """terms added by `prf`/`vprf` (10)"""
+    global _FEEDBACK_TERMS
+    _FEEDBACK_TERMS = int(value)
+
+
+def fbdocs(value: str) -> None:
+    """results `prf`/`vprf` take their terms from (3)"""
+    global _FEEDBACK_DOCS
+    _FEEDBACK_DOCS = int(value)
+
+
 def prf(value: str = "0.3") -> None:
     """BM25's query expanded by the best terms of BM25's own top 3 (RM3-style feedback),
     each at VALUE x idf x its share (see `_feedback`)"""
@@ -402,7 +451,8 @@ def vprf(value: str = "0.3") -> None:
 
 VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
                                     bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
-                                    qstrip, timecue, longterms, prf, vprf)}
+                                    qstrip, timecue, longterms, bmctx, prf, vprf, fbterms,
+                                    fbdocs)}
 
 
 def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: Path) -> dict:
