@@ -126,6 +126,10 @@ with the length scale (same run, same load):
   vprf:0.15          0.696 / 0.776 / 0.533  0.785 / 0.902 / 0.707
   vprf:0.1+fbdocs:5  0.694 / 0.774 / 0.541  0.787 / 0.909 / 0.721
   vprf:0.1+fbterms:5 0.691 / 0.769 / 0.536  0.786 / 0.904 / 0.724
+  bmctx              0.689 / 0.764 / 0.538  0.806 / 0.898 / 0.725
+bmctx (BM25's neighbour context for the vector's candidates that BM25's top 50 left out,
+as its own candidates have it) is the one more gain: LongMemEval +0.007, LoCoMo unchanged
+(offline the same: 0.806 / 0.689); not landed yet (it changes ranker._score_all).
 The vector's top results' terms lift LoCoMo past its target (vprf:0.1, +0.009) and cost
 LongMemEval as much (-0.006, -0.014 at 0.15): a trade, not a gain on both, and not flat
 in its weight; not landed (it would also cost a second vector retrieval, three texts read
