@@ -21,6 +21,9 @@ from miniclaw.memory import embedding
 from miniclaw.memory.derived import DerivedData
 from miniclaw.memory.hints import SearchWarning
 from miniclaw.memory.index import Filters
+from miniclaw.memory.options import SearchOptions
+from miniclaw.memory.query import parse_query
+from miniclaw.memory.scoring import Request, get_mode
 from miniclaw.memory.scoring import semantic
 from tests.conftest import daily_note, long_term, write
 
@@ -102,6 +105,29 @@ async def test_a_long_entrys_cosine_is_scaled_by_its_length(store, workspace):
     assert length > semantic.LONG_TERMS
     assert found.results[1].score == pytest.approx(
         float(query @ essay) * semantic.LONG_TERMS / length, abs=1e-5)
+
+
+@needs_model
+async def test_a_bm25_score_does_not_depend_on_which_list_found_the_entry(store, workspace):
+    # Cut at 1, BM25's list holds the fence only; the vector's brings in the two turns, whose
+    # BM25 scores must still take their neighbour context (each holds one query word, the
+    # other turn the other): the same scores as when BM25's own list holds them.
+    write(workspace, "memory/2026-02-10.md", daily_note("2026-02-10", [
+        "Mel: Caroline, how is the new job going?",
+        "It's great, I work with kids at the adoption agency every day."],
+        ["10:00:00", "10:01:00"]))
+    write(workspace, "memory/2026-02-01.md", daily_note("2026-02-01", [
+        "Caroline fixed the fence; Caroline's work on the fence took all of Caroline's work "
+        "day."], ["09:00:00"]))
+    ranker = store.ranker()
+    query, mode = parse_query("where does Caroline work?"), get_mode("hybrid")
+    plan = ranker._prepare(query, mode, True, list(store.index.sources))
+    request = Request(query, tuple(plan.terms), plan.stats,
+                      ranker.filters(SearchOptions(days=None)))
+    notes = next(s for s in store.index.sources if s.sequence)
+    cut, whole = (ranker._search_source(notes, mode, request, k) for k in (1, 50))
+    assert len(cut.scores[0]) == len(whole.scores[0]) == 3
+    assert cut.scores[0] == pytest.approx(whole.scores[0])
 
 
 @needs_model
