@@ -41,6 +41,14 @@ def patch() -> None:
 
     retrieval.write_conversation = spans_kept
     search_source = ranker.MemoryRanker._search_source
+    score_all = ranker.MemoryRanker._score_all
+    OWN: list = []
+
+    def own_lists(self, mode, request, found):
+        OWN[:] = [dict(scores) for scores, _, _ in found]  # each retriever's, before completion
+        return score_all(self, mode, request, found)
+
+    ranker.MemoryRanker._score_all = own_lists
 
     def kept(self, source, mode, request, k, phrases=()):
         found = search_source(self, source, mode, request, k, phrases)
@@ -66,6 +74,7 @@ def patch() -> None:
             places={i: (p.date, p.time, p.path, p.line_start) for i, p in places.items()},
             around=around, dated=dated, turn=turn,
             length={i: len(texts[i].text) for i in ids},
+            terms_length=self.index.lengths(ids), own=list(OWN),
             text={i: texts[i].text[:300] for i in ids},
             vec={i: np.frombuffer(raw[i], np.float32) for i in ids if i in raw},
             qvec=np.array(vec._query),

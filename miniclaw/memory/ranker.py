@@ -213,7 +213,7 @@ class MemoryRanker:
             found = [self._retrieve(source, mode, retriever, request, k, phrases)
                      for retriever in mode.retrievers]
             if len(found) > 1:
-                found = self._score_all(mode, request, found)
+                found = self._score_all(mode, request, found, source)
             # one read for every retriever's candidates (they share most of them)
             places = self.index.places(sorted({i for scores, _ in found for i in scores}))
         return _Found(tuple(scores for scores, _ in found),
@@ -246,17 +246,28 @@ class MemoryRanker:
                           if i in before or self._has_phrases(joined[i], phrases)}
         return scores, total
 
-    def _score_all(self, mode: SearchMode, request: Request, found: list) -> list:
+    def _score_all(self, mode: SearchMode, request: Request, found: list, source) -> list:
         """Each retriever's scores completed with the candidates only the others found, by
         its `parts()`: fusion compares an entry's scores, and being left out of a list cut
-        at its best `k` is not a score of 0 (`scoring/fusion.py`)."""
+        at its best `k` is not a score of 0 (`scoring/fusion.py`). In a sequence source, an
+        unbounded (BM25) score gets its neighbour context as the retriever's own candidates
+        did: a score must not depend on which list found the entry (LongMemEval turn R@5
+        0.799 -> 0.806, LoCoMo unchanged: benchmarks/hybrid_variants.py, bmctx)."""
         everyone = set().union(*(scores for scores, _ in found))
         out = []
         for retriever, (scores, total) in zip(mode.retrievers, found):
             missing = sorted(everyone - scores.keys())
             if missing:
                 parts = retriever.parts(self.index, missing, request)
-                scores = {**scores, **{i: sum(parts[i].values()) for i in missing}}
+                added = {i: sum(parts[i].values()) for i in missing}
+                matched = {i: score for i, score in added.items() if score > 0}
+                if matched and mode.neighbor_weights and source.sequence \
+                        and not getattr(retriever, "bounded", False):
+                    lifted = add_neighbour_scores(
+                        self.index, matched, request.filters, mode.neighbor_weights,
+                        lambda ids: retriever.parts(self.index, ids, request), source)
+                    added.update((i, lifted[i]) for i in matched if i in lifted)
+                scores = {**scores, **added}
             out.append((scores, total))
         return out
 

@@ -20,6 +20,10 @@ import pytest
 from miniclaw.memory import embedding
 from miniclaw.memory.derived import DerivedData
 from miniclaw.memory.hints import SearchWarning
+from miniclaw.memory.index import Filters
+from miniclaw.memory.options import SearchOptions
+from miniclaw.memory.query import parse_query
+from miniclaw.memory.scoring import Request, get_mode
 from miniclaw.memory.scoring import semantic
 from tests.conftest import daily_note, long_term, write
 
@@ -71,6 +75,59 @@ async def test_hybrid_is_explained_by_each_retrievers_part(store, workspace):
     parts = dict(top.explanation)
     assert set(parts) == {"bm25", "vector"} and all(v > 0 for v in parts.values())
     assert sum(parts.values()) == pytest.approx(top.score)
+
+
+DOG_NAMES = ("Choosing a name for a new dog is a fun part of bringing a puppy home. Popular "
+             "dog names include Max, Bella, Charlie, Luna and Cooper. Pick a short name of one "
+             "or two syllables that your dog can tell apart from common commands such as sit "
+             "or stay, and make sure everyone in the family uses the same name. Many owners "
+             "name a dog after its colour, its breed, a favourite food or a famous character. "
+             "Say the name in a happy voice, reward the dog when it looks at you, and practise "
+             "a few minutes a day: most puppies learn their name within a week or two.")
+
+
+@needs_model
+async def test_a_long_entrys_cosine_is_scaled_by_its_length(store, workspace):
+    # The essay is closer to the question by raw cosine (0.69 against 0.60): a long text's
+    # vector is near many questions. Scaled by LONG_TERMS / length, the turn that answers
+    # comes first, and the essay's score is its cosine scaled so.
+    answer = "We called the puppy Biscuit, after his colour."
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", [DOG_NAMES, answer])))
+    question = "what did I name my new dog?"
+    found = await store.search(question, mode="vector", explain=True)
+    assert [r.content for r in found.results] == [answer, DOG_NAMES]
+    model = embedding.load()
+    query, essay = model.embed([question, DOG_NAMES])
+    source = store.index.sources[0]
+    ids = store.index.matching(source, Filters((source.name,)))
+    essay_id = next(i for i, e in store.index.entries(ids).items() if e.text == DOG_NAMES)
+    length = store.index.lengths([essay_id])[essay_id]
+    assert length > semantic.LONG_TERMS
+    assert found.results[1].score == pytest.approx(
+        float(query @ essay) * semantic.LONG_TERMS / length, abs=1e-5)
+
+
+@needs_model
+async def test_a_bm25_score_does_not_depend_on_which_list_found_the_entry(store, workspace):
+    # Cut at 1, BM25's list holds the fence only; the vector's brings in the two turns, whose
+    # BM25 scores must still take their neighbour context (each holds one query word, the
+    # other turn the other): the same scores as when BM25's own list holds them.
+    write(workspace, "memory/2026-02-10.md", daily_note("2026-02-10", [
+        "Mel: Caroline, how is the new job going?",
+        "It's great, I work with kids at the adoption agency every day."],
+        ["10:00:00", "10:01:00"]))
+    write(workspace, "memory/2026-02-01.md", daily_note("2026-02-01", [
+        "Caroline fixed the fence; Caroline's work on the fence took all of Caroline's work "
+        "day."], ["09:00:00"]))
+    ranker = store.ranker()
+    query, mode = parse_query("where does Caroline work?"), get_mode("hybrid")
+    plan = ranker._prepare(query, mode, True, list(store.index.sources))
+    request = Request(query, tuple(plan.terms), plan.stats,
+                      ranker.filters(SearchOptions(days=None)))
+    notes = next(s for s in store.index.sources if s.sequence)
+    cut, whole = (ranker._search_source(notes, mode, request, k) for k in (1, 50))
+    assert len(cut.scores[0]) == len(whole.scores[0]) == 3
+    assert cut.scores[0] == pytest.approx(whole.scores[0])
 
 
 @needs_model

@@ -1,7 +1,8 @@
 """The vector retriever and the modes built on it: `vector` (the model alone) and `hybrid`
 (BM25 and the vectors: BM25's score over its best plus the cosine, `fusion.py`), registered
 as modes like any retriever. In a conversation a short turn's cosine takes context from the
-turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`).
+turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`). A long
+entry's own cosine is scaled down by its length (`_by_length`), as BM25's score is.
 
 Vectors come from the optional offline model (`memory/embedding.py`) and are kept per text
 in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
@@ -49,6 +50,9 @@ MIN_SIMILARITY = 0.2
 # The cosine's weight in hybrid's fusion, BM25's score over its best being 1: chosen on the
 # LoCoMo dev set and checked on LongMemEval's (benchmarks/README.md, "Hybrid search").
 FUSION_WEIGHT = 1.0
+# Index terms up to which a cosine counts in full; beyond, it is scaled by LONG_TERMS / length
+# (`_by_length`). 40 terms is a long paragraph; dev-set curve in benchmarks/hybrid_variants.py.
+LONG_TERMS = 40
 
 
 class _Vectors:
@@ -268,7 +272,8 @@ class VectorRetriever:
                 break
             want *= 4
         kept = sorted(found, key=lambda row: (-score[row[1]], row[0]))[:k]
-        return Candidates({entry_id: score[h] for entry_id, h in kept}, len(found))
+        return Candidates(_by_length(index, {entry_id: score[h] for entry_id, h in kept}),
+                          len(found))
 
     def parts(self, index: SearchIndex, entry_ids: Sequence[int],
               request: Request) -> dict[int, dict[str, float]]:
@@ -293,7 +298,18 @@ class VectorRetriever:
         for i in rest:
             cosine[i] = float(np.frombuffer(values[i], np.float32) @ self._query) \
                 if len(values.get(i, b"")) == size else 0.0
+        cosine = _by_length(index, cosine)
         return {i: {self.name: cosine[i]} for i in entry_ids}
+
+
+def _by_length(index: SearchIndex, cosine: dict[int, float]) -> dict[int, float]:
+    """The cosines of entries longer than `LONG_TERMS` index terms scaled down by
+    LONG_TERMS / length, as BM25 normalizes by length. Why: a long text's vector averages
+    many topics, so it is close to many questions; on LongMemEval, long assistant replies
+    (1,000-3,500 characters, cosine 0.5-0.9) pushed the user turns holding the answer out of
+    the top 5 (turn recall@5 0.768 -> 0.799; LoCoMo's short turns: unchanged, 0.689)."""
+    long = {i: n for i, n in index.lengths(list(cosine)).items() if n > LONG_TERMS}
+    return {i: c * LONG_TERMS / long[i] if i in long else c for i, c in cosine.items()}
 
 
 def _degraded(requested: str):
