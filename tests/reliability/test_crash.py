@@ -321,6 +321,7 @@ def test_sigkill_during_index_updates_is_repaired_by_the_next_search(tmp_path, e
     build_s = time.monotonic() - started
     queries = ["topic17 item3", "fact", '"note 4-2"', "item9 -topic17"]
     kinds: list[str] = []
+    took: dict[str, float] = {}  # how long a kind of update took when it finished unkilled
     for kill in range(RANDOM_INDEX_KILLS):
         kind = ("rebuild", "refresh", "create")[kill % 3]
         if kind == "refresh":  # files changed since the index: an incremental update is due
@@ -335,8 +336,13 @@ def test_sigkill_during_index_updates_is_repaired_by_the_next_search(tmp_path, e
         proc = subprocess.Popen([PYTHON, "-m", "miniclaw", "--workspace", str(ws), *args],
                                 env=env, cwd=str(REPO), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.05, max(0.2, build_s * 1.2)))
-        proc.send_signal(signal.SIGKILL)
+        began = time.monotonic()
+        try:
+            proc.wait(timeout=rng.uniform(0.05, max(0.2, took.get(kind, build_s) * 1.2)))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+        else:  # it finished first (the first build ran on a loaded machine): aim shorter
+            took[kind] = time.monotonic() - began
         _, err = proc.communicate(timeout=60)
         assert b"Traceback" not in err, err
         kinds.append(f"{kind}:{'killed' if proc.returncode == -signal.SIGKILL else 'finished'}")
