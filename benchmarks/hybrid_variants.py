@@ -149,6 +149,7 @@ from __future__ import annotations
 
 import re
 import sys
+from types import SimpleNamespace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -355,8 +356,10 @@ def nobmctx() -> None:
     from miniclaw.memory import ranker
 
     score_all = ranker.MemoryRanker._score_all
+    not_sequence = SimpleNamespace(sequence=False)  # the context is only a sequence's
     ranker.MemoryRanker._score_all = \
-        lambda self, mode, request, found, source=None: score_all(self, mode, request, found)
+        lambda self, mode, request, found, source: score_all(self, mode, request, found,
+                                                             not_sequence)
 
 
 def _feedback(value: str, source_of) -> None:
