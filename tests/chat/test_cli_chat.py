@@ -195,6 +195,36 @@ def test_ctrl_c_ends_the_session_cleanly(ws, moment):
         assert records[1]["interrupted"] is True and records[1]["content"] == ""
 
 
+# A Ctrl-C that Python raises inside a finalizer (here a weakref callback, as when a finished
+# task is forgotten just as a turn ends) is dropped by Python with a printed traceback.
+_FINALIZER_INTERRUPT = """
+import time, weakref
+from miniclaw.chat.console import _interrupts_not_lost
+
+class Thing:
+    pass
+
+def callback(ref):
+    raise KeyboardInterrupt
+
+with _interrupts_not_lost():
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing
+    try:
+        time.sleep(20)
+    except KeyboardInterrupt:
+        print("interrupted")
+"""
+
+
+def test_a_ctrl_c_that_lands_in_a_finalizer_still_ends_the_chat():
+    done = subprocess.run([sys.executable, "-c", _FINALIZER_INTERRUPT], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout == "interrupted\n"  # before: the sleep ran its 20 s, not interrupted
+    assert done.stderr == ""  # before: "Exception ignored in: ... Traceback ..."
+
+
 HEAVY_FOR_RANK = ("httpx", "httpcore", "miniclaw.chat", "miniclaw.context")
 _CHECK = ("import sys\n"
           "loaded = sorted(m for m in sys.modules if m.startswith({heavy!r}))\n"
