@@ -469,24 +469,34 @@ def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
     from miniclaw.memory.privacy import may_hold_private, visible_text
 
     entries = parse(visible_text(redact(text) if redact else text, **visibility))
-    # A record can only spell a tag the file does not show if the file names "private"
-    # somehow (escaped brackets), or folds to it (fullwidth letters): else skip the check.
-    recheck = not text.isascii() or _PRIVATE_WORD.search(text) is not None
+    # Every record is checked again: a format may spell a tag the file does not show, with
+    # any of its characters escaped (JSON's `\u0070` for `p`: no `<`, no "private" in the
+    # line). `may_hold_private` answers most texts with two scans in C.
     make = Entry._make
     out = []
     for entry in entries:
-        if recheck and may_hold_private(entry.text):
+        if may_hold_private(entry.text):
             clean = visible_text(entry.text).strip()
             if not clean:
                 continue
             entry = entry._replace(text=clean)
         meta = entry.meta
-        if recheck and meta:  # its values too (visible_text passes most strings as they are)
+        if meta and not all(_plain(value) for value in meta.values()):  # its values too
             meta = {key: _redacted(value) for key, value in meta.items()}
         if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
             entry = entry._replace(meta=Meta(meta))
         out.append(entry if entry.source == name else make((entry[0], name, *entry[2:])))
     return out
+
+
+def _plain(value: object) -> bool:
+    """A metadata value `_redacted` would keep as it is: no text, or text that cannot hold
+    a tag or open front matter (most values: a session id, a role, a time)."""
+    from miniclaw.memory.privacy import may_hold_private
+
+    if isinstance(value, str):
+        return not may_hold_private(value) and "---" not in value
+    return not isinstance(value, (list, dict))
 
 
 def _redacted(value: object) -> object:
@@ -500,9 +510,6 @@ def _redacted(value: object) -> object:
     if isinstance(value, dict):
         return {key: _redacted(item) for key, item in value.items()}
     return value
-
-
-_PRIVATE_WORD = re.compile("private", re.IGNORECASE)
 
 
 def source_warning(source: MemorySource, text: str, path: str) -> str | None:

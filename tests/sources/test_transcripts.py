@@ -278,6 +278,34 @@ def test_private_text_typed_in_a_chat_never_reaches_an_entry(before, after):
             assert SECRET not in entry.text and SECRET not in json.dumps(dict(entry.meta))
 
 
+def _escaped(text: str, which: list[bool]) -> str:
+    """`text` as a JSON string's inside, the characters picked by `which` as `\\uXXXX`."""
+    return "".join(f"\\u{ord(c):04x}" if escape else json.dumps(c)[1:-1]
+                   for c, escape in zip(text, which))
+
+
+@settings(max_examples=80, deadline=None)
+@given(which=st.lists(st.booleans(), min_size=19, max_size=19).filter(any))
+def test_a_tag_spelled_with_json_escapes_hides_its_text(which):
+    """A JSON writer may escape any character (`\\u0070` for `p`): the tag the message holds
+    once decoded hides its text, even when the line itself shows no `<` and no "private"
+    (a line whose letters were all escaped reached the index whole). A line that shows one
+    tag unescaped and the other escaped is hidden from its visible tag on (fail closed)."""
+    opening, closing = _escaped("<private>", which[:9]), _escaped("</private>", which[9:])
+    content = f"my pin is {opening}{SECRET}{closing} and the lantern is in the shed"
+    miniclaw_line = ('{"role": "user", "content": "' + content + '", "session_id": "s",'
+                     ' "timestamp": "2026-02-14T09:12:03.000Z"}')
+    claude_line = ('{"type": "user", "sessionId": "s", "cwd": "/p", "timestamp":'
+                   ' "2026-02-14T09:12:03.000Z", "message": {"role": "user", "content":'
+                   ' [{"type": "text", "text": "' + content + '"}]}}')
+    for source, line in ((TranscriptSource(), miniclaw_line), (ClaudeCodeSource(), claude_line)):
+        entries = read_entries(source, line + "\n", "s.jsonl")
+        assert all(SECRET not in e.text and SECRET not in json.dumps(dict(e.meta))
+                   for e in entries), line
+        if "<private>" not in line and "</private>" not in line:  # found once decoded only
+            assert [e.text for e in entries] == ["my pin is  and the lantern is in the shed"]
+
+
 def test_private_text_typed_in_a_chat_is_not_in_the_index_or_the_output(workspace):
     _chat(workspace, "20260214-091203-a1b2c3",
           ("user", f"The alarm code is <private>{SECRET}</private> and the lantern is in the shed."))
