@@ -13,14 +13,11 @@ when a turn failed (a script must see it).
 from __future__ import annotations
 
 import asyncio
-import signal
-import sys
-import threading
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import TextIO
 
 from miniclaw.chat.loop import ChatSession
+from miniclaw.interrupts import interrupts_not_lost
 
 PROMPT = "you> "
 
@@ -33,7 +30,7 @@ def run_console(open_session: Callable[[], Awaitable[ChatSession]], *, stdin: Te
             import readline  # noqa: F401  (gives input() editing and history)
         except ImportError:  # not on every platform
             pass
-    with _interrupts_not_lost(), asyncio.Runner() as runner:
+    with interrupts_not_lost(), asyncio.Runner() as runner:
         session = runner.run(open_session())
         if interactive:
             session.confirm = _confirm_at(stdout)
@@ -66,31 +63,6 @@ def run_console(open_session: Callable[[], Awaitable[ChatSession]], *, stdin: Te
     stderr.write(f"Bye.{where}\n")
     stderr.flush()
     return 1 if session.failed and not interactive else 0
-
-
-@contextmanager
-def _interrupts_not_lost() -> Iterator[None]:
-    """Python drops a KeyboardInterrupt raised inside a finalizer (a weakref callback, such
-    as the one that forgets a finished task, or an import lock's cleanup): it prints
-    "Exception ignored in ... Traceback" and the Ctrl-C is lost, so a Ctrl-C that landed just
-    as a turn ended did nothing. While the console runs, such an interrupt is sent again to
-    the main thread a moment later, where it lands in the loop's own code."""
-    previous = sys.unraisablehook
-    main = threading.main_thread().ident
-
-    def hook(unraisable) -> None:
-        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
-            previous(unraisable)
-            return
-        again = threading.Timer(0.01, signal.pthread_kill, (main, signal.SIGINT))
-        again.daemon = True
-        again.start()
-
-    sys.unraisablehook = hook
-    try:
-        yield
-    finally:
-        sys.unraisablehook = previous
 
 
 def _read(stdin: TextIO, stdout: TextIO, interactive: bool) -> str | None:

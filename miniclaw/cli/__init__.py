@@ -33,6 +33,8 @@ finally:
         gc.freeze()
         gc.enable()
 
+from miniclaw.interrupts import interrupts_not_lost  # noqa: E402 (after the collector's pause)
+
 _VALUE_OPTIONS = {"-w", "--workspace"}
 
 
@@ -79,7 +81,8 @@ def main() -> None:
         # rarer, so memory stays bounded (the same peak RSS on L).
         gc.set_threshold(ONE_SHOT_GC_THRESHOLD)
     try:
-        app()
+        with interrupts_not_lost():  # a Ctrl-C in a finalizer still ends the command
+            app()
         code = 0
     except SystemExit as exc:
         if watched:

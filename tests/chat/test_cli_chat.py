@@ -199,7 +199,7 @@ def test_ctrl_c_ends_the_session_cleanly(ws, moment):
 # task is forgotten just as a turn ends) is dropped by Python with a printed traceback.
 _FINALIZER_INTERRUPT = """
 import time, weakref
-from miniclaw.chat.console import _interrupts_not_lost
+from miniclaw.interrupts import interrupts_not_lost
 
 class Thing:
     pass
@@ -207,7 +207,7 @@ class Thing:
 def callback(ref):
     raise KeyboardInterrupt
 
-with _interrupts_not_lost():
+with interrupts_not_lost():
     thing = Thing()
     ref = weakref.ref(thing, callback)
     del thing
