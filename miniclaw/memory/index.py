@@ -12,8 +12,10 @@ Storage model (one file per workspace, under the user's cache directory):
     derived   (kind, text hash) -> a value computed from the text alone, such as a model's
               vector (`derived`): kept while some entry has that text
     terms     one row per distinct indexed term: its number
-    postings  (term number, entry_id) -> term frequency, the inverted index the scorers sum
-              over; read through the view `term_postings` (term, entry_id, tf)
+    blocks    the inverted index the scorers sum over, packed: a term's postings (entry,
+              term frequency) in one file among the entries one write added, as a JSON
+              array (`sync._packed`); read through the view `term_postings` (term,
+              entry_id, tf, file_id), which unpacks them with SQLite's json_each
 
 It is a cache: files are the truth, deleting the index loses nothing, and a damaged or
 older-version index is rebuilt with a warning (see `database`: connections, schema,
@@ -99,6 +101,11 @@ class IndexStatus(NamedTuple):
 def _id_list(entry_ids: Iterable[int]) -> str:
     """Entry ids inlined into SQL: integers only, so nothing user-written reaches the SQL."""
     return ", ".join(map(str, map(int, entry_ids)))
+
+
+def _files_of(ids: str) -> str:
+    """The files of some entries (`_id_list`), in SQL: their blocks are the ones to read."""
+    return f"(SELECT file_id FROM entries WHERE id IN ({ids}))"
 
 
 _MAX_LINE = 2**31
@@ -370,7 +377,7 @@ class SearchIndex:
         self.db.write_settings(conn)
         conn.execute("BEGIN IMMEDIATE")
         if rebuild:
-            for table in ("postings", "terms", "entries", "files"):
+            for table in ("blocks", "terms", "entries", "files"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM meta WHERE key = 'fingerprint' OR key LIKE 'tail:%'")
         # Another process may have refreshed while we waited for the lock: look again.
@@ -434,8 +441,8 @@ class SearchIndex:
             df = dict.fromkeys(terms, 0)
             if terms:  # one statement for all the terms: a question has ten
                 df.update(conn.execute(
-                    "SELECT term, COUNT(*) FROM term_postings"
-                    f" WHERE term IN ({', '.join('?' * len(terms))}) GROUP BY term", terms))
+                    "SELECT t.term, SUM(b.n) FROM terms t JOIN blocks b ON b.term_id = t.id"
+                    f" WHERE t.term IN ({', '.join('?' * len(terms))}) GROUP BY t.term", terms))
             return count, self._median[2], df
 
         return self._run(work)
@@ -476,14 +483,14 @@ class SearchIndex:
         for key, value in filters.meta:  # a key is a plain name (SearchOptions.build)
             clauses.append("json_extract(e.meta, ?) = ?")
             params.extend((f"$.{key}", value))
+        # The entries holding a term, listed once per statement (a block is read whole,
+        # so a lookup per candidate entry would read its block again each time).
         for term in filters.required:
-            clauses.append("EXISTS (SELECT 1 FROM term_postings r WHERE r.term = ?"
-                           " AND r.entry_id = e.id)")
+            clauses.append("e.id IN (SELECT entry_id FROM term_postings WHERE term = ?)")
             params.append(term)
         if filters.excluded:
             marks = ", ".join("?" * len(filters.excluded))
-            clauses.append(f"NOT EXISTS (SELECT 1 FROM term_postings x WHERE x.term IN ({marks})"
-                           " AND x.entry_id = e.id)")
+            clauses.append(f"e.id NOT IN (SELECT entry_id FROM term_postings WHERE term IN ({marks}))")
             params.extend(filters.excluded)
         return " AND ".join(clauses), params
 
@@ -498,11 +505,11 @@ class SearchIndex:
                 f"SUM(q.weight * {expression})", params)
 
     _FROM = "FROM q JOIN term_postings p ON p.term = q.term JOIN entries e ON e.id = p.entry_id "
-    # The same rows, driven from the source's entries (files by source, then entries_by_file):
-    # each entry looks up its postings of the query's terms in the postings' primary key.
-    # CROSS JOIN fixes that order: SQLite, without statistics, would scan every entry.
-    _FROM_SOURCE = ("FROM files f CROSS JOIN entries e ON e.file_id = f.id CROSS JOIN q "
-                    "CROSS JOIN term_postings p ON p.term = q.term AND p.entry_id = e.id ")
+    # The same rows, driven from the source's files (files by source): each file looks up
+    # its blocks of the query's terms in the blocks' primary key (term, file). CROSS JOIN
+    # fixes that order: SQLite, without statistics, would read every block of the terms.
+    _FROM_SOURCE = ("FROM files f CROSS JOIN q CROSS JOIN term_postings p ON p.term = q.term"
+                    " AND p.file_id = f.id CROSS JOIN entries e ON e.id = p.entry_id ")
 
     @staticmethod
     def _small_source(conn: sqlite3.Connection, source: str, terms: Sequence[str]) -> bool:
@@ -515,8 +522,9 @@ class SearchIndex:
         return bool(conn.execute(
             "WITH s(lookups, files) AS (SELECT COALESCE(SUM(entry_count), 0) * ?, COUNT(*) FROM"
             " (SELECT entry_count FROM files WHERE source = ? AND entry_count > 0 LIMIT ?)) "
-            "SELECT files <= ? AND lookups < (SELECT COUNT(*) FROM (SELECT 1 FROM term_postings"
-            f" WHERE term IN ({marks}) LIMIT (SELECT lookups + 1 FROM s))) FROM s",
+            "SELECT files <= ? AND lookups < (SELECT COALESCE(SUM(n), 0) FROM (SELECT b.n FROM"
+            f" terms t JOIN blocks b ON b.term_id = t.id WHERE t.term IN ({marks})"
+            " LIMIT (SELECT lookups + 1 FROM s))) FROM s",
             [len(terms), source, SMALL_SOURCE_FILES + 1, SMALL_SOURCE_FILES, *terms]
         ).fetchone()[0])
 
@@ -548,8 +556,9 @@ class SearchIndex:
         cte, _, params = self._score_sql(weights, term_score_sql, avgdl)
         expression = term_score_sql.replace(":avgdl", repr(float(avgdl or 1.0)))
         ids = _id_list(entry_ids)
-        sql = (f"{cte}SELECT p.entry_id, q.term, q.weight * {expression} {self._FROM}"
-               f"WHERE p.entry_id IN ({ids})")
+        sql = (f"{cte}SELECT p.entry_id, q.term, q.weight * {expression} FROM q JOIN"
+               f" term_postings p ON p.term = q.term AND p.file_id IN {_files_of(ids)}"
+               f" JOIN entries e ON e.id = p.entry_id WHERE p.entry_id IN ({ids})")
         out: dict[int, dict[str, float]] = {i: {} for i in entry_ids}
         for entry_id, term, value in self._run(lambda c: c.execute(sql, params).fetchall()):
             out[entry_id][term] = value
@@ -566,7 +575,8 @@ class SearchIndex:
         """Indexed terms starting with the character `first`, with the number of entries
         holding each: the candidates of the spelling fallback."""
         return dict(self._run(lambda c: c.execute(
-            "SELECT term, COUNT(*) FROM term_postings WHERE term >= ? AND term < ? GROUP BY term",
+            "SELECT t.term, SUM(b.n) FROM terms t JOIN blocks b ON b.term_id = t.id"
+            " WHERE t.term >= ? AND t.term < ? GROUP BY t.term",
             (first, first + "\U0010ffff")).fetchall()))
 
     def neighbours(self, entry_ids: Sequence[int], reach: int,
@@ -670,7 +680,7 @@ class SearchIndex:
         marks = ", ".join("?" * len(terms))
         rows = self._run(lambda c: c.execute(
             f"SELECT entry_id, term, tf FROM term_postings WHERE term IN ({marks})"
-            f" AND entry_id IN ({ids})", terms).fetchall())
+            f" AND file_id IN {_files_of(ids)} AND entry_id IN ({ids})", terms).fetchall())
         out: dict[int, dict[str, int]] = {i: {} for i in entry_ids}
         for entry_id, term, tf in rows:
             out[entry_id][term] = tf

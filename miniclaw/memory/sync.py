@@ -15,15 +15,19 @@ regular file (`_read`), and indexed with the signature of that descriptor, not t
 a note swapped for a link, a FIFO or a folder between the scan and the read is skipped like
 a deleted one, and a note changed in between is indexed as what was read.
 
-Speed (a full build is ~half SQLite, ~half Python): rows are inserted in multi-row
-statements (`_Rows`), during which SQLite runs without the GIL; when many files changed, a
-second thread reads, parses and tokenizes the next files meanwhile (`_parse_ahead`). With one
-insert per row the two threads handed the GIL back and forth on every row and a build was 25%
-slower than with one thread; with batches it is 10-15% faster on two cores. A build of
-`PARSE_PROCESS_BYTES` or more gives that work to a child process instead (`parse_worker`),
-which runs Python on the other core while this one does: the writer's CPU time halves
-(16 MB of transcripts: 8.0 -> 3.6 s, the child 3.7 s). Postings are written sorted by
-term, the order of their table (`SORTED_POSTINGS`).
+Postings are packed: one `blocks` row holds a term's postings in one file among the entries
+one write added (`_packed`), so a build of 100 MB of transcripts writes ~0.6 million rows
+where one row per posting made 5.7 million (the writer's CPU: 29 -> ~8 s). An entry's
+postings are deleted by its stored term ids (`_delete_entries`).
+
+Speed: rows are inserted in multi-row statements (`_Rows`), during which SQLite runs without
+the GIL; when many files changed, a second thread reads, parses and tokenizes the next files
+meanwhile (`_parse_ahead`). With one insert per row the two threads handed the GIL back and
+forth on every row and a build was 25% slower than with one thread; with batches it is
+10-15% faster on two cores. A build of `PARSE_PROCESS_BYTES` or more gives that work to
+child processes instead (`parse_worker`), which run Python on the other cores while this one
+writes, and pack the blocks too. Blocks are written sorted by term, the order of their table
+(`SORTED_BLOCKS`).
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ PARSE_AHEAD_DEPTH = 32  # files parsed but not yet written, at most
 PARSE_AHEAD_BYTES = 32 * 1024 * 1024  # and at most this much of their Markdown
 PARSE_PROCESS_BYTES = 8 * 1024 * 1024  # changed files of this much are parsed in a process
 MAX_BATCH_PARAMS = 9000  # values in one multi-row INSERT (~3,000 postings)
-SORTED_POSTINGS = 100_000  # postings gathered and sorted by term before they are written
+SORTED_BLOCKS = 50_000  # blocks gathered and sorted by term before they are written
 
 
 class RefreshReport:
@@ -79,12 +83,13 @@ class RefreshReport:
 class _Parsed(NamedTuple):
     file: SourceFile
     keys: list[tuple] | None  # each entry's (identity, data) (`_entry_keys`); None: vanished
-    terms: list[tuple]  # the index terms of each entry, counted (`_counted`)
+    terms: list[tuple]  # each entry's terms: (local numbers, frequencies, length) (`_parsed`)
     warning: str | None
     racy: bool
     append: bool = False  # entries appended to the file's (an append-only file's new part)
     tail: object = None  # `appends.Tail` to remember once stored (append-only files)
-    vocabulary: list[str] | tuple = ()  # the entries' distinct terms (`_parsed`)
+    vocabulary: list[str] | tuple = ()  # the entries' distinct terms; local number = place
+    blocks: list[tuple] | None = None  # `_packed(terms)`, made ahead by a parse worker
 
 
 def content_hash(text: str) -> bytes:
@@ -140,10 +145,8 @@ _meta_encoder = None
 
 def _counted(terms: list[str]) -> tuple[list[str], list[int] | None, int]:
     """An entry's index terms as stored: (its distinct terms, their frequencies, None when
-    all are 1, the number of terms). Counted where the file is parsed (in the parse worker
-    for a large build, `parse_worker`), so the writer only numbers them; most entries repeat
-    no term, and are counted in C."""
-    unique = set(terms)
+    all are 1, the number of terms). Most entries repeat no term, and are counted in C."""
+    unique = dict.fromkeys(terms)
     if len(unique) == len(terms):
         return list(unique), None, len(terms)
     counts = Counter(terms)
@@ -152,20 +155,59 @@ def _counted(terms: list[str]) -> tuple[list[str], list[int] | None, int]:
 
 def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, racy: bool,
             append: bool = False) -> _Parsed:
-    """A file's (or part's) entries with their terms counted, and its vocabulary (numbered
-    in this order when new, `_TermIds.of`)."""
-    terms = [index_terms(e.text) for e in entries]
-    return _Parsed(source_file, _entry_keys(entries), list(map(_counted, terms)), warning,
-                   racy, append, vocabulary=list(set(chain.from_iterable(terms))))
+    """A file's (or part's) entries with their terms counted where the file is parsed (in a
+    parse worker for a large build: `parse_worker`), so the writer only numbers them: each
+    entry's terms are numbers into the part's vocabulary (uint32 bytes, with frequencies
+    when some repeat), which the writer maps to the index's term ids in C."""
+    counted = [_counted(index_terms(e.text)) for e in entries]
+    vocabulary = list(dict.fromkeys(chain.from_iterable(c[0] for c in counted)))
+    local = {term: number for number, term in enumerate(vocabulary)}.__getitem__
+    terms = [(array("I", map(local, distinct)).tobytes(),
+              array("I", frequencies).tobytes() if frequencies else None, length)
+             for distinct, frequencies, length in counted]
+    return _Parsed(source_file, _entry_keys(entries), terms, warning, racy, append,
+                   vocabulary=vocabulary)
 
 
-def _postings(counted: tuple, entry_id: int,
-              term_ids: dict[str, int]) -> tuple[Iterable[tuple[int, int, int]], bytes]:
-    """(term id, entry id, frequency) rows of an entry's counted terms, and the term ids as
-    stored with the entry."""
-    distinct, frequencies, _ = counted
-    ids = array("I", map(term_ids.__getitem__, distinct))
-    return zip(ids, repeat(entry_id), frequencies or repeat(1)), ids.tobytes()
+#: A posting in a block: (entry id - the block's base) << TF_BITS | tf, tf capped at TF_MAX.
+TF_BITS = 10
+TF_MAX = (1 << TF_BITS) - 1
+
+
+def _packed(terms: Sequence[tuple]) -> list[tuple[int, int, str]]:
+    """The postings of these entries (`_Parsed.terms`) as blocks: (local term number,
+    postings, the JSON array `blocks.postings` holds), in term number order; an entry's
+    place in `terms` is its id less the block's base."""
+    lists: dict[int, list[int]] = {}
+    for place, (numbers, frequencies, _) in enumerate(terms):
+        ids = array("I")
+        ids.frombytes(numbers)
+        if frequencies is None:
+            value = place << TF_BITS | 1
+            for number in ids:
+                try:
+                    lists[number].append(value)
+                except KeyError:
+                    lists[number] = [value]
+        else:
+            counts = array("I")
+            counts.frombytes(frequencies)
+            for number, tf in zip(ids, counts):
+                value = place << TF_BITS | min(tf, TF_MAX)
+                try:
+                    lists[number].append(value)
+                except KeyError:
+                    lists[number] = [value]
+    return [(number, len(values), f"[{','.join(map(str, values))}]")
+            for number, values in sorted(lists.items())]
+
+
+def _with_blocks(parsed: _Parsed) -> _Parsed:
+    """`parsed` with its blocks made (by a parse worker, ahead of the writer): used when
+    every entry of it is new (a new file, an append), as in a build."""
+    if parsed.keys is None or not parsed.terms:
+        return parsed
+    return parsed._replace(blocks=_packed(parsed.terms))
 
 
 def _term_ids(blob: bytes) -> array:
@@ -175,6 +217,13 @@ def _term_ids(blob: bytes) -> array:
     ids = array("I")
     ids.frombytes(blob)
     return ids
+
+
+def _global(ids: list[int], numbers: bytes) -> bytes:
+    """An entry's term ids as stored (`entries.term_ids`), from its local term numbers."""
+    local = array("I")
+    local.frombytes(numbers)
+    return array("I", map(ids.__getitem__, local)).tobytes()
 
 
 # What opening a note that is gone, or not a regular file (any more), fails with.
@@ -319,21 +368,19 @@ def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
             f" ({', '.join('?' * len(chunk))}) GROUP BY hash", (file_id, *chunk))))
     base = conn.execute("SELECT COUNT(*) FROM entries WHERE file_id = ?", (file_id,)).fetchone()[0]
     source_file = parsed.file
-    term_ids = rows.terms.of(parsed.vocabulary, distinct=True)
-    postings_before = len(rows.postings)
+    ids = rows.terms.numbered(parsed.vocabulary)
     for ((digest, occurrence), data), terms in zip(parsed.keys, parsed.terms):
-        postings, ids = _postings(terms, next_id, term_ids)
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, digest,
                              counts[digest] + occurrence, base + data[0], *data[1:],
-                             terms[2], ids))
-        rows.postings.extend(postings)
+                             terms[2], _global(ids, terms[0])))
         next_id += 1
+    report.postings_added += rows.add_blocks(parsed.blocks or _packed(parsed.terms), ids,
+                                             file_id, next_id - len(parsed.keys))
     conn.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, warning = ?,"
         " entry_count = entry_count + ?, term_count = term_count + ? WHERE id = ?",
         (*source_file.signature, int(parsed.racy), parsed.warning, len(parsed.keys),
          sum(terms[2] for terms in parsed.terms), file_id))
-    report.postings_added += len(rows.postings) - postings_before
     rows.flush()
     report.entries_added += len(parsed.keys)
     return next_id
@@ -416,22 +463,22 @@ def _parse_one(source: MemorySource, source_file: SourceFile, workspace: str,
 @contextlib.contextmanager
 def _parsed_files(task: Callable[[SourceFile], tuple],
                   files: Sequence[SourceFile]) -> Iterator[Iterator[_Parsed]]:
-    """`_parse_one(*task(file))` for each file, in order; for many files computed ahead, by
-    another process for a build of many megabytes (`_in_process`), else by a second thread,
-    which is stopped when the block ends, even by an error (queued files are then not
-    parsed)."""
+    """`_parse_one(*task(file))` for each file; for many files computed ahead, by other
+    processes for a build of many megabytes (`_in_process`: then in the order they finish),
+    else by a second thread (in order), which are stopped when the block ends, even by an
+    error (queued files are then not parsed)."""
     if len(files) < PARSE_AHEAD_MIN_FILES:
         yield (_parse_one(*task(source_file)) for source_file in files)
         return
     tasks = [task(source_file) for source_file in files]
     if _in_process(tasks):
-        from miniclaw.memory.parse_worker import ParseWorker
+        from miniclaw.memory.parse_worker import ParsePool, worker_count
 
-        worker = ParseWorker([args for args in tasks if _portable(args)])
+        pool = ParsePool(worker_count())
         try:
-            yield _parse_elsewhere(worker, tasks)
+            yield _parse_elsewhere(pool, tasks)
         finally:
-            worker.close()
+            pool.close()
         return
     from concurrent.futures import ThreadPoolExecutor
 
@@ -451,26 +498,26 @@ def _portable(args: tuple) -> bool:
 
 
 def _in_process(tasks: list[tuple]) -> bool:
-    """Parse in another process (`parse_worker`): for at least `PARSE_PROCESS_BYTES` of
+    """Parse in other processes (`parse_worker`): for at least `PARSE_PROCESS_BYTES` of
     files, on a machine of several cores, when every source is one of miniclaw's (a class
-    of a user's module may not import in a fresh interpreter). Starting it costs ~0.2 s."""
+    of a user's module may not import in a fresh interpreter). Starting one costs ~0.2 s."""
     return (sum(args[1].size for args in tasks if _portable(args)) >= PARSE_PROCESS_BYTES
             and (os.cpu_count() or 1) > 1
             and all(type(args[0]).__module__.startswith("miniclaw.") for args in tasks))
 
 
-def _parse_elsewhere(worker, tasks: list[tuple]) -> Iterator[_Parsed]:
-    """Parse results in order: from the worker, or parsed here when it cannot do a file or
-    has stopped answering."""
+def _parse_elsewhere(pool, tasks: list[tuple]) -> Iterator[_Parsed]:
+    """Parse results as the workers finish them, then those a worker cannot do (a transcript
+    of several parts, or any file of a worker that stopped answering), parsed here: last,
+    so that the workers' files are written while they parse."""
     from miniclaw.memory.parse_worker import _GONE
 
+    sent = [args for args in tasks if _portable(args)]
+    for index, found in pool.results(sent):
+        yield _parse_one(*sent[index]) if found is _GONE else found
     for args in tasks:
-        found = _GONE
-        if worker is not None and _portable(args):
-            found = worker.next_result()
-            if found is _GONE:
-                worker = None
-        yield _parse_one(*args) if found is _GONE else found
+        if not _portable(args):
+            yield _parse_one(*args)
 
 
 def _parse_ahead(pool, tasks: list[tuple]) -> Iterator[_Parsed]:
@@ -489,11 +536,11 @@ def _parse_ahead(pool, tasks: list[tuple]) -> Iterator[_Parsed]:
 
 
 class _Rows:
-    """New file, entry, term and posting rows waiting to be inserted, written thousands to a
+    """New file, entry, term and block rows waiting to be inserted, written thousands to a
     statement: SQLite then works for milliseconds at a time without the GIL (see the module
-    doc). Ids are given here, so nothing needs to be read back. Postings are gathered
-    (`SORTED_POSTINGS`) and sorted by term first: the table is kept in term order, and rows
-    in entry order land all over it (inserting them sorted takes half the time)."""
+    doc). Ids are given here, so nothing needs to be read back. Blocks are gathered
+    (`SORTED_BLOCKS`) and sorted by term first: the table is kept in term order, and rows in
+    file order land all over it (inserting them sorted takes half the time)."""
 
     _FILES = ("INSERT INTO files (id, path, source, size, mtime_ns, inode, racy, day,"
               " entry_count, term_count, warning) VALUES ")
@@ -502,7 +549,7 @@ class _Rows:
                 " term_ids)"
                 " VALUES ")
     _TERMS = "INSERT INTO terms (id, term) VALUES "
-    _POSTINGS = "INSERT INTO postings (term_id, entry_id, tf) VALUES "
+    _BLOCKS = "INSERT INTO blocks (term_id, file_id, base, n, postings) VALUES "
 
     def __init__(self, conn) -> None:
         self.conn = conn
@@ -513,19 +560,27 @@ class _Rows:
         self.terms = _TermIds(conn, self.max_params)
         self.files: list[tuple] = []
         self.entries: list[tuple] = []
-        self.postings: list[tuple] = []
+        self.blocks: list[tuple] = []
         self.gone_hashes: set[bytes] = set()  # texts of deleted entries (`drop_orphan_derived`)
+
+    def add_blocks(self, blocks: list[tuple[int, int, str]], ids: list[int], file_id: int,
+                   base: int) -> int:
+        """Queue `_packed` blocks of a file's entries numbered from `base`; returns how many
+        postings they hold."""
+        self.blocks.extend((ids[number], file_id, base, n, postings)
+                           for number, n, postings in blocks)
+        return sum(block[1] for block in blocks)
 
     def flush(self, final: bool = False) -> None:
         """Write full batches (and with `final`, everything)."""
         for table, rows in ((self._FILES, self.files), (self._ENTRIES, self.entries),
-                            (self._TERMS, self.terms.new), (self._POSTINGS, self.postings)):
+                            (self._TERMS, self.terms.new), (self._BLOCKS, self.blocks)):
             if not rows:
                 continue
-            if rows is self.postings:
-                if len(rows) < SORTED_POSTINGS and not final:
+            if rows is self.blocks:
+                if len(rows) < SORTED_BLOCKS and not final:
                     continue
-                rows.sort(key=itemgetter(0))  # stable: entries stay in order within a term
+                rows.sort(key=itemgetter(0))  # stable: files and bases stay in order
             width = len(rows[0])
             batch = max(1, self.max_params // width)
             full = len(rows) - len(rows) % batch
@@ -554,6 +609,22 @@ class _TermIds:
         self.new: list[tuple[int, str]] = []  # rows for the terms table
         self.touched: set[int] = set()  # terms that lost postings
 
+    def numbered(self, vocabulary: list[str], used: list[bytes] | None = None) -> list[int]:
+        """The term id of each term of a part's vocabulary (distinct terms), new ones
+        numbered; with `used` (some entries' local term numbers), only of the terms those
+        entries hold (the others' places hold 0)."""
+        if used is None:
+            self.of(vocabulary, distinct=True)
+            return list(map(self.ids.__getitem__, vocabulary))
+        wanted = set()
+        for numbers in used:
+            local = array("I")
+            local.frombytes(numbers)
+            wanted.update(local)
+        self.of([vocabulary[number] for number in wanted], distinct=True)
+        return [self.ids[term] if number in wanted else 0
+                for number, term in enumerate(vocabulary)]
+
     def of(self, terms: Iterable[str], *, add: bool = True,
            distinct: bool = False) -> dict[str, int]:
         """Term -> id for `terms` (and others already known); unknown ones are numbered when
@@ -577,27 +648,66 @@ class _TermIds:
         """Delete the touched terms that have no posting left (after every row is written)."""
         self.conn.executemany(
             "DELETE FROM terms WHERE id = ? AND NOT EXISTS"
-            " (SELECT 1 FROM postings WHERE term_id = ?)", ((i, i) for i in self.touched))
+            " (SELECT 1 FROM blocks WHERE term_id = ?)", ((i, i) for i in self.touched))
 
 
 def _drop_file(conn, file_id: int, pending: _Rows) -> int:
     rows = conn.execute("SELECT id, term_ids, hash FROM entries WHERE file_id = ?",
                         (file_id,)).fetchall()
-    _delete_entries(conn, rows, pending)
+    _delete_entries(conn, file_id, rows, pending, whole_file=True)
     conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
     return len(rows)
 
 
-def _delete_entries(conn, rows, pending: _Rows) -> None:
-    """Delete entries, given as (entry id, stored term ids, text hash), and their postings."""
-    postings = [(term_id, row[0]) for row in rows for term_id in _term_ids(row[1])]
-    before = conn.total_changes
-    conn.executemany("DELETE FROM postings WHERE term_id = ? AND entry_id = ?", postings)
-    if conn.total_changes - before != len(postings):  # ids that name no posting: damage
+def _delete_entries(conn, file_id: int, rows, pending: _Rows, whole_file: bool = False) -> None:
+    """Delete entries of one file, given as (entry id, stored term ids, text hash), and their
+    postings: with the whole file, every block of its terms; else each block holding one
+    of them is written again without it (deleted when nothing is left). Postings the
+    entries' term ids name but no block holds are damage."""
+    by_term: dict[int, set[int]] = {}
+    for entry_id, blob, _ in rows:
+        for term_id in _term_ids(blob):
+            by_term.setdefault(term_id, set()).add(entry_id)
+    expected = sum(map(len, by_term.values()))
+    if whole_file:
+        terms = "[" + ",".join(map(str, by_term)) + "]"
+        found = sum(n for (n,) in conn.execute(
+            "DELETE FROM blocks WHERE file_id = ? AND term_id IN (SELECT value FROM"
+            " json_each(?)) RETURNING n", (file_id, terms)))
+    else:
+        found = sum(_drop_postings(conn, term_id, file_id, entry_ids)
+                    for term_id, entry_ids in by_term.items())
+    if found != expected:  # ids that name no posting, or postings no id names: damage
         raise IndexRowError("an entry's stored term ids do not match its postings")
     conn.executemany("DELETE FROM entries WHERE id = ?", ((row[0],) for row in rows))
-    pending.terms.touched.update(term_id for term_id, _ in postings)
+    pending.terms.touched.update(by_term)
     pending.gone_hashes.update(row[2] for row in rows)
+
+
+def _drop_postings(conn, term_id: int, file_id: int, entry_ids: set[int]) -> int:
+    """Remove these entries from a term's blocks in a file; returns how many were there."""
+    import json
+
+    removed = 0
+    for base, postings in conn.execute(
+            "SELECT base, postings FROM blocks WHERE term_id = ? AND file_id = ?",
+            (term_id, file_id)).fetchall():
+        try:
+            values = json.loads(postings)
+            kept = [value for value in values if base + (value >> TF_BITS) not in entry_ids]
+        except (TypeError, ValueError) as exc:
+            raise IndexRowError("a block of postings in the index is damaged") from exc
+        if len(kept) == len(values):
+            continue
+        removed += len(values) - len(kept)
+        if kept:
+            conn.execute("UPDATE blocks SET n = ?, postings = ? WHERE term_id = ? AND"
+                         " file_id = ? AND base = ?", (len(kept), f"[{','.join(map(str, kept))}]",
+                                                       term_id, file_id, base))
+        else:
+            conn.execute("DELETE FROM blocks WHERE term_id = ? AND file_id = ? AND base = ?",
+                         (term_id, file_id, base))
+    return removed
 
 
 def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
@@ -627,28 +737,25 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     if old:
         kept = {key for key, _ in parsed.keys}
         removed = [stored[:3] for key, stored in old.items() if key not in kept]
-        _delete_entries(conn, removed, rows)
+        _delete_entries(conn, file_id, removed, rows)
     moved = [(*data[:-1], old[key][0]) for key, data in parsed.keys
              if key in old and old[key][3] != data[:-1]]
     if moved:  # same text, new place or annotations: postings and derived data stay
         conn.executemany("UPDATE entries SET ordinal = ?, line_start = ?, line_end = ?,"
                          " date = ?, time = ?, category = ?, tags = ?, meta = ? WHERE id = ?", moved)
-    postings_before = len(rows.postings)
-    added = 0
-    term_ids = (rows.terms.of(parsed.vocabulary, distinct=True) if not old else
-                rows.terms.of(chain.from_iterable(
-                    terms[0] for (key, _), terms in zip(parsed.keys, parsed.terms)
-                    if key not in old)))
-    for (key, data), terms in zip(parsed.keys, parsed.terms):
-        if key in old:
-            continue
-        postings, ids = _postings(terms, next_id, term_ids)
+    added = [(key, data, terms) for (key, data), terms in zip(parsed.keys, parsed.terms)
+             if key not in old]
+    everything = len(added) == len(parsed.keys)
+    ids = rows.terms.numbered(parsed.vocabulary, None if everything else
+                              [terms[0] for *_, terms in added])
+    for key, data, terms in added:
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, *key,
-                             *data, terms[2], ids))
-        rows.postings.extend(postings)
+                             *data, terms[2], _global(ids, terms[0])))
         next_id += 1
-        added += 1
-    report.postings_added += len(rows.postings) - postings_before
+    if added:  # a worker's blocks hold every entry: usable when all are new
+        blocks = (parsed.blocks or _packed(parsed.terms)) if everything else \
+            _packed([terms for *_, terms in added])
+        report.postings_added += rows.add_blocks(blocks, ids, file_id, next_id - len(added))
     report.entries_moved += len(moved)
     lengths = [terms[2] for terms in parsed.terms]
     if new_file:
@@ -663,6 +770,6 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
              parsed.warning, file_id))
     rows.flush()
     report.files_parsed += 1
-    report.entries_added += added
+    report.entries_added += len(added)
     report.entries_removed += len(removed)
     return next_id

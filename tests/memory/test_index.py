@@ -750,12 +750,29 @@ async def test_rebuild_of_an_index_with_a_stored_fingerprint_reindexes_everythin
 
 def indexed_rows(index_file: Path) -> tuple[set, set]:
     """(entries, postings) as stored: (path, lines, date, time, text, length) and
-    (path, first line, term, tf); every stored term has postings."""
+    (path, first line, term, tf); every stored term has postings, every block holds as
+    many as it says (none empty) and only its file's entries, and each entry's stored term
+    ids are exactly the terms it has postings of."""
+    from array import array
+
     with sqlite3.connect(index_file) as conn:
         assert conn.execute("SELECT COUNT(*) FROM terms WHERE id NOT IN"
-                            " (SELECT term_id FROM postings)").fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM postings WHERE term_id NOT IN"
+                            " (SELECT term_id FROM blocks)").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM blocks WHERE term_id NOT IN"
                             " (SELECT id FROM terms)").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM blocks WHERE n < 1"
+                            " OR n != json_array_length(postings)").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM term_postings p JOIN entries e"
+                            " ON e.id = p.entry_id WHERE e.file_id != p.file_id").fetchone()[0] == 0
+        held: dict[int, set] = {}
+        for entry_id, term_id in conn.execute(
+                "SELECT p.entry_id, t.id FROM term_postings p JOIN terms t ON t.term = p.term"):
+            held.setdefault(entry_id, set()).add(term_id)
+        for entry_id, blob in conn.execute("SELECT id, term_ids FROM entries"):
+            ids = array("I")
+            ids.frombytes(blob)
+            assert sorted(ids) == sorted(held.pop(entry_id, ())), entry_id
+        assert not held  # no postings of an entry that is gone
         entries = set(conn.execute(
             "SELECT path, line_start, line_end, date, time, content, length FROM entries"))
         postings = set(conn.execute(
@@ -792,18 +809,18 @@ def many_files_workspace(workspace: Path, notes: int = 40) -> None:
               daily_note(day, texts, [f"{9 + i:02d}:00:00" for i in range(10)]))
 
 
-@pytest.mark.parametrize(("max_params", "ahead_bytes", "sorted_postings"),
+@pytest.mark.parametrize(("max_params", "ahead_bytes", "sorted_blocks"),
                          [(9000, 32 << 20, 100_000), (999, 1, 50), (13, 2000, 1)])
 async def test_a_large_refresh_stores_exactly_what_the_files_hold(workspace, tmp_path,
                                                                    monkeypatch, max_params,
-                                                                   ahead_bytes, sorted_postings):
+                                                                   ahead_bytes, sorted_blocks):
     """Many files take the parse-ahead path; batches of every size (a limit below one entry
     row's 13 values writes row by row), any read-ahead (1 byte: one file at a time) and
-    postings sorted in groups of any size must store the same rows as a fresh parse."""
+    blocks sorted in groups of any size must store the same rows as a fresh parse."""
     from miniclaw.memory import sync
 
     monkeypatch.setattr(sync, "MAX_BATCH_PARAMS", max_params)
-    monkeypatch.setattr(sync, "SORTED_POSTINGS", sorted_postings)
+    monkeypatch.setattr(sync, "SORTED_BLOCKS", sorted_blocks)
     monkeypatch.setattr(sync, "PARSE_AHEAD_BYTES", ahead_bytes)
     many_files_workspace(workspace)
     index_file = tmp_path / "index.sqlite3"
@@ -900,9 +917,9 @@ def parse_workers(monkeypatch) -> list:
     started = []
 
     class Recorded(parse_worker.ParseWorker):
-        def __init__(self, tasks):
+        def __init__(self):
             self.answered = 0  # files the child parsed (not left to the writer)
-            super().__init__(tasks)
+            super().__init__()
             started.append(self)
 
         def next_result(self):
@@ -951,11 +968,15 @@ async def test_a_build_parsed_in_another_process_stores_what_the_files_hold(
     many_files_workspace(workspace)
     write(workspace, "sessions/s1.jsonl", transcript_lines(30))
     index_file = tmp_path / "index.sqlite3"
+    from miniclaw.memory import parse_worker
+
+    count = parse_worker.worker_count()
+    assert count == min(2, os.cpu_count())  # two on CI's two cores: files answered out of order
     async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
         report = await store.refresh_index()
-        assert report.files_parsed == 42 and len(parse_workers) == 1
-        assert parse_workers[0].answered == 42
-        assert parse_workers[0].proc.returncode is not None
+        assert report.files_parsed == 42 and len(parse_workers) == count
+        assert sum(worker.answered for worker in parse_workers) == 42
+        assert all(worker.proc.returncode is not None for worker in parse_workers)
         assert indexed_rows(index_file) == rows_with_transcript(workspace)
         with open(workspace / "sessions/s1.jsonl", "a", encoding="utf-8") as out:
             out.write(json.dumps({"role": "user", "content": "the appended kiwi message",
@@ -963,7 +984,8 @@ async def test_a_build_parsed_in_another_process_stores_what_the_files_hold(
         for path in sorted((workspace / "memory").glob("2026-*.md"))[::3]:
             path.write_text(path.read_text().replace("again", "grape house"))
         second = await store.refresh_index()
-        assert len(parse_workers) == 2 and parse_workers[1].answered == second.files_parsed
+        assert len(parse_workers) == 2 * count
+        assert sum(worker.answered for worker in parse_workers[count:]) == second.files_parsed
         assert indexed_rows(index_file) == rows_with_transcript(workspace)
         assert [h.content for h in await store.search_memories("kiwi")] == [
             "the appended kiwi message"]
@@ -974,12 +996,37 @@ async def test_a_parse_worker_that_cannot_run_leaves_the_parsing_to_the_writer(
         workspace, tmp_path, parse_workers, monkeypatch, interpreter):
     """No interpreter to start (or none known: embedded), or a child that stops at once:
     the build parses the files itself, with the same result."""
+    from miniclaw.memory import parse_worker
+
     monkeypatch.setattr(sys, "executable", interpreter)
     many_files_workspace(workspace)
     index_file = tmp_path / "index.sqlite3"
     async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
         report = await store.refresh_index()
-    assert report.files_parsed == 41 and len(parse_workers) == 1
+    assert report.files_parsed == 41 and len(parse_workers) == parse_worker.worker_count()
+    assert indexed_rows(index_file) == parsed_rows(workspace)
+
+
+async def test_a_parse_worker_that_dies_halfway_leaves_its_files_to_the_writer(
+        workspace, tmp_path, parse_workers, monkeypatch):
+    """A child killed after three answers (out of memory, say): the files it was sent and
+    had not answered are parsed by the writer, the others by the workers still running;
+    every file is stored once, as a fresh parse."""
+    from miniclaw.memory import parse_worker
+
+    answer = parse_worker.ParseWorker.next_result
+
+    def dying(self):
+        if self is parse_workers[0] and self.answered >= 3:
+            self.proc.kill()
+        return answer(self)
+
+    monkeypatch.setattr(parse_worker.ParseWorker, "next_result", dying)
+    many_files_workspace(workspace)
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        report = await store.refresh_index()
+    assert report.files_parsed == 41 and parse_workers[0].answered == 3
     assert indexed_rows(index_file) == parsed_rows(workspace)
 
 
@@ -991,7 +1038,7 @@ async def test_a_failure_while_writing_stops_the_parse_worker(workspace, tmp_pat
     async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
         with pytest.raises(OSError):
             await store.refresh_index()
-        assert parse_workers[0].proc.returncode is not None  # stopped, and waited for
+        assert all(w.proc.returncode is not None for w in parse_workers)  # stopped, waited for
         await store.refresh_index()
     assert indexed_rows(index_file) == parsed_rows(workspace)
 
@@ -1044,7 +1091,7 @@ async def test_text_made_private_after_a_tokenizer_change_leaves_no_posting(stor
     await store.refresh_index()
     with sqlite3.connect(store.index.path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM terms WHERE term = ?", (SECRET,)).fetchone() == (0,)
-        orphans = conn.execute("SELECT COUNT(*) FROM postings WHERE entry_id NOT IN"
+        orphans = conn.execute("SELECT COUNT(*) FROM term_postings WHERE entry_id NOT IN"
                                " (SELECT id FROM entries)").fetchone()[0]
     assert orphans == 0
     checkpoint(store.index.path)
@@ -1075,6 +1122,18 @@ async def test_a_change_of_the_tokenizers_environment_rebuilds_the_index(workspa
     assert any("format" in message for message in _damaged(caplog))
 
 
+async def test_a_term_counted_over_1023_times_in_an_entry_is_stored_as_1023(store, workspace):
+    """A posting packs its term frequency in 10 bits (`sync.TF_BITS`): more is stored as
+    1,023, where BM25 has long saturated; the entry is still found, and first."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-12\n"
+          f"- {'apple ' * 1500}pie\n- an apple and a pear\n")
+    hits = await store.search_memories("apple", days=None)
+    assert [h.content[:11] for h in hits] == ["apple apple", "an apple an"]
+    with sqlite3.connect(store.index.path) as conn:
+        assert sorted(conn.execute("SELECT tf FROM term_postings WHERE term = 'appl'")) == [
+            (1,), (1023,)]
+
+
 _UNDECODABLE = [
     "UPDATE entries SET date = 'not a date' WHERE date IS NOT NULL",
     "UPDATE entries SET content = X'00ff'",
@@ -1085,6 +1144,7 @@ _UNDECODABLE = [
     "UPDATE entries SET time = 'noon' WHERE time IS NOT NULL",
     "UPDATE meta SET value = 'many' WHERE key = 'entries'",
     "UPDATE meta SET value = '-5' WHERE key = 'terms'",
+    "UPDATE blocks SET postings = '[1025, 20' || postings",
 ]
 
 
@@ -1112,13 +1172,21 @@ async def test_rows_the_code_cannot_decode_are_damage_and_rebuilt(workspace, cap
     assert not any("apple" in message for message in _damaged(caplog))  # no row's text
 
 
-@pytest.mark.parametrize("blob", ["X'0102'", "X'ffffffff'", "'text'"])
-async def test_undecodable_term_ids_of_a_removed_entry_are_damage(store, workspace, caplog, blob):
+@pytest.mark.parametrize("statement", [
+    *(f"UPDATE entries SET term_ids = {blob}" for blob in ("X'0102'", "X'ffffffff'", "'text'")),
+    "UPDATE blocks SET postings = '[\"a\"]'",  # a posting that is not a number
+    "UPDATE blocks SET postings = '[5120]'",  # an entry the term ids do not name
+    "DELETE FROM blocks WHERE term_id = (SELECT id FROM terms WHERE term = 'appl')",
+])
+async def test_undecodable_term_ids_of_a_removed_entry_are_damage(store, workspace, caplog,
+                                                                  statement):
+    """Removing an entry reads its term ids and the blocks they name: what does not match
+    is damage (rebuilt), never a posting left behind."""
     path = write(workspace, "memory/MEMORY.md",
                  f"# Memory\n\n## 2026-02-12\n- apple {SECRET}\n- bread\n")
     assert await store.search_memories(SECRET)
     with sqlite3.connect(store.index.path) as conn:
-        conn.execute(f"UPDATE entries SET term_ids = {blob}")
+        conn.execute(statement)
     caplog.set_level(logging.WARNING, logger="miniclaw")
     path.write_text("# Memory\n\n## 2026-02-12\n- bread\n")
     assert [h.content for h in await store.search_memories("bread")] == ["bread"]

@@ -76,7 +76,7 @@ async def test_the_document_frequencies_of_a_long_question_are_one_statement(
     question = "which hotel did I book near the harbour when I flew to Oslo on Friday"
     hits = await store.search_memories(question, days=None)
     assert hits[0].content == "booked a hotel near the harbour in Oslo"
-    counts = [s for s in statements if "COUNT(*) FROM term_postings" in s]
+    counts = [s for s in statements if "SUM(b.n) FROM terms t JOIN blocks b" in s]
     assert len(counts) == 1, counts
 
 

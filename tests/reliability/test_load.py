@@ -265,7 +265,7 @@ def test_a_search_that_another_process_updates_the_index_under_does_not_fail(tmp
         conn = connect(self)
 
         def trace(sql: str) -> None:
-            if sql.startswith("SELECT term, COUNT(*) FROM term_postings") and not others:
+            if sql.startswith("SELECT t.term, SUM(b.n) FROM terms t JOIN blocks b") and not others:
                 with open(ws / "memory/MEMORY.md", "a", encoding="utf-8") as handle:
                     handle.write("".join(f"- load entry extra {i}\n" for i in range(300)))
                 others.append(cli(env, "--workspace", str(ws), "memory", "index"))
