@@ -9,9 +9,10 @@ JSON-escaped, an invisible character inside), CJK, accents and acknowledgements.
 
 Printed: the rows' counts; `content`, a digest of the entries (every column, their terms by
 text), the postings (term text, entry identity, tf), the vocabulary, the files and the
-append tails, independent of row ids; `rows`, a digest of every row as stored, ids included
-(equal only with the same PYTHONHASHSEED: term ids follow set order); and which secret words
-reached the index (none may).
+append tails, independent of row ids and of how postings are packed; `rows`, a digest of
+every row as stored, ids and blocks included (equal only when the files were written in the
+same order: two parse workers answer in the order they finish, so compare `content`); and
+which secret words reached the index (none may).
 
 Run (from the repo root), e.g. against another commit's code:
   PYTHONHASHSEED=0 .venv/bin/python benchmarks/index_digest.py ../shared/data/longmemeval/longmemeval-dev.json
@@ -84,7 +85,8 @@ def digests(index: Path) -> dict:
     for row in sorted((*e[1:15], tuple(sorted(terms[i] for i in array("I", e[15]))))
                       for e in entries):
         content.update(repr(row).encode())
-    postings = sorted((terms[t], identity[e], tf) for t, e, tf in conn.execute("SELECT * FROM postings"))
+    postings = sorted((term, identity[e], tf) for term, e, tf in conn.execute(
+        "SELECT term, entry_id, tf FROM term_postings"))
     content.update(repr(postings).encode())
     content.update(repr(sorted(terms.values())).encode())
     files = sorted(conn.execute("SELECT path, source, size, mtime_ns, racy, day, entry_count,"
@@ -96,7 +98,7 @@ def digests(index: Path) -> dict:
     rows = hashlib.sha256()
     for sql in ("SELECT id, path, source, size, mtime_ns, racy, day, entry_count, term_count,"
                 " warning FROM files ORDER BY id", "SELECT * FROM entries ORDER BY id",
-                "SELECT * FROM terms ORDER BY id", "SELECT * FROM postings ORDER BY 1, 2"):
+                "SELECT * FROM terms ORDER BY id", "SELECT * FROM blocks ORDER BY 1, 2, 3"):
         for row in conn.execute(sql):
             rows.update(repr(row).encode())
     leaks = [word for word in SECRETS
