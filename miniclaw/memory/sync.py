@@ -89,7 +89,7 @@ class _Parsed(NamedTuple):
     append: bool = False  # entries appended to the file's (an append-only file's new part)
     tail: object = None  # `appends.Tail` to remember once stored (append-only files)
     vocabulary: list[str] | tuple = ()  # the entries' distinct terms; local number = place
-    blocks: list[tuple] | None = None  # `_packed(terms)`, made ahead by a parse worker
+    blocks: Blocks | None = None  # `_packed(terms)`, made ahead by a parse worker
 
 
 def content_hash(text: str) -> bytes:
@@ -174,10 +174,17 @@ TF_BITS = 10
 TF_MAX = (1 << TF_BITS) - 1
 
 
-def _packed(terms: Sequence[tuple]) -> list[tuple[int, int, str]]:
-    """The postings of these entries (`_Parsed.terms`) as blocks: (local term number,
-    postings, the JSON array `blocks.postings` holds), in term number order; an entry's
-    place in `terms` is its id less the block's base."""
+class Blocks(NamedTuple):
+    """Packed postings of some entries (`_packed`), one block per term, as columns."""
+
+    numbers: list[int]  # each block's term, as its local number (its place in the vocabulary)
+    sizes: list[int]  # postings in each block
+    postings: list[str]  # each block's JSON array (`blocks.postings`)
+
+
+def _packed(terms: Sequence[tuple]) -> Blocks:
+    """The postings of these entries (`_Parsed.terms`) as blocks, in term number order; an
+    entry's place in `terms` is its id less the blocks' base."""
     lists: dict[int, list[int]] = {}
     for place, (numbers, frequencies, _) in enumerate(terms):
         ids = array("I")
@@ -198,8 +205,10 @@ def _packed(terms: Sequence[tuple]) -> list[tuple[int, int, str]]:
                     lists[number].append(value)
                 except KeyError:
                     lists[number] = [value]
-    return [(number, len(values), f"[{','.join(map(str, values))}]")
-            for number, values in sorted(lists.items())]
+    numbers = sorted(lists)
+    values = list(map(lists.__getitem__, numbers))
+    return Blocks(numbers, list(map(len, values)),
+                  [f"[{','.join(map(str, each))}]" for each in values])
 
 
 def _with_blocks(parsed: _Parsed) -> _Parsed:
@@ -219,11 +228,18 @@ def _term_ids(blob: bytes) -> array:
     return ids
 
 
-def _global(ids: list[int], numbers: bytes) -> bytes:
-    """An entry's term ids as stored (`entries.term_ids`), from its local term numbers."""
+def _global(ids: list[int], terms: Sequence[tuple]) -> list[bytes]:
+    """The entries' term ids as stored (`entries.term_ids`), from their local term numbers
+    (`_Parsed.terms`): mapped all at once, in C, then cut per entry."""
     local = array("I")
-    local.frombytes(numbers)
-    return array("I", map(ids.__getitem__, local)).tobytes()
+    local.frombytes(b"".join([numbers for numbers, _, _ in terms]))
+    mapped = array("I", map(ids.__getitem__, local)).tobytes()
+    out, start = [], 0
+    for numbers, _, _ in terms:
+        end = start + len(numbers)
+        out.append(mapped[start:end])
+        start = end
+    return out
 
 
 # What opening a note that is gone, or not a regular file (any more), fails with.
@@ -369,10 +385,11 @@ def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
     base = conn.execute("SELECT COUNT(*) FROM entries WHERE file_id = ?", (file_id,)).fetchone()[0]
     source_file = parsed.file
     ids = rows.terms.numbered(parsed.vocabulary)
-    for ((digest, occurrence), data), terms in zip(parsed.keys, parsed.terms):
+    for ((digest, occurrence), data), terms, term_ids in zip(parsed.keys, parsed.terms,
+                                                            _global(ids, parsed.terms)):
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, digest,
                              counts[digest] + occurrence, base + data[0], *data[1:],
-                             terms[2], _global(ids, terms[0])))
+                             terms[2], term_ids))
         next_id += 1
     report.postings_added += rows.add_blocks(parsed.blocks or _packed(parsed.terms), ids,
                                              file_id, next_id - len(parsed.keys))
@@ -563,13 +580,12 @@ class _Rows:
         self.blocks: list[tuple] = []
         self.gone_hashes: set[bytes] = set()  # texts of deleted entries (`drop_orphan_derived`)
 
-    def add_blocks(self, blocks: list[tuple[int, int, str]], ids: list[int], file_id: int,
-                   base: int) -> int:
+    def add_blocks(self, blocks: Blocks, ids: list[int], file_id: int, base: int) -> int:
         """Queue `_packed` blocks of a file's entries numbered from `base`; returns how many
         postings they hold."""
-        self.blocks.extend((ids[number], file_id, base, n, postings)
-                           for number, n, postings in blocks)
-        return sum(block[1] for block in blocks)
+        self.blocks.extend(zip(map(ids.__getitem__, blocks.numbers), repeat(file_id),
+                               repeat(base), blocks.sizes, blocks.postings))
+        return sum(blocks.sizes)
 
     def flush(self, final: bool = False) -> None:
         """Write full batches (and with `final`, everything)."""
@@ -614,22 +630,21 @@ class _TermIds:
         numbered; with `used` (some entries' local term numbers), only of the terms those
         entries hold (the others' places hold 0)."""
         if used is None:
-            self.of(vocabulary, distinct=True)
+            self.of(vocabulary)
             return list(map(self.ids.__getitem__, vocabulary))
         wanted = set()
         for numbers in used:
             local = array("I")
             local.frombytes(numbers)
             wanted.update(local)
-        self.of([vocabulary[number] for number in wanted], distinct=True)
+        self.of([vocabulary[number] for number in wanted])
         return [self.ids[term] if number in wanted else 0
                 for number, term in enumerate(vocabulary)]
 
-    def of(self, terms: Iterable[str], *, add: bool = True,
-           distinct: bool = False) -> dict[str, int]:
+    def of(self, terms: Iterable[str], *, add: bool = True) -> dict[str, int]:
         """Term -> id for `terms` (and others already known); unknown ones are numbered when
-        `add`, else left out. `distinct`: `terms` holds no repeats (numbered in its order)."""
-        missing = [term for term in (terms if distinct else set(terms)) if term not in self.ids]
+        `add`, else left out."""
+        missing = list(set(terms).difference(self.ids))
         if missing and not self.table_empty:
             for start in range(0, len(missing), self.max_params):
                 chunk = missing[start:start + self.max_params]
@@ -637,11 +652,11 @@ class _TermIds:
                     f"SELECT term, id FROM terms WHERE term IN ({', '.join('?' * len(chunk))})",
                     chunk))
             missing = [term for term in missing if term not in self.ids]
-        if add:
-            for term in missing:
-                self.ids[term] = self.next_id
-                self.new.append((self.next_id, term))
-                self.next_id += 1
+        if add and missing:  # numbered in C: a build meets hundreds of thousands
+            numbers = range(self.next_id, self.next_id + len(missing))
+            self.ids.update(zip(missing, numbers))
+            self.new.extend(zip(numbers, missing))
+            self.next_id += len(missing)
         return self.ids
 
     def drop_unused(self) -> None:
@@ -748,9 +763,9 @@ def _store(conn, parsed: _Parsed, file_id: int | None, next_id: int,
     everything = len(added) == len(parsed.keys)
     ids = rows.terms.numbered(parsed.vocabulary, None if everything else
                               [terms[0] for *_, terms in added])
-    for key, data, terms in added:
+    for (key, data, terms), term_ids in zip(added, _global(ids, [t for *_, t in added])):
         rows.entries.append((next_id, file_id, source_file.source, source_file.path, *key,
-                             *data, terms[2], _global(ids, terms[0])))
+                             *data, terms[2], term_ids))
         next_id += 1
     if added:  # a worker's blocks hold every entry: usable when all are new
         blocks = (parsed.blocks or _packed(parsed.terms)) if everything else \

@@ -1009,15 +1009,16 @@ async def test_a_parse_worker_that_cannot_run_leaves_the_parsing_to_the_writer(
 
 async def test_a_parse_worker_that_dies_halfway_leaves_its_files_to_the_writer(
         workspace, tmp_path, parse_workers, monkeypatch):
-    """A child killed after three answers (out of memory, say): the files it was sent and
-    had not answered are parsed by the writer, the others by the workers still running;
-    every file is stored once, as a fresh parse."""
+    """A child killed after its first answer (out of memory, say), with a second file
+    still sent to it (every worker starts with two): the files it had not answered are
+    parsed by the writer, the others by the workers still running; every file is stored
+    once, as a fresh parse."""
     from miniclaw.memory import parse_worker
 
     answer = parse_worker.ParseWorker.next_result
 
     def dying(self):
-        if self is parse_workers[0] and self.answered >= 3:
+        if self is parse_workers[0] and self.answered >= 1:
             self.proc.kill()
         return answer(self)
 
@@ -1026,7 +1027,7 @@ async def test_a_parse_worker_that_dies_halfway_leaves_its_files_to_the_writer(
     index_file = tmp_path / "index.sqlite3"
     async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
         report = await store.refresh_index()
-    assert report.files_parsed == 41 and parse_workers[0].answered == 3
+    assert report.files_parsed == 41 and parse_workers[0].answered == 1
     assert indexed_rows(index_file) == parsed_rows(workspace)
 
 
