@@ -22,3 +22,32 @@ def test_meta_is_stored_as_json_dumps_wrote_it(meta):
     expected = json.dumps(dict(meta), sort_keys=True, ensure_ascii=False, default=str)
     assert _meta_json(meta) == expected
     assert _meta_json(meta) == expected  # the kept encoder, the second time
+
+
+_entry_terms = st.lists(st.integers(0, 60), unique=True, max_size=12).flatmap(
+    lambda numbers: st.tuples(st.just(numbers), st.none() | st.lists(
+        st.sampled_from([1, 2, 3, 1023, 1024, 70_000]), min_size=len(numbers),
+        max_size=len(numbers))))
+
+
+@settings(deadline=None)
+@given(st.lists(_entry_terms, max_size=25))
+def test_packed_blocks_hold_each_entrys_postings(entries):
+    """`_packed` (appends done by `map` in C) gives, for each term in number order, the
+    postings of the entries holding it in entry order: place << 10 | tf, tf capped at 1,023."""
+    from array import array
+
+    from miniclaw.memory.sync import _packed
+
+    terms = [(array("I", numbers).tobytes(),
+              array("I", frequencies).tobytes() if frequencies else None, len(numbers))
+             for numbers, frequencies in entries]
+    expected: dict[int, list[int]] = {}
+    for place, (numbers, frequencies) in enumerate(entries):
+        for i, number in enumerate(numbers):
+            tf = frequencies[i] if frequencies else 1
+            expected.setdefault(number, []).append(place << 10 | min(tf, 1023))
+    blocks = _packed(terms)
+    assert blocks.numbers == sorted(expected)
+    assert blocks.sizes == [len(expected[n]) for n in blocks.numbers]
+    assert [json.loads(text) for text in blocks.postings] == [expected[n] for n in blocks.numbers]
