@@ -17,6 +17,7 @@ import pytest
 from tests.chat.conftest import transcript_records
 from tests.chat.server import HANG, FakeModelServer, stream, text_chunks
 from tests.conftest import write
+from tests.reliability.support import INTERRUPT_IN_A_FINALIZER
 
 
 def today() -> str:
@@ -195,22 +196,12 @@ def test_ctrl_c_ends_the_session_cleanly(ws, moment):
         assert records[1]["interrupted"] is True and records[1]["content"] == ""
 
 
-# A Ctrl-C that Python raises inside a finalizer (here a weakref callback, as when a finished
-# task is forgotten just as a turn ends) is dropped by Python with a printed traceback.
-_FINALIZER_INTERRUPT = """
-import time, weakref
+_FINALIZER_INTERRUPT = INTERRUPT_IN_A_FINALIZER + """
+import time
 from miniclaw.interrupts import interrupts_not_lost
 
-class Thing:
-    pass
-
-def callback(ref):
-    raise KeyboardInterrupt
-
-with interrupts_not_lost():
-    thing = Thing()
-    ref = weakref.ref(thing, callback)
-    del thing
+with interrupts_not_lost():  # what the chat console runs under
+    interrupt_in_a_finalizer()
     try:
         time.sleep(20)
     except KeyboardInterrupt:

@@ -17,6 +17,24 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DAILY_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 
+# Python code defining `interrupt_in_a_finalizer()`: a KeyboardInterrupt raised inside a
+# finalizer (a weakref callback, as when a finished task is forgotten just as a turn ends),
+# which Python drops with "Exception ignored in: ... Traceback".
+INTERRUPT_IN_A_FINALIZER = """
+import weakref
+
+class Thing:
+    pass
+
+def callback(ref):
+    raise KeyboardInterrupt
+
+def interrupt_in_a_finalizer():
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing
+"""
+
 
 def subprocess_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MINICLAW_")}

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from miniclaw.memory.index_file import APPLICATION_ID
-from tests.reliability.support import PYTHON, REPO, assert_one_error_line, cli, rank_json
+from tests.reliability.support import (INTERRUPT_IN_A_FINALIZER, PYTHON, REPO,
+                                      assert_one_error_line, cli, rank_json)
 
 MEMORY = "# Memory\n\n## 2026-02-01\n- apple pie with cinnamon\n- bread and butter\n"
 
@@ -307,20 +308,12 @@ _FAILING_SOURCE = textwrap.dedent("""
 # __del__) is dropped by Python: "Exception ignored in ... Traceback", and the command went
 # on to exit 0 (seen in test_ctrl_c_at_any_point_of_a_search_never_crashes on a loaded
 # machine).
-_FINALIZER_INTERRUPT = """
-import sys, time, weakref
+_FINALIZER_INTERRUPT = INTERRUPT_IN_A_FINALIZER + """
+import sys, time
 import miniclaw.cli as cli
 
-class Thing:
-    pass
-
-def callback(ref):
-    raise KeyboardInterrupt
-
 def app():
-    thing = Thing()
-    ref = weakref.ref(thing, callback)
-    del thing
+    interrupt_in_a_finalizer()
     time.sleep(20)
 
 cli.app = app
