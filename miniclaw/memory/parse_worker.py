@@ -10,11 +10,13 @@ twice), and fork is unsafe in a process with threads.
 
 Protocol: the parent writes pickled `sync._parse_one` argument tuples on a child's stdin,
 one file at a time, and closes it when there are no more; the child answers each, in order,
-on its stdout with a pickled `("ok", result)`, or `("error", exception)` and stops. A child
-is given its next file when it answers one (`AHEAD` files queued at most), so a slow file
-holds no other worker back, and answers are taken as they come (`ParsePool.results`), not in
-the files' order. A thread per child reads its answers into a queue of one: about one answer
-per child is held beyond the one being written. A child is in a session of its own (Ctrl-C
+on its stdout with a pickled `("ok", result)`, or `("error", exception)` and stops. A
+transcript (an append-only file) is answered part by part, as it is read (`("part", part)`
+for each, then `("ok", None)`): a long one, of any size, is parsed here too, with bounded
+memory. A child is given its next file when it answers one (`AHEAD` files queued at most),
+so a slow file holds no other worker back, and answers are taken as they come
+(`ParsePool.results`), not in the files' order. A thread per child reads its answers into a
+queue of one: about one answer per child is held beyond the one being written. A child is in a session of its own (Ctrl-C
 reaches the parent, which stops it) and is killed when the parent's block ends, even by an
 error. A child that cannot start or dies answers nothing more: the parent parses its files
 itself.
@@ -72,18 +74,19 @@ class ParseWorker:
             except OSError:
                 pass
 
-    def next_result(self):
-        """The next file's result, `_GONE` when the child stopped answering; an exception
+    def next_result(self) -> tuple[object, bool]:
+        """(the next answer, whether it ends its file: False for a transcript's part but its
+        end, `(None, True)`), `(_GONE, True)` when the child stopped answering; an exception
         the parse raised there is raised here."""
         if self.proc is None:
-            return _GONE
+            return _GONE, True
         try:
             status, value = pickle.load(self.proc.stdout)
         except Exception:  # EOF, a cut message: the child died
-            return _GONE
+            return _GONE, True
         if status == "error":
             raise value
-        return value
+        return value, status != "part"
 
     def close(self) -> None:
         if self.proc is None:
@@ -107,10 +110,11 @@ class ParsePool:
         self.readers: list[threading.Thread] = []
         self.stopping = threading.Event()
 
-    def results(self, tasks: Sequence[tuple]) -> Iterator[tuple[int, object]]:
-        """(index of a task, its result) as the workers answer, every task once; a task whose
-        worker stopped comes with `_GONE` (the caller parses it itself). An exception a
-        parse raised is raised here."""
+    def results(self, tasks: Sequence[tuple]) -> Iterator[tuple[int, object, bool]]:
+        """(index of a task, an answer, whether the task is done: `ParseWorker.next_result`)
+        as the workers answer, every task to its end; a task whose worker stopped ends with
+        `_GONE` (the caller parses the rest itself). An exception a parse raised is raised
+        here."""
         todo = iter(range(len(tasks)))
         pending: dict[int, list[int]] = {}  # worker -> tasks sent, in order
         for number, worker in enumerate(self.workers):
@@ -122,18 +126,21 @@ class ParsePool:
             reader.start()
             self.readers.append(reader)
         while any(pending.values()):
-            number, found = self.answers.get()
+            number, (found, finished) = self.answers.get()
             if found is _GONE:  # stopped: what it was sent is parsed here
                 for index in pending.pop(number):
-                    yield index, _GONE
+                    yield index, _GONE, True
                 continue
-            index = pending[number].pop(0)
             if isinstance(found, BaseException):
                 raise found
+            if not finished:  # a part: its file goes on
+                yield pending[number][0], found, False
+                continue
+            index = pending[number].pop(0)
             self._give(number, self.workers[number], tasks, todo, pending)
-            yield index, found
+            yield index, found, True
         for index in todo:  # every worker stopped before the end
-            yield index, _GONE
+            yield index, _GONE, True
 
     @staticmethod
     def _give(number: int, worker: ParseWorker, tasks, todo, pending) -> None:
@@ -152,10 +159,10 @@ class ParsePool:
         """A worker's answers, into the queue, until it stops (then `_GONE`)."""
         while not self.stopping.is_set():
             try:
-                found = worker.next_result()
+                found, finished = worker.next_result()
             except Exception as exc:  # the parse failed there: the caller raises it
-                found = exc
-            self._put((number, found))
+                found, finished = exc, True
+            self._put((number, (found, finished)))
             if found is _GONE or isinstance(found, BaseException):
                 return
 
@@ -182,8 +189,13 @@ def worker_count() -> int:
     return max(1, min(WORKERS, (cores or 1)))
 
 
+def _send(out, answer: tuple) -> None:
+    pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
+    out.flush()
+
+
 def main() -> None:
-    from miniclaw.memory.sync import _parse_one, _with_blocks
+    from miniclaw.memory.sync import _Parsed, _parse_one, _with_blocks
 
     out = sys.stdout.buffer
     try:
@@ -196,14 +208,15 @@ def main() -> None:
                 # The blocks too: a build's files are new, and packing their postings here
                 # takes that work off the writer.
                 found = _parse_one(*args)
-                found = (_with_blocks(found) if not isinstance(found, list)
-                         else [_with_blocks(part) for part in found])
-                answer = ("ok", found)
+                if isinstance(found, _Parsed):
+                    _send(out, ("ok", _with_blocks(found)))
+                    continue
+                for part in found:  # a transcript: part by part, as it is read
+                    _send(out, ("part", _with_blocks(part)))
+                _send(out, ("ok", None))
             except Exception as exc:
                 pickle.dump(("error", exc), out)
                 out.flush()
                 return
-            pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
-            out.flush()
     except BrokenPipeError:  # the parent stopped reading: nothing left to do
         pass

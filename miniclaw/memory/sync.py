@@ -359,7 +359,10 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
                            for e in entries]
             depth = depth if depth < 0 else open_depth(text)
             lines = lines_before + raw.count(b"\n")
-            yield _parsed(source_file, entries, warning, racy, append)
+            # Where this part ends, stored with it: a read cut short (a parse worker that
+            # died) goes on from there.
+            here = appends.Tail(end, lines, appends.mark(fd, end), depth, source_file.signature)
+            yield _parsed(source_file, entries, warning, racy, append)._replace(tail=here)
             append = True
         new_tail = appends.Tail(end, lines, appends.mark(fd, end), depth,
                                 source_file.signature)
@@ -429,24 +432,26 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
                 tails.get(source_file.path))
 
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
-    with _parsed_files(task, stale) as parsed_files:
-        for done, parsed in enumerate(parsed_files, 1):
-            whole = isinstance(parsed, _Parsed)
-            for part in (parsed,) if whole else parsed:
-                file_id = known[part.file.path][0] if part.file.path in known else None
-                if part.append:
-                    rows.flush(final=True)  # the file's row and earlier parts, to add to
-                    file_id = file_id or conn.execute("SELECT id FROM files WHERE path = ?",
-                                                      (part.file.path,)).fetchone()[0]
-                    next_id = _store_appended(conn, part, file_id, next_id, report, rows)
-                else:
-                    next_id = _store(conn, part, file_id, next_id, report, rows)
-                    whole = True
-                if part.tail is not None:
-                    appends.save(conn, part.file.path, part.tail)
-            report.files_parsed += not whole  # only appended to: counted here
-            if progress is not None:
-                progress(done, len(stale))
+    done, whole = 0, set()  # files done; those stored whole (`_store` counted them)
+    with _parsed_files(task, stale) as parsed_parts:
+        for part, last in parsed_parts:
+            path = part.file.path
+            file_id = known[path][0] if path in known else None
+            if part.append:
+                rows.flush(final=True)  # the file's row and earlier parts, to add to
+                file_id = file_id or conn.execute("SELECT id FROM files WHERE path = ?",
+                                                  (path,)).fetchone()[0]
+                next_id = _store_appended(conn, part, file_id, next_id, report, rows)
+            else:
+                next_id = _store(conn, part, file_id, next_id, report, rows)
+                whole.add(path)
+            if part.tail is not None:
+                appends.save(conn, path, part.tail)
+            if last:
+                report.files_parsed += path not in whole  # only appended to: counted here
+                done += 1
+                if progress is not None:
+                    progress(done, len(stale))
     rows.flush(final=True)
     rows.terms.drop_unused()
     drop_orphan_derived(conn, rows.gone_hashes)
@@ -477,16 +482,29 @@ def _parse_one(source: MemorySource, source_file: SourceFile, workspace: str,
     return _parse(source, source_file, workspace)
 
 
+def _with_last(found: _Parsed | Iterable[_Parsed]) -> Iterator[tuple[_Parsed, bool]]:
+    """A file's parse as (part, whether it is the file's last) pairs: a whole `_Parsed`
+    alone, or an append-only file's parts."""
+    if isinstance(found, _Parsed):
+        yield found, True
+        return
+    held = None
+    for part in found:
+        if held is not None:
+            yield held, False
+        held = part
+    if held is not None:
+        yield held, True
+
+
 @contextlib.contextmanager
 def _parsed_files(task: Callable[[SourceFile], tuple],
-                  files: Sequence[SourceFile]) -> Iterator[Iterator[_Parsed]]:
-    """`_parse_one(*task(file))` for each file; for many files computed ahead, by other
-    processes for a build of many megabytes (`_in_process`: then in the order they finish),
-    else by a second thread (in order), which are stopped when the block ends, even by an
-    error (queued files are then not parsed)."""
-    if len(files) < PARSE_AHEAD_MIN_FILES:
-        yield (_parse_one(*task(source_file)) for source_file in files)
-        return
+                  files: Sequence[SourceFile]) -> Iterator[Iterator[tuple[_Parsed, bool]]]:
+    """The parts of `_parse_one(*task(file))` for each file, each with whether it is the
+    file's last (`_with_last`). For a build of many megabytes they are computed by other
+    processes (`_in_process`), files in the order they finish (a file's parts in order); for
+    many files by a second thread, in order; else here. Workers are stopped when the block
+    ends, even by an error (queued files are then not parsed)."""
     tasks = [task(source_file) for source_file in files]
     if _in_process(tasks):
         from miniclaw.memory.parse_worker import ParsePool, worker_count
@@ -497,44 +515,53 @@ def _parsed_files(task: Callable[[SourceFile], tuple],
         finally:
             pool.close()
         return
+    if len(files) < PARSE_AHEAD_MIN_FILES:
+        yield (pair for args in tasks for pair in _with_last(_parse_one(*args)))
+        return
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="miniclaw-parse")
     try:
-        yield _parse_ahead(pool, tasks)
+        yield (pair for found in _parse_ahead(pool, tasks) for pair in _with_last(found))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _portable(args: tuple) -> bool:
-    """Whether a file's parse can be done by another process: its result is sent whole (a
-    transcript of several parts is read part by part where it is written)."""
-    from miniclaw.memory import appends
-
-    return not (getattr(args[0], "append_only", False) and args[1].size > appends.PART_BYTES)
 
 
 def _in_process(tasks: list[tuple]) -> bool:
     """Parse in other processes (`parse_worker`): for at least `PARSE_PROCESS_BYTES` of
     files, on a machine of several cores, when every source is one of miniclaw's (a class
     of a user's module may not import in a fresh interpreter). Starting one costs ~0.2 s."""
-    return (sum(args[1].size for args in tasks if _portable(args)) >= PARSE_PROCESS_BYTES
+    return (sum(args[1].size for args in tasks) >= PARSE_PROCESS_BYTES
             and (os.cpu_count() or 1) > 1
             and all(type(args[0]).__module__.startswith("miniclaw.") for args in tasks))
 
 
-def _parse_elsewhere(pool, tasks: list[tuple]) -> Iterator[_Parsed]:
-    """Parse results as the workers finish them, then those a worker cannot do (a transcript
-    of several parts, or any file of a worker that stopped answering), parsed here: last,
-    so that the workers' files are written while they parse."""
+def _parse_elsewhere(pool, tasks: list[tuple]) -> Iterator[tuple[_Parsed, bool]]:
+    """`_parsed_files`' pairs from the workers, files as they finish. A transcript of many
+    parts comes part by part (each held until the next says whether it was the last). The
+    files of a worker that stopped answering are parsed here, a transcript from where its
+    last part stored ended (`_Parsed.tail`), so nothing is stored twice."""
     from miniclaw.memory.parse_worker import _GONE
 
-    sent = [args for args in tasks if _portable(args)]
-    for index, found in pool.results(sent):
-        yield _parse_one(*sent[index]) if found is _GONE else found
-    for args in tasks:
-        if not _portable(args):
-            yield _parse_one(*args)
+    held: dict[int, _Parsed] = {}  # task -> its latest part, not yet passed on
+    for index, found, finished in pool.results(tasks):
+        before = held.pop(index, None)
+        if found is _GONE:
+            if before is not None:
+                yield before, False
+            source, source_file, workspace, tail = tasks[index]
+            if before is not None and before.tail is not None:
+                tail = before.tail
+            yield from _with_last(_parse_one(source, source_file, workspace, tail))
+        elif not finished:  # a part of a transcript
+            if before is not None:
+                yield before, False
+            held[index] = found
+        elif found is None:  # the end of a transcript's parts
+            if before is not None:
+                yield before, True
+        else:
+            yield found, True
 
 
 def _parse_ahead(pool, tasks: list[tuple]) -> Iterator[_Parsed]:

@@ -750,9 +750,9 @@ async def test_rebuild_of_an_index_with_a_stored_fingerprint_reindexes_everythin
 
 def indexed_rows(index_file: Path) -> tuple[set, set]:
     """(entries, postings) as stored: (path, lines, date, time, text, length) and
-    (path, first line, term, tf); every stored term has postings, every block holds as
-    many as it says (none empty) and only its file's entries, and each entry's stored term
-    ids are exactly the terms it has postings of."""
+    (path, first line, term, tf); no two entries at one place; every stored term has
+    postings, every block holds as many as it says (none empty) and only its file's
+    entries, and each entry's stored term ids are exactly the terms it has postings of."""
     from array import array
 
     with sqlite3.connect(index_file) as conn:
@@ -762,22 +762,25 @@ def indexed_rows(index_file: Path) -> tuple[set, set]:
                             " (SELECT id FROM terms)").fetchone()[0] == 0
         assert conn.execute("SELECT COUNT(*) FROM blocks WHERE n < 1"
                             " OR n != json_array_length(postings)").fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM term_postings p JOIN entries e"
+        # CROSS JOIN: postings first (SQLite could otherwise read them all again per entry)
+        assert conn.execute("SELECT COUNT(*) FROM term_postings p CROSS JOIN entries e"
                             " ON e.id = p.entry_id WHERE e.file_id != p.file_id").fetchone()[0] == 0
         held: dict[int, set] = {}
         for entry_id, term_id in conn.execute(
-                "SELECT p.entry_id, t.id FROM term_postings p JOIN terms t ON t.term = p.term"):
+                "SELECT b.base + (j.value >> 10), b.term_id FROM blocks b, json_each(b.postings) j"):
             held.setdefault(entry_id, set()).add(term_id)
         for entry_id, blob in conn.execute("SELECT id, term_ids FROM entries"):
             ids = array("I")
             ids.frombytes(blob)
             assert sorted(ids) == sorted(held.pop(entry_id, ())), entry_id
         assert not held  # no postings of an entry that is gone
+        assert conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM entries GROUP BY path,"
+                            " line_start HAVING COUNT(*) > 1)").fetchone()[0] == 0  # stored once
         entries = set(conn.execute(
             "SELECT path, line_start, line_end, date, time, content, length FROM entries"))
         postings = set(conn.execute(
             "SELECT e.path, e.line_start, p.term, p.tf FROM term_postings p"
-            " JOIN entries e ON e.id = p.entry_id"))
+            " CROSS JOIN entries e ON e.id = p.entry_id"))
     return entries, postings
 
 
@@ -919,13 +922,15 @@ def parse_workers(monkeypatch) -> list:
     class Recorded(parse_worker.ParseWorker):
         def __init__(self):
             self.answered = 0  # files the child parsed (not left to the writer)
+            self.parts = 0  # parts of long transcripts it sent
             super().__init__()
             started.append(self)
 
         def next_result(self):
-            found = super().next_result()
-            self.answered += found is not parse_worker._GONE
-            return found
+            found, finished = super().next_result()
+            self.answered += finished and found is not parse_worker._GONE
+            self.parts += not finished
+            return found, finished
 
     monkeypatch.setattr(sync, "PARSE_PROCESS_BYTES", 1)
     monkeypatch.setattr(parse_worker, "ParseWorker", Recorded)
@@ -1019,7 +1024,8 @@ async def test_a_parse_worker_that_dies_halfway_leaves_its_files_to_the_writer(
 
     def dying(self):
         if self is parse_workers[0] and self.answered >= 1:
-            self.proc.kill()
+            self.proc.kill()  # and what it had written but not yet read is lost with it
+            return parse_worker._GONE, True
         return answer(self)
 
     monkeypatch.setattr(parse_worker.ParseWorker, "next_result", dying)
@@ -1029,6 +1035,80 @@ async def test_a_parse_worker_that_dies_halfway_leaves_its_files_to_the_writer(
         report = await store.refresh_index()
     assert report.files_parsed == 41 and parse_workers[0].answered == 1
     assert indexed_rows(index_file) == parsed_rows(workspace)
+
+
+def _long_transcript(workspace: Path) -> None:
+    """`sessions/s1.jsonl` over `appends.PART_BYTES` (two parts), a `<private>` block open
+    across the cut, and a few notes."""
+    from miniclaw.memory import appends
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-01-05", ["kiwi orchard fact"])))
+    text, n, size = [], 0, 0
+    while size < appends.PART_BYTES + (1 << 20):  # messages of ~1 KB: ~9,000 of them
+        words = " ".join(f"{VOCAB[(n + i) % 8]}{i % 10}" for i in range(120))  # tf 12
+        text.append(json.dumps({"role": "user" if n % 2 else "assistant",
+                                "content": f"message {n} {words}",
+                                "timestamp": "2026-01-02T10:00:00Z"}) + "\n")
+        size += len(text[-1])
+        n += 1
+    middle = len(text) // 2 + len(text) // 4  # about where the first part ends
+    text[middle] = json.dumps({"role": "user", "content": "open <private> hidden kumquat",
+                               "timestamp": "2026-01-02T10:00:00Z"}) + "\n"
+    text[middle + 1] = json.dumps({"role": "user", "content": "still hidden </private> seen",
+                                   "timestamp": "2026-01-02T10:00:00Z"}) + "\n"
+    write(workspace, "sessions/s1.jsonl", "".join(text))
+
+
+@pytest.mark.slow
+async def test_a_long_transcript_is_parsed_by_a_worker_part_by_part(
+        workspace, tmp_path, parse_workers):
+    """A transcript over one part is parsed by a worker too, sent part by part as it is
+    read (the writer stores one while the next is parsed), and stored as a fresh parse."""
+    _long_transcript(workspace)
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        report = await store.refresh_index()
+        assert report.files_parsed == 2
+        assert sum(worker.parts for worker in parse_workers) == 3  # two parts, then the end
+        assert not await store.search_memories("kumquat", days=None)
+    assert indexed_rows(index_file) == rows_with_transcript(workspace)
+
+
+@pytest.mark.slow
+async def test_a_worker_that_dies_inside_a_long_transcript_is_followed_from_its_last_part(
+        workspace, tmp_path, parse_workers, monkeypatch):
+    """A transcript indexed, then grown by more than a part: the worker is killed once it
+    has sent the first part of the growth. The writer stored that part and where it ended
+    (`_Parsed.tail`), and reads the rest itself from there, not from the tail the build
+    started with (which would store the first part twice)."""
+    from miniclaw.memory import parse_worker
+
+    answer = parse_worker.ParseWorker.next_result
+    killing = []
+
+    def dying(self):
+        if killing and self.parts:  # killed once it sent a part, the rest of its pipe lost
+            self.proc.kill()
+            return parse_worker._GONE, True
+        return answer(self)
+
+    monkeypatch.setattr(parse_worker.ParseWorker, "next_result", dying)
+    _long_transcript(workspace)
+    past = time.time_ns() - 3600 * 1_000_000_000  # MEMORY.md settled: not read again
+    os.utime(workspace / "memory/MEMORY.md", ns=(past, past))
+    path = workspace / "sessions/s1.jsonl"
+    grown = path.read_text()
+    start = transcript_lines(1000)  # over the 64 KB a tail's mark hashes: an append stays one
+    path.write_text(start)
+    index_file = tmp_path / "index.sqlite3"
+    async with MemoryStore(workspace, index_path=index_file, now=lambda: NOW) as store:
+        await store.refresh_index()
+        path.write_text(start + grown)
+        killing.append(True)
+        report = await store.refresh_index()
+        assert report.files_parsed == 1 and report.entries_removed == 0  # only appended to
+        assert sum(worker.parts for worker in parse_workers[-2:]) == 1
+    assert indexed_rows(index_file) == rows_with_transcript(workspace)
 
 
 async def test_a_failure_while_writing_stops_the_parse_worker(workspace, tmp_path,
