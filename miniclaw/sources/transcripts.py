@@ -174,7 +174,8 @@ class TranscriptSource(FileSource):
         return [folder for folder in super().folders(workspace) if os.path.isdir(folder)]
 
     def parse(self, text: str, path: str) -> list[Entry]:
-        return self.parse_part(text, path, text.partition("\n")[0])
+        end = text.find("\n")  # the first line, without a copy of the rest
+        return self.parse_part(text, path, text if end < 0 else text[:end])
 
     def parse_part(self, text: str, path: str, head: str) -> list[Entry]:
         """Entries of some complete lines of the file (`append_only`: the index reads what

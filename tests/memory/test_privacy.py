@@ -435,3 +435,10 @@ def test_every_character_folding_to_an_angle_bracket_is_found(text):
 
     found = list(_less_thans(text))
     assert sorted(found) == [m.start() for m in re.finditer(f"[{''.join(_LESS_THAN)}]", text)]
+
+
+@given(st.text(alphabet="ab\n\r-\ufeff", max_size=12))
+def test_the_first_line_is_the_one_partition_gives(text):
+    from miniclaw.memory.privacy import _head
+
+    assert _head(text) == text.partition("\n")[0]
