@@ -471,32 +471,42 @@ def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
     entries = parse(visible_text(redact(text) if redact else text, **visibility))
     # Every record is checked again: a format may spell a tag the file does not show, with
     # any of its characters escaped (JSON's `\u0070` for `p`: no `<`, no "private" in the
-    # line). `may_hold_private` answers most texts with two scans in C.
+    # line). `may_hold_private` answers most texts with two scans in C. An entry is made
+    # again only when something changed (one tuple, not one per change: a transcript's
+    # entries all get their source's name and a read-only `Meta`).
     make = Entry._make
     out = []
     for entry in entries:
-        if may_hold_private(entry.text):
-            clean = visible_text(entry.text).strip()
+        clean, meta = entry.text, entry.meta
+        if may_hold_private(clean):
+            clean = visible_text(clean).strip()
             if not clean:
                 continue
-            entry = entry._replace(text=clean)
-        meta = entry.meta
-        if meta and not all(_plain(value) for value in meta.values()):  # its values too
+        if meta and not _plain(meta.values(), may_hold_private):  # its values too
             meta = {key: _redacted(value) for key, value in meta.items()}
         if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
-            entry = entry._replace(meta=Meta(meta))
-        out.append(entry if entry.source == name else make((entry[0], name, *entry[2:])))
+            meta = Meta(meta)
+        if clean is not entry.text or meta is not entry.meta or entry.source != name:
+            fields = [clean, name, *entry[2:]]
+            fields[_META] = meta
+            entry = make(fields)
+        out.append(entry)
     return out
 
 
-def _plain(value: object) -> bool:
-    """A metadata value `_redacted` would keep as it is: no text, or text that cannot hold
-    a tag or open front matter (most values: a session id, a role, a time)."""
-    from miniclaw.memory.privacy import may_hold_private
+_META = Entry._fields.index("meta")
 
-    if isinstance(value, str):
-        return not may_hold_private(value) and "---" not in value
-    return not isinstance(value, (list, dict))
+
+def _plain(values: Iterable[object], may_hold_private: Callable[[str], bool]) -> bool:
+    """Whether `_redacted` would keep each metadata value as it is: no text, or text that
+    cannot hold a tag or open front matter (most values: a session id, a role, a time)."""
+    for value in values:
+        if isinstance(value, str):
+            if "---" in value or may_hold_private(value):
+                return False
+        elif isinstance(value, (list, dict)):
+            return False
+    return True
 
 
 def _redacted(value: object) -> object:

@@ -68,10 +68,18 @@ def kept_text(text: str) -> str:
     recall_line, acknowledgement, paragraph_break = _patterns()
     if "•" in text or "|" in text or "[" in text or "Found" in text or "..." in text:
         paragraphs = paragraph_break.split(text)
-        text = "\n\n".join(p for p in paragraphs if not recall_line.search(p)).strip()
+        if _may_recall(text):  # the regex tries five patterns at every character
+            paragraphs = [p for p in paragraphs if not recall_line.search(p)]
+        text = "\n\n".join(paragraphs).strip()
     if len(text) < MIN_TEXT or acknowledgement.match(text):
         return ""
     return text
+
+
+def _may_recall(text: str) -> bool:
+    """Whether a line of the text may be a recall's (`_RECALL_LINE`): each of its patterns
+    holds a `•`, " match" or a `[user] ` / `[asst] ` label."""
+    return "•" in text or " match" in text or "[user] " in text or "[asst] " in text
 
 
 def is_noise(text: str) -> bool:
@@ -166,7 +174,8 @@ class TranscriptSource(FileSource):
         return [folder for folder in super().folders(workspace) if os.path.isdir(folder)]
 
     def parse(self, text: str, path: str) -> list[Entry]:
-        return self.parse_part(text, path, text.partition("\n")[0])
+        end = text.find("\n")  # the first line, without a copy of the rest
+        return self.parse_part(text, path, text if end < 0 else text[:end])
 
     def parse_part(self, text: str, path: str, head: str) -> list[Entry]:
         """Entries of some complete lines of the file (`append_only`: the index reads what

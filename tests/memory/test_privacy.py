@@ -423,3 +423,22 @@ def test_the_quick_check_for_a_tag_answers_as_folding_the_text_does(text):
     folded = bool(_MAYBE_TAG.search(text) or _MAYBE_TAG.search(_fold_fast(text)))
     # Only `≮` (itself again when folded, not a `<`) may make it answer "maybe" needlessly.
     assert may_hold_private(text) == folded or ("\u226e" in text and not folded)
+
+
+@given(st.lists(_TAG_ALPHABET | st.text(max_size=5), max_size=30).map("".join))
+def test_every_character_folding_to_an_angle_bracket_is_found(text):
+    """`may_hold_private` folds what follows each of `_LESS_THAN` (found by `str.find`):
+    the places a regex of the four finds, every one."""
+    import re
+
+    from miniclaw.memory.privacy import _LESS_THAN, _less_thans
+
+    found = list(_less_thans(text))
+    assert sorted(found) == [m.start() for m in re.finditer(f"[{''.join(_LESS_THAN)}]", text)]
+
+
+@given(st.text(alphabet="ab\n\r-\ufeff", max_size=12))
+def test_the_first_line_is_the_one_partition_gives(text):
+    from miniclaw.memory.privacy import _head
+
+    assert _head(text) == text.partition("\n")[0]

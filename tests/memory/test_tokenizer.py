@@ -261,3 +261,52 @@ def test_terms_by_chunk_are_the_terms_of_the_text(text):
     assert len(found) == len(chunks)
     assert [t for terms in found for t in ([terms] if isinstance(terms, str) else terms)] \
         == tokenize(text)
+
+
+def _counted_reference(terms: list[str]) -> tuple[list[str], list[int] | None, int]:
+    """`sync._counted` as of 93140e5: what the index stored for an entry's terms."""
+    from collections import Counter
+
+    unique = set(terms)
+    if len(unique) == len(terms):
+        return list(unique), None, len(terms)
+    counts = Counter(terms)
+    return list(counts), list(counts.values()), len(terms)
+
+
+_WORDS = st.lists(st.sampled_from(["coffee", "Coffee,", "the", "tea", "Sam's", "2026-02-14",
+                                   "東京で", "café", "x", "aa", "bb", "cc", "dd", "ee", "ff"])
+                  | st.text(max_size=8), max_size=120).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_TEXT | _WORDS)
+@example("coffee tea coffee the")
+@example("")
+def test_counted_index_terms_are_index_terms_counted(text):
+    """What a build stores for an entry, counted as its chunks are looked up: the same
+    distinct terms in the same order (they number new terms), the same frequencies."""
+    from miniclaw.memory.tokenizer import counted_index_terms
+
+    terms = [term for term in tokenize(text) if not is_stop_word(term)]
+    assert counted_index_terms(text) == _counted_reference(terms)
+    assert counted_index_terms(text) == _counted_reference(terms)  # from the cache now
+
+
+def test_counted_index_terms_keep_set_order_of_many_distinct_terms():
+    """Hundreds of distinct terms: a set of them grows several times, and its order must
+    still be the one counting the term list gave."""
+    from miniclaw.memory.tokenizer import counted_index_terms
+
+    text = " ".join(f"word{i}x" for i in range(700))
+    assert counted_index_terms(text) == _counted_reference(index_terms(text))
+
+
+def test_index_terms_fill_one_cache():
+    """A build's chunks are kept once (`_index_cache`), as tuples that flatten in C."""
+    from miniclaw.memory import tokenizer
+
+    index_terms("zanzibarian, the")
+    assert tokenizer._index_cache["zanzibarian,"] == ("zanzibarian",)
+    assert tokenizer._index_cache["the"] == ()
+    assert "zanzibarian," not in tokenizer._cache

@@ -102,6 +102,36 @@ def test_the_noise_test_is_any_marker_in_the_text(text):
     assert is_noise(text) == any(marker in text for marker in NOISE)
 
 
+def _kept_text_before(text: str) -> str:
+    """`kept_text` as of 93140e5, which searched every paragraph for a recall line."""
+    from miniclaw.sources.transcripts import MIN_TEXT, _patterns
+
+    if is_noise(text):
+        return ""
+    recall_line, acknowledgement, paragraph_break = _patterns()
+    if "•" in text or "|" in text or "[" in text or "Found" in text or "..." in text:
+        paragraphs = paragraph_break.split(text)
+        text = "\n\n".join(p for p in paragraphs if not recall_line.search(p)).strip()
+    if len(text) < MIN_TEXT or acknowledgement.match(text):
+        return ""
+    return text
+
+
+_RECALL_PIECES = st.sampled_from([
+    "[1/3] 5d8e2c4 • Dec 27", "[2/9]  abcdef0  •", "•", "abc | s1 | 3 matches | 2026",
+    "x | y | 1 match | z  ", "[user] hi there", "  [asst] answer", "... and 4 more matches",
+    "Found matches in 2 sessions", "Found matches in 1 session ", "|", "[", "Found", "...",
+    " match", "[user]", "\n", "\n\n", "\n \t\n", " ", "words we said", "ok", "thanks", "é"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_RECALL_PIECES | st.text(max_size=6), max_size=14).map("".join))
+def test_kept_text_keeps_what_it_kept_before(text):
+    """A message that cannot hold a recall line is not searched for one, paragraph by
+    paragraph: still split and joined again as before, so its text is the same."""
+    assert kept_text(text) == _kept_text_before(text)
+
+
 @settings(deadline=None)
 @given(st.text(max_size=300))
 def test_any_text_parses_without_error(text):
