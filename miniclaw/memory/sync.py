@@ -50,7 +50,7 @@ from miniclaw.memory.database import IndexRowError
 from miniclaw.memory.files import (MAX_FILE_BYTES, NotMemoryFileError, OutsideWorkspaceError,
                                    decode, open_in_workspace, read_fd)
 from miniclaw.memory.sources import MemorySource, SourceFile, read_entries, source_warning
-from miniclaw.memory.tokenizer import index_terms
+from miniclaw.memory.tokenizer import counted_index_terms
 
 RACY_NS = 2_000_000_000
 FUTURE_RACY_NS = 600 * 1_000_000_000  # clock skew between synced machines, at most
@@ -112,19 +112,20 @@ def _entry_keys(entries: list[Entry]) -> list[tuple[tuple, tuple]]:
     its data, in the `entries` table's column order (ordinal, line_start, line_end, date,
     time, category, tags, meta, content)."""
     days: dict = {None: None}  # a note's entries share one date: format it once
-    seen: Counter = Counter()
+    seen: dict[bytes, int] = {}  # a dict, not a Counter: its misses are Python calls
     keys = []
-    for ordinal, entry in enumerate(entries):
+    for ordinal, (text, _, _, line_start, line_end, date, time, category, tags,
+                  meta) in enumerate(entries):
         try:
-            day = days[entry.date]
+            day = days[date]
         except KeyError:
-            day = days[entry.date] = entry.date.isoformat()
-        digest = content_hash(entry.text)
-        keys.append(((digest, seen[digest]), (ordinal, entry.line_start, entry.line_end, day,
-                                              entry.time, entry.category, " ".join(entry.tags),
-                                              _meta_json(entry.meta) if entry.meta else None,
-                                              entry.text)))
-        seen[digest] += 1
+            day = days[date] = date.isoformat()
+        digest = content_hash(text)
+        occurrence = seen.get(digest, 0)
+        seen[digest] = occurrence + 1
+        keys.append(((digest, occurrence), (ordinal, line_start, line_end, day, time, category,
+                                            " ".join(tags), _meta_json(meta) if meta else None,
+                                            text)))
     return keys
 
 
@@ -143,23 +144,13 @@ def _meta_json(meta) -> str:
 _meta_encoder = None
 
 
-def _counted(terms: list[str]) -> tuple[list[str], list[int] | None, int]:
-    """An entry's index terms as stored: (its distinct terms, their frequencies, None when
-    all are 1, the number of terms). Most entries repeat no term, and are counted in C."""
-    unique = dict.fromkeys(terms)
-    if len(unique) == len(terms):
-        return list(unique), None, len(terms)
-    counts = Counter(terms)
-    return list(counts), list(counts.values()), len(terms)
-
-
 def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, racy: bool,
             append: bool = False) -> _Parsed:
     """A file's (or part's) entries with their terms counted where the file is parsed (in a
     parse worker for a large build: `parse_worker`), so the writer only numbers them: each
     entry's terms are numbers into the part's vocabulary (uint32 bytes, with frequencies
     when some repeat), which the writer maps to the index's term ids in C."""
-    counted = [_counted(index_terms(e.text)) for e in entries]
+    counted = [counted_index_terms(e.text) for e in entries]
     vocabulary = list(dict.fromkeys(chain.from_iterable(c[0] for c in counted)))
     local = {term: number for number, term in enumerate(vocabulary)}.__getitem__
     terms = [(array("I", map(local, distinct)).tobytes(),

@@ -27,7 +27,7 @@ from miniclaw.memory.database import index_format
 from miniclaw.memory.files import decode
 from miniclaw.memory.parsing import parse_daily_note, parse_long_term
 from miniclaw.memory.sources import daily_note_date
-from miniclaw.memory.tokenizer import index_terms, tokenize
+from miniclaw.memory.tokenizer import counted_index_terms, index_terms, tokenize
 from tests.conftest import NOW, daily_note, long_term, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -1156,9 +1156,10 @@ async def test_text_made_private_leaves_the_wal_of_a_long_lived_store(store, wor
     assert not wal.exists() or SECRET.encode() not in wal.read_bytes()
 
 
-def _tokenize_differently(text: str) -> list[str]:
+def _tokenize_differently(text: str) -> tuple[list[str], list[int] | None, int]:
     """Another tokenizer's terms (an upgraded stemmer or Unicode data): not the same ones."""
-    return [f"{term}x" for term in index_terms(text)]
+    terms, frequencies, total = counted_index_terms(text)
+    return [f"{term}x" for term in terms], frequencies, total
 
 
 async def test_text_made_private_after_a_tokenizer_change_leaves_no_posting(store, workspace,
@@ -1166,7 +1167,7 @@ async def test_text_made_private_after_a_tokenizer_change_leaves_no_posting(stor
     path = write(workspace, "memory/MEMORY.md",
                  f"# Memory\n\n## 2026-02-12\n- apple {SECRET} once public\n- bread\n")
     assert await store.search_memories(SECRET)
-    monkeypatch.setattr("miniclaw.memory.sync.index_terms", _tokenize_differently)
+    monkeypatch.setattr("miniclaw.memory.sync.counted_index_terms", _tokenize_differently)
     path.write_text(f"# Memory\n\n## 2026-02-12\n<private>\n- apple {SECRET} once public\n"
                     "</private>\n- bread\n")
     await store.refresh_index()

@@ -7,6 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from miniclaw.memory.entry import NO_META, Entry, Meta
 from miniclaw.memory.sync import _meta_json
 
 _values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10)
@@ -51,3 +52,43 @@ def test_packed_blocks_hold_each_entrys_postings(entries):
     assert blocks.numbers == sorted(expected)
     assert blocks.sizes == [len(expected[n]) for n in blocks.numbers]
     assert [json.loads(text) for text in blocks.postings] == [expected[n] for n in blocks.numbers]
+
+
+def _entry_keys_before(entries):
+    """`sync._entry_keys` as of 93140e5 (a Counter of texts seen, an encoder per call)."""
+    from collections import Counter
+
+    from miniclaw.memory.sync import content_hash
+
+    days: dict = {None: None}
+    seen: Counter = Counter()
+    keys = []
+    for ordinal, entry in enumerate(entries):
+        day = days.setdefault(entry.date, entry.date and entry.date.isoformat())
+        digest = content_hash(entry.text)
+        meta = (json.dumps(dict(entry.meta), sort_keys=True, ensure_ascii=False, default=str)
+                if entry.meta else None)
+        keys.append(((digest, seen[digest]), (ordinal, entry.line_start, entry.line_end, day,
+                                              entry.time, entry.category, " ".join(entry.tags),
+                                              meta, entry.text)))
+        seen[digest] += 1
+    return keys
+
+
+_entries = st.lists(st.builds(
+    Entry, st.sampled_from(["a", "b", "caf\u00e9", "a b"]) | st.text(max_size=6),
+    st.just("transcripts"), st.just("p"), st.integers(1, 5), st.integers(1, 5),
+    st.none() | st.dates(), st.none() | st.just("10:30:00"), st.none() | st.just("decision"),
+    st.lists(st.sampled_from(["x", "y"]), max_size=2).map(tuple),
+    st.just(NO_META) | st.dictionaries(st.text(max_size=4), _values, max_size=3).map(Meta)),
+    max_size=8)
+
+
+@settings(deadline=None)
+@given(_entries)
+def test_entry_keys_are_what_they_were(entries):
+    """Each entry's identity (text hash, occurrence) and row data, as before they were made
+    by unpacking each entry and with a dict of texts seen."""
+    from miniclaw.memory.sync import _entry_keys
+
+    assert _entry_keys(entries) == _entry_keys_before(entries)
