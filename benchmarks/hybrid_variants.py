@@ -445,10 +445,78 @@ def vprf(value: str = "0.3") -> None:
     _feedback(value, _first(1))
 
 
+def bmmax(value: str = "1") -> None:
+    """BM25 divided by VALUE x the sum of the query terms' weights (idf: what an entry of
+    median length holding each term once scores), not by the search's best: a weak best
+    match keeps a small share, so the cosine decides more where BM25 found little"""
+    from miniclaw.memory import ranker
+    from miniclaw.memory.scoring.bm25 import BM25Scorer
+
+    scale = float(value)
+    held: dict[str, float] = {}
+    search_source = ranker.MemoryRanker._search_source
+
+    def noted(self, source, mode, request, k, phrases=()):
+        weights = BM25Scorer().weights(list(request.terms), request.stats)
+        held["most"] = scale * sum(w for t, w in weights.items() if request.stats.df.get(t))
+        return search_source(self, source, mode, request, k, phrases)
+
+    ranker.MemoryRanker._search_source = noted
+
+    def bounded_bm25(lists, bounded):
+        most = held.get("most") or 1.0
+        return ([s if b else {i: v / most for i, v in s.items()} for s, b in zip(lists, bounded)],
+                [True] * len(lists))
+
+    _fusion(bounded_bm25)
+
+
+_CONTEXT: dict[str, str] = {}  # an entry's text (whitespace folded) -> the text embedded instead
+_CONTEXT_FORM: list = []  # (turns before, turns after, order) of `ctxembed`
+_CONTEXT_STATS = {"asked": 0, "replaced": 0}
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split())
+
+
+def ctxembed(before: str = "1", after: str = "0", order: str = "own") -> None:
+    """contextual chunk embedding: each turn's vector is of its text with BEFORE turns
+    before it and AFTER turns after it in its session, joined by a line break, the turn's
+    own text first (ORDER own: the model keeps 256 tokens, so the turn is never cut) or in
+    conversation order (ORDER seq); the query is embedded as it is"""
+    _CONTEXT_FORM[:] = [int(before), int(after), order]
+
+
+def _context_texts(conversations) -> None:
+    from miniclaw.text import printable
+
+    nb, na, order = _CONTEXT_FORM
+    for conversation in conversations:
+        for session in conversation.sessions:
+            texts = [printable(t.text) for t in session.turns]
+            for n, own in enumerate(texts):
+                prev, nxt = texts[max(0, n - nb):n], texts[n + 1:n + 1 + na]
+                parts = [own, *prev, *nxt] if order == "own" else [*prev, own, *nxt]
+                _CONTEXT.setdefault(_fold(own), "\n".join(parts))
+
+
+def _contextual(cached) -> None:
+    embed = cached.embed
+
+    def contextual(texts):
+        _CONTEXT_STATS["asked"] += len(texts)
+        out = [_CONTEXT.get(_fold(t), t) for t in texts]
+        _CONTEXT_STATS["replaced"] += sum(a is not b for a, b in zip(out, texts))
+        return embed(out)
+
+    cached.embed = contextual
+
+
 VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
                                     bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
                                     qstrip, timecue, longterms, nobmctx, prf, vprf, fbterms,
-                                    fbdocs)}
+                                    fbdocs, ctxembed, bmmax)}
 
 
 def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: Path) -> dict:
@@ -460,7 +528,7 @@ def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: P
     import retrieval
     from vector_cache import install
 
-    install(cache)
+    cached = install(cache)
     _track_queries()
     for part in spec.split("+"):
         name, *args = part.split(":")
@@ -468,7 +536,15 @@ def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: P
     out = {}
     for name, path in sets:
         load = locomo.load if name == "locomo" else longmemeval.load
-        report = asyncio.run(retrieval.run(load(path)[:limit], ["hybrid"]))
+        conversations = load(path)[:limit]
+        if _CONTEXT_FORM:
+            _context_texts(conversations)
+            if not _CONTEXT_STATS.get("wrapped"):
+                _contextual(cached)
+                _CONTEXT_STATS["wrapped"] = 1
+        report = asyncio.run(retrieval.run(conversations, ["hybrid"]))
+        if _CONTEXT_FORM:
+            print(f"{name}: texts embedded {_CONTEXT_STATS}", file=sys.stderr)
         row = report["modes"]["hybrid"]["all"]
         out[name] = {m: row[m] for m in ("R@5", "R@10", "MRR")} | {"n": row["n"]}
     return out
@@ -487,9 +563,13 @@ def main() -> None:
         f"{name} ({f.__doc__.splitlines()[0]})" if f.__doc__ else name
         for name, f in VARIANTS.items()))
     ap.add_argument("--limit-conversations", type=int, default=None, metavar="N")
+    ap.add_argument("--sets", default="locomo,longmemeval",
+                    help="which dev sets to run (both by default)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = ap.parse_args()
-    sets = [("locomo", args.locomo), ("longmemeval", args.longmemeval)]
+    sets = [(name, path) for name, path in (("locomo", args.locomo),
+                                            ("longmemeval", args.longmemeval))
+            if name in args.sets.split(",")]
     if args.one:
         print(json.dumps(run_one(args.one, sets, args.limit_conversations, args.vector_cache)))
         return
@@ -497,11 +577,13 @@ def main() -> None:
                                        for m in ("R@5", "R@10", "MRR")))
     for spec in (v.strip() for v in args.variants.split(",") if v.strip()):
         command = [sys.executable, __file__, str(args.locomo), str(args.longmemeval),
-                   "--vector-cache", str(args.vector_cache), "--one", spec]
+                   "--vector-cache", str(args.vector_cache), "--one", spec, "--sets", args.sets]
         if args.limit_conversations is not None:
             command += ["--limit-conversations", str(args.limit_conversations)]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         result = json.loads(done.stdout.strip().splitlines()[-1])
+        if done.stderr.strip():
+            print(done.stderr.strip(), file=sys.stderr)
         print(f"{spec:<28}" + "".join(f"{result[s][m]:>18.3f}" for s, _ in sets
                                       for m in ("R@5", "R@10", "MRR")), flush=True)
 
