@@ -404,3 +404,21 @@ async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, 
     assert len(hashes) == len(cosines) == len(FACTS)
     again = await store.search("did I go hiking?", mode="hybrid", explain=True)
     assert again.results == expected.results
+
+
+@pytest.mark.parametrize("text, asks", [
+    ("What inspired you?", True),
+    ("Mel: Wow, Caroline! What inspired you?", True),
+    ("Cool! What causes are you working on? Tell me more?", True),
+    ("  Did you go?\n", True),
+    ("I painted it after a visit to the center. Do you like it?", False),
+    ("Thanks, Melanie! I painted this after I visited a LGBTQ center.", False),
+    # one sentence that tells and asks reads as asking (rare: 0.4% of LongMemEval's
+    # evidence turns, 0.6% of LoCoMo's, are read as asking only)
+    ("user: I adopted a dog named Max last week, what food should I buy?", True),
+    ("user: I adopted a dog named Max last week. What food should I buy?", False),
+    ("Is it? [shares a photo: a dog]", False),
+    ("", False),
+])
+def test_a_text_that_only_asks(text, asks):
+    assert semantic.asks_only(text) is asks
