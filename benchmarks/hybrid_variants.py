@@ -471,6 +471,57 @@ def bmmax(value: str = "1") -> None:
     _fusion(bounded_bm25)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def asks_only(text: str) -> bool:
+    """Whether a text only asks: it ends with a question mark and each of its sentences is a
+    question or a word or three ("Wow!", "Hey Nate!")."""
+    body = text.strip()
+    if not body.endswith("?"):
+        return False
+    return all(part.endswith("?") or len(part.split()) <= 3
+               for part in _SENTENCE_END.split(body) if part)
+
+
+def qonly(value: str = "0") -> None:
+    """an entry that only asks (`asks_only`) keeps VALUE of its cosine's share in the fusion
+    (its BM25 share and what it lends its neighbours unchanged): a question's vector is
+    close to the question asked by its form, and a question holds no answer"""
+    share = float(value)
+
+    def damped(lists, bounded):
+        ids = sorted({i for scores in lists for i in scores})
+        texts = _QUERY["ranker"].index.entries(ids)
+        asks = {i for i in ids if asks_only(texts[i].text)}
+        return ([{i: v * share if b and i in asks else v for i, v in scores.items()}
+                 for scores, b in zip(lists, bounded)], bounded)
+
+    _fusion(damped)
+
+
+def qonlyall(value: str = "0") -> None:
+    """as `qonly`, but every share of an entry that only asks is scaled by VALUE (BM25's too)"""
+    share = float(value)
+
+    def damped(lists, bounded):
+        ids = sorted({i for scores in lists for i in scores})
+        texts = _QUERY["ranker"].index.entries(ids)
+        asks = {i for i in ids if asks_only(texts[i].text)}
+        return ([{i: v * share if i in asks else v for i, v in scores.items()}
+                 for scores in lists], bounded)
+
+    _fusion(damped)
+
+
+def noqonly() -> None:
+    """the cosine of an entry that only asks counts like any other (hybrid before
+    2026-11-27: `VectorRetriever.counts`)"""
+    from miniclaw.memory.scoring import semantic
+
+    semantic.VectorRetriever.counts = lambda self, text: True
+
+
 _CONTEXT: dict[str, str] = {}  # an entry's text (whitespace folded) -> the text embedded instead
 _CONTEXT_FORM: list = []  # (turns before, turns after, order) of `ctxembed`
 _CONTEXT_STATS = {"asked": 0, "replaced": 0}
@@ -516,7 +567,7 @@ def _contextual(cached) -> None:
 VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
                                     bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
                                     qstrip, timecue, longterms, nobmctx, prf, vprf, fbterms,
-                                    fbdocs, ctxembed, bmmax)}
+                                    fbdocs, ctxembed, bmmax, qonly, qonlyall, noqonly)}
 
 
 def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: Path) -> dict:
@@ -584,7 +635,7 @@ def main() -> None:
         result = json.loads(done.stdout.strip().splitlines()[-1])
         if done.stderr.strip():
             print(done.stderr.strip(), file=sys.stderr)
-        print(f"{spec:<28}" + "".join(f"{result[s][m]:>18.3f}" for s, _ in sets
+        print(f"{spec:<28}" + "".join(f"{result[s][m]:>18.4f}" for s, _ in sets
                                       for m in ("R@5", "R@10", "MRR")), flush=True)
 
 
