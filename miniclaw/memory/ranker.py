@@ -138,21 +138,24 @@ class MemoryRanker:
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
-        # The sources were read in separate snapshots: keep only entries that have a score.
         ties = any(_has_priority(s) for s in selected)
         wanted = options.limit + _MAX_TIES if ties else options.limit
+        # The sources were read in separate snapshots: keep only entries that have a score.
         candidates = [i for i in places if i in own]
         judged = [n for n, r in enumerate(mode.retrievers) if hasattr(r, "counts")] \
             if shares is not None else []
-        read: dict[int, Entry | None] = {}
-        if judged:
-            ranked, read = await asyncio.to_thread(
-                self._counted_first, mode, judged, candidates, own, shares, dated, places, wanted)
-        else:
-            ranked = _first(candidates, own, places, wanted)
-        ranked = ranked[: _with_ties(ranked, own, options.limit) if ties else options.limit]
-        entries, explained = await asyncio.to_thread(
-            self._finish, ranked, options.explain, mode, request, shares, read)
+
+        def first() -> tuple[list[int], dict[int, Entry], dict[int, dict[str, float]]]:
+            read: dict[int, Entry | None] = {}
+            if judged:  # reads the entries it ranks: one worker thread for both
+                ranked, read = self._counted_first(mode, judged, candidates, own, shares,
+                                                   dated, places, wanted)
+            else:
+                ranked = _first(candidates, own, places, wanted)
+            ranked = ranked[: _with_ties(ranked, own, options.limit) if ties else options.limit]
+            return ranked, *self._finish(ranked, options.explain, mode, request, shares, read)
+
+        ranked, entries, explained = await asyncio.to_thread(first)
         # Read in another snapshot: an entry changed or gone since is left out.
         ranked = [i for i in ranked if i in entries and _place(entries[i]) == places[i]]
         ranked = _by_priority(ranked, own, entries, selected)[: options.limit]
