@@ -422,3 +422,22 @@ async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, 
 ])
 def test_a_text_that_only_asks(text, asks):
     assert semantic.asks_only(text) is asks
+
+
+@needs_model
+async def test_hybrid_does_not_count_the_cosine_of_a_turn_that_only_asks(store, workspace):
+    # The question is close to the question asked (vector alone finds it), but it holds no
+    # answer: in hybrid it keeps its BM25 share only; the answer keeps its cosine.
+    write(workspace, "memory/2026-02-10.md", daily_note("2026-02-10", [
+        "Mel: Wow, what inspired your painting for the art show?",
+        "Caroline: I painted it after I visited the LGBTQ center, to capture unity."],
+        ["10:00:00", "10:01:00"]))
+    question = "What inspired Caroline's painting?"
+    alone = {hit.content.split()[0]: hit.score
+             for hit in (await store.search(question, mode="vector")).results}
+    assert alone["Mel:"] > semantic.MIN_SIMILARITY
+    fused = await store.search(question, mode="hybrid", explain=True)
+    parts = {hit.content.split()[0]: dict(hit.explanation) for hit in fused.results}
+    assert parts["Mel:"]["vector"] == 0.0 and parts["Mel:"]["bm25"] > 0
+    assert parts["Caroline:"]["vector"] == pytest.approx(alone["Caroline:"])
+    assert [hit.content.split()[0] for hit in fused.results] == ["Caroline:", "Mel:"]
