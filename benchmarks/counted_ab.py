@@ -3,10 +3,11 @@
 and their entries read: `_counted_first` + `_finish`, against `_first` + `_finish` without
 `counts`) timed by `thread_time` (CPU of the worker thread: a loaded machine disturbs it
 less than wall time), and the search's wall time, the two arms alternated per query, the
-query vectors embedded beforehand. Also how many entries reads the step made per search.
+query vectors embedded beforehand (with --embed-each: each search embeds its query, as a
+new question does). Also how many entries reads the step made per search.
 
 DIR is an L folder made by `semantic.py --speed L --keep DIR` (the vectors already there).
-Run (from the repo root): PYTHONPATH=. .venv/bin/python benchmarks/counted_ab.py DIR [N]
+Run (from the repo root): PYTHONPATH=. .venv/bin/python benchmarks/counted_ab.py DIR [N] [--embed-each]
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-async def measure(workspace: Path, queries: list[str]) -> None:
+async def measure(workspace: Path, queries: list[str], embed_each: bool = False) -> None:
     from miniclaw.memory import MemoryStore, ranker
     from miniclaw.memory.scoring import semantic
 
@@ -59,7 +60,7 @@ async def measure(workspace: Path, queries: list[str]) -> None:
     async with MemoryStore(workspace) as store:
         await store.refresh_index()
         await store.search_memories("warm up query", limit=5, days=None, mode="hybrid")
-        for q in queries:
+        for q in queries if not embed_each else ():
             semantic._query_vector(q)
         cpu: dict[str, list[float]] = {"on": [], "off": []}
         wall: dict[str, list[float]] = {"on": [], "off": []}
@@ -69,6 +70,8 @@ async def measure(workspace: Path, queries: list[str]) -> None:
                     del semantic.VectorRetriever.counts
                     ranker._first = timed_first
                 spent.clear()
+                if embed_each:
+                    semantic._query_vector.cache_clear()
                 start = time.perf_counter()
                 await store.search_memories(q, limit=5, days=None, mode="hybrid")
                 wall[arm].append((time.perf_counter() - start) * 1000)
@@ -86,13 +89,15 @@ async def measure(workspace: Path, queries: list[str]) -> None:
 def main() -> None:
     import search_speed as sp
 
-    base, n = Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    args = [a for a in sys.argv[1:] if a != "--embed-each"]
+    base, n = Path(args[0]), int(args[1]) if len(args) > 1 else 200
     os.environ.update({"MINICLAW_INDEX": str(base / "index.sqlite3"),
                        "XDG_CACHE_HOME": str(base / "c")})
     writer = sp.Writer(sp.SEED)
     long_term, days = sp.SIZES["L"]
     sp.generate(base / "workspace", writer, long_term, days)  # as semantic.py made it
-    asyncio.run(measure(base / "workspace", [writer.query() for _ in range(n)]))
+    asyncio.run(measure(base / "workspace", [writer.query() for _ in range(n)],
+                        "--embed-each" in sys.argv))
 
 
 if __name__ == "__main__":

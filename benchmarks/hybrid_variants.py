@@ -161,7 +161,8 @@ is hybrid now (`VectorRetriever.counts`; `noqonly` is hybrid before). R@5 / R@10
   ctxembed:1:1*        0.691 / 0.779 / 0.533     -
   ctxembed:1:0:seq*    0.689 / 0.770 / 0.531     -
   ctxembed:2*          0.701 / 0.777 / 0.547     -
-  ctxembed:2           0.707 / 0.780 / 0.558     CTX2LME
+  ctxembed:1           0.6990 / 0.7819 / 0.5509  0.8078 / 0.8897 / 0.7513
+  ctxembed:2           0.7073 / 0.7796 / 0.5579  0.8002 / 0.8848 / 0.7537
   ctxembed:3           0.705 / 0.779 / 0.549     -
   (* without qonly: against noqonly)
 
@@ -177,8 +178,10 @@ not the search's best) gains R@10 on both and loses LongMemEval's R@5 (-0.013).
 Contextual chunk embedding (`ctxembed:B:A:ORDER`) changes what is stored: a turn's vector
 is of "its text, the B turns before it" (own text first: the model keeps 256 tokens, so a
 long turn is never cut and takes no context, as the length scales want). Two turns before
-is the best form on LoCoMo (+0.012 alone, +0.012 on top of qonly); the turn after too, or
-the context before the turn, do less at R@5. In this patch a text met twice keeps the
+is the best form on LoCoMo (+0.012 alone, +0.012 on top of qonly) but gives LongMemEval
+back 0.006 (R@5; MRR +0.020); one turn before gains on both on top of qonly (LoCoMo +0.004,
+R@10 +0.013; LongMemEval +0.002, MRR +0.017): the form to build. The turn after too, or the
+context before the turn, do less at R@5. In this patch a text met twice keeps the
 context of its first place (`_CONTEXT`); the product would key a vector by the text embedded. Embedding costs more CPU (400 random turns, CPU seconds, own / +1 / +2
 turns: LoCoMo 6.9 / 12.7 / 19.8, LongMemEval 31.0 / 50.6 / 52.9). Not built: a vector keyed
 by its text's hash can no longer be the entry's text hash (the same text in two places has
