@@ -44,9 +44,9 @@ def patch() -> None:
     score_all = ranker.MemoryRanker._score_all
     OWN: list = []
 
-    def own_lists(self, mode, request, found):
-        OWN[:] = [dict(scores) for scores, _, _ in found]  # each retriever's, before completion
-        return score_all(self, mode, request, found)
+    def own_lists(self, mode, request, found, source):
+        OWN[:] = [dict(scores) for scores, _ in found]  # each retriever's, before completion
+        return score_all(self, mode, request, found, source)
 
     ranker.MemoryRanker._score_all = own_lists
 

@@ -138,13 +138,24 @@ class MemoryRanker:
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
-        # The sources were read in separate snapshots: keep only entries that have a score.
         ties = any(_has_priority(s) for s in selected)
-        ranked = _first([i for i in places if i in own], own, places,
-                        options.limit + _MAX_TIES if ties else options.limit)
-        ranked = ranked[: _with_ties(ranked, own, options.limit) if ties else options.limit]
-        entries, explained = await asyncio.to_thread(
-            self._finish, ranked, options.explain, mode, request, shares)
+        wanted = options.limit + _MAX_TIES if ties else options.limit
+        # The sources were read in separate snapshots: keep only entries that have a score.
+        candidates = [i for i in places if i in own]
+        judged = [n for n, r in enumerate(mode.retrievers) if hasattr(r, "counts")] \
+            if shares is not None else []
+
+        def first() -> tuple[list[int], dict[int, Entry], dict[int, dict[str, float]]]:
+            read: dict[int, Entry | None] = {}
+            if judged:  # reads the entries it ranks: one worker thread for both
+                ranked, read = self._counted_first(mode, judged, candidates, own, shares,
+                                                   dated, places, wanted)
+            else:
+                ranked = _first(candidates, own, places, wanted)
+            ranked = ranked[: _with_ties(ranked, own, options.limit) if ties else options.limit]
+            return ranked, *self._finish(ranked, options.explain, mode, request, shares, read)
+
+        ranked, entries, explained = await asyncio.to_thread(first)
         # Read in another snapshot: an entry changed or gone since is left out.
         ranked = [i for i in ranked if i in entries and _place(entries[i]) == places[i]]
         ranked = _by_priority(ranked, own, entries, selected)[: options.limit]
@@ -271,12 +282,55 @@ class MemoryRanker:
             out.append((scores, total))
         return out
 
+    def _counted_first(self, mode: SearchMode, judged: list[int], candidates: list[int],
+                       own: dict[int, float], shares: dict[int, tuple[float, ...]],
+                       dated: dict[int, float], places: dict[int, Place], n: int
+                       ) -> tuple[list[int], dict[int, Entry | None]]:
+        """The first `n` candidates (`_first`) once the retrievers at positions `judged`
+        (those with a `counts(text)` method: the vector's) have had their share taken out
+        of the entries whose text they do not count, and the entries read to know (None:
+        changed or gone since, left out by `_finish`). Only the entries about to be shown
+        are read, again until the first `n` are all known: taking a share out only lowers
+        a score, so an entry below them cannot rise above them. `own`, `shares` and `dated`
+        are updated in place (the date cue is a share of the fused score); an entry left
+        with no share is no longer a candidate. One worker thread, a few texts read."""
+        read: dict[int, Entry | None] = {}
+        while True:
+            ranked = _first(candidates, own, places, n)
+            todo = [i for i in ranked[:n] if i not in read]
+            if not todo:
+                return ranked, read
+            found = self.index.entries(todo)
+            emptied = set()
+            for i in todo:
+                entry = read[i] = found.get(i)
+                drop = [p for p in judged if entry is not None and shares[i][p]
+                        and not mode.retrievers[p].counts(entry.text)]
+                if not drop:
+                    continue
+                shares[i] = tuple(0.0 if p in drop else v for p, v in enumerate(shares[i]))
+                fused = sum(shares[i])
+                if fused <= 0:
+                    emptied.add(i)
+                    del own[i]
+                    dated.pop(i, None)
+                    continue
+                if i in dated:
+                    dated[i] = mode.date_weight * fused
+                own[i] = fused + dated.get(i, 0.0)
+            if emptied:
+                candidates = [i for i in candidates if i not in emptied]
+
     def _finish(self, ranked: list[int], explain: bool, mode: SearchMode, request: Request,
-                shares: dict[int, tuple[float, ...]] | None
+                shares: dict[int, tuple[float, ...]] | None,
+                read: dict[int, Entry | None] | None = None
                 ) -> tuple[dict[int, Entry], dict[int, dict[str, float]]]:
-        """The results' entries (read only now: a long turn's text is large), and with
-        `explain` each one's score by part (one worker thread)."""
-        entries = self.index.entries(ranked)
+        """The results' entries (read only now: a long turn's text is large; those `read`
+        already are not read again), and with `explain` each one's score by part (one
+        worker thread)."""
+        read = read or {}
+        entries = {i: read[i] for i in ranked if read.get(i) is not None}
+        entries.update(self.index.entries([i for i in ranked if i not in read]))
         return entries, self._explain(mode, ranked, request, shares) if explain else {}
 
     def _explain(self, mode: SearchMode, ranked: list[int], request: Request,

@@ -283,3 +283,71 @@ async def test_a_neighbour_below_the_cosines_floor_does_not_join(store, workspac
     found = await store.search("garage", mode="floored", limit=10)
     assert [hit.content for hit in found.results] == ["Sam: where did the car go?"]
     assert found.total == 1
+
+
+class AskingCosine(FixedCosine):
+    """FixedCosine that, like the vector retriever, does not count its cosine of an entry
+    that only asks (`counts`)."""
+
+    cosines = {**FixedCosine.cosines, "Ed:": 0.3}
+
+    def counts(self, text):
+        from miniclaw.memory.scoring.semantic import asks_only
+
+        return not asks_only(text)
+
+
+def _asking_mode(monkeypatch, *retrievers):
+    from miniclaw.memory import scoring
+
+    bm25 = BM25Scorer()
+    monkeypatch.setitem(scoring._MODES, "asking", lambda: SearchMode(
+        "asking", (bm25, *retrievers), bm25.neighbor_weights, bm25.date_weight))
+    monkeypatch.setitem(scoring._MODES, "fixed", lambda: SearchMode(
+        "fixed", retrievers, bm25.neighbor_weights))
+
+
+async def test_an_entry_that_only_asks_keeps_no_cosine_in_a_fusion(store, workspace,
+                                                                   monkeypatch):
+    """A question holds no answer: its cosine's share is taken out of the fused score, and
+    an entry left with no share is no result; it still lends its cosine to the turn after
+    it (the answer), and the retriever alone still finds it."""
+    _asking_mode(monkeypatch, AskingCosine())
+    _replies(workspace, "a long way from here")
+    found = await store.search("garage", mode="asking", explain=True, limit=10)
+    parts = {hit.content.split()[0]: dict(hit.explanation) for hit in found.results}
+    # Sam's turn (cosine 0.8, no "garage") was a result by its cosine alone; Cy's too
+    assert "Sam:" not in parts and "Cy:" not in parts
+    before = dict(BM25Scorer().neighbor_weights)[-1]
+    assert parts["Anna:"]["fixed"] == pytest.approx(0.3 + before * (0.8 - 0.3))
+    alone = await store.search("garage", mode="fixed", limit=10)
+    assert "Sam: where did the car go?" in [hit.content for hit in alone.results]
+
+
+async def test_an_entry_that_only_asks_falls_below_the_first_results(store, workspace,
+                                                                     monkeypatch):
+    """Taking a share out only lowers a score: the entries read to find the first n are
+    those about to be shown, again until none of them loses a share (limit 1: the
+    question first, then the answer read)."""
+    _asking_mode(monkeypatch, AskingCosine())
+    write(workspace, "memory/2026-02-13.md",
+          "# Daily Note - 2026-02-13\n\n## 09:00:00 UTC\n\nSam: where is the car?\n")
+    write(workspace, "memory/2026-02-14.md",
+          "# Daily Note - 2026-02-14\n\n## 09:00:00 UTC\n\nEd: the car is at the garage\n")
+    plain = await store.search("car", mode="bm25", limit=2)
+    assert [hit.content.split()[0] for hit in plain.results] == ["Sam:", "Ed:"]
+    found = await store.search("car", mode="asking", limit=1)
+    assert [hit.content for hit in found.results] == ["Ed: the car is at the garage"]
+    both = await store.search("car", mode="asking", limit=2, explain=True)
+    parts = {hit.content.split()[0]: dict(hit.explanation) for hit in both.results}
+    assert list(parts) == ["Ed:", "Sam:"]
+    assert parts["Sam:"]["fixed"] == 0.0 and parts["Sam:"]["bm25"] == pytest.approx(1.0)
+    assert parts["Ed:"]["fixed"] == pytest.approx(0.3)
+    assert both.results[1].score == pytest.approx(1.0)
+
+
+async def test_a_retriever_without_counts_keeps_every_share(store, workspace, monkeypatch):
+    _asking_mode(monkeypatch, FixedCosine())
+    _replies(workspace, "a long way from here")
+    found = await store.search("garage", mode="asking", limit=10)
+    assert "Sam: where did the car go?" in [hit.content for hit in found.results]

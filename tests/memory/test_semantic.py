@@ -404,3 +404,40 @@ async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, 
     assert len(hashes) == len(cosines) == len(FACTS)
     again = await store.search("did I go hiking?", mode="hybrid", explain=True)
     assert again.results == expected.results
+
+
+@pytest.mark.parametrize("text, asks", [
+    ("What inspired you?", True),
+    ("Mel: Wow, Caroline! What inspired you?", True),
+    ("Cool! What causes are you working on? Tell me more?", True),
+    ("  Did you go?\n", True),
+    ("I painted it after a visit to the center. Do you like it?", False),
+    ("Thanks, Melanie! I painted this after I visited a LGBTQ center.", False),
+    # one sentence that tells and asks reads as asking (rare: 0.4% of LongMemEval's
+    # evidence turns, 0.6% of LoCoMo's, are read as asking only)
+    ("user: I adopted a dog named Max last week, what food should I buy?", True),
+    ("user: I adopted a dog named Max last week. What food should I buy?", False),
+    ("Is it? [shares a photo: a dog]", False),
+    ("", False),
+])
+def test_a_text_that_only_asks(text, asks):
+    assert semantic.asks_only(text) is asks
+
+
+@needs_model
+async def test_hybrid_does_not_count_the_cosine_of_a_turn_that_only_asks(store, workspace):
+    # The question is close to the question asked (vector alone finds it), but it holds no
+    # answer: in hybrid it keeps its BM25 share only; the answer keeps its cosine.
+    write(workspace, "memory/2026-02-10.md", daily_note("2026-02-10", [
+        "Mel: Wow, what inspired your painting for the art show?",
+        "Caroline: I painted it after I visited the LGBTQ center, to capture unity."],
+        ["10:00:00", "10:01:00"]))
+    question = "What inspired Caroline's painting?"
+    alone = {hit.content.split()[0]: hit.score
+             for hit in (await store.search(question, mode="vector")).results}
+    assert alone["Mel:"] > semantic.MIN_SIMILARITY
+    fused = await store.search(question, mode="hybrid", explain=True)
+    parts = {hit.content.split()[0]: dict(hit.explanation) for hit in fused.results}
+    assert parts["Mel:"]["vector"] == 0.0 and parts["Mel:"]["bm25"] > 0
+    assert parts["Caroline:"]["vector"] == pytest.approx(alone["Caroline:"])
+    assert [hit.content.split()[0] for hit in fused.results] == ["Caroline:", "Mel:"]
