@@ -615,16 +615,16 @@ class SearchIndex:
         return [row[0] for row in self._run(lambda c: c.execute(sql, params).fetchall())]
 
     def with_texts(self, source: MemorySource, filters: Filters,
-                   hashes: Sequence[bytes]) -> list[tuple[int, bytes]]:
-        """(entry id, text hash) of the entries of `source` that pass the filters and hold
-        one of these texts: for a retriever that finds texts first (by their vectors)."""
+                   hashes: Sequence[bytes]) -> list[tuple[int, bytes, int]]:
+        """(entry id, text hash, length) of the entries of `source` that pass the filters and
+        hold one of these texts: for a retriever that finds texts first (by their vectors)."""
         if not hashes:
             return []
         where, params = self._where(filters, source.name, source.windowed)
-        out: list[tuple[int, bytes]] = []
+        out: list[tuple[int, bytes, int]] = []
         for start in range(0, len(hashes), 500):  # SQLite caps a statement's parameters
             chunk = list(hashes[start:start + 500])
-            sql = (f"SELECT e.id, e.hash FROM entries e WHERE e.hash IN"
+            sql = (f"SELECT e.id, e.hash, e.length FROM entries e WHERE e.hash IN"
                    f" ({', '.join('?' * len(chunk))}) AND {where}")
             out.extend(self._run(lambda c: c.execute(sql, [*chunk, *params]).fetchall()))
         return out
@@ -660,16 +660,17 @@ class SearchIndex:
         return self._run(lambda c: {row[0]: row_to_place(row) for row in c.execute(
             f"SELECT id, date, time, path, line_start FROM entries WHERE id IN ({ids})")})
 
-    def text_hashes(self, entry_ids: Sequence[int]) -> dict[int, bytes]:
-        """The hash of each given entry's text (what derived data, a vector, is kept by)."""
+    def texts_of(self, entry_ids: Sequence[int]) -> dict[int, tuple[bytes, int]]:
+        """The hash of each given entry's text (what derived data, a vector, is kept by) and
+        its length in terms, in one read."""
         if not entry_ids:
             return {}
         ids = _id_list(entry_ids)
         rows = self._run(lambda c: c.execute(
-            f"SELECT id, hash FROM entries WHERE id IN ({ids})").fetchall())
-        if any(type(text_hash) is not bytes for _, text_hash in rows):
+            f"SELECT id, hash, length FROM entries WHERE id IN ({ids})").fetchall())
+        if any(type(text_hash) is not bytes for _, text_hash, _ in rows):
             raise IndexRowError("an entry's text hash in the index is damaged")
-        return dict(rows)
+        return {entry_id: (text_hash, length) for entry_id, text_hash, length in rows}
 
     def term_frequencies(self, entry_ids: Sequence[int], terms: Iterable[str]) -> dict[int, dict[str, int]]:
         """For `--explain`: how often each query term occurs in each given entry."""

@@ -300,7 +300,8 @@ class VectorRetriever:
                 break
             want *= 4
         kept = sorted(found, key=lambda row: (-score[row[1]], row[0]))[:k]
-        return Candidates(_by_length(index, {entry_id: score[h] for entry_id, h in kept}),
+        return Candidates({entry_id: _by_length(score[h], length)
+                           for entry_id, h, length in kept},
                           len(found))
 
     def parts(self, index: SearchIndex, entry_ids: Sequence[int],
@@ -313,10 +314,11 @@ class VectorRetriever:
         from miniclaw.memory.derived import DerivedData
 
         cosine: dict[int, float] = {}
-        if self._similar is not None and self._table is not None and entry_ids:
+        texts = index.texts_of(entry_ids) if entry_ids else {}
+        if self._similar is not None and self._table is not None:
             hashes, similar = self._similar
             rows = self._table.rows
-            for entry_id, text_hash in index.text_hashes(entry_ids).items():
+            for entry_id, (text_hash, _) in texts.items():
                 row = rows.get(text_hash)
                 if row is not None and row < len(hashes) and hashes[row] == text_hash:
                     cosine[entry_id] = float(similar[row])
@@ -326,18 +328,17 @@ class VectorRetriever:
         for i in rest:
             cosine[i] = float(np.frombuffer(values[i], np.float32) @ self._query) \
                 if len(values.get(i, b"")) == size else 0.0
-        cosine = _by_length(index, cosine)
-        return {i: {self.name: cosine[i]} for i in entry_ids}
+        return {i: {self.name: _by_length(cosine[i], texts[i][1] if i in texts else 0)}
+                for i in entry_ids}
 
 
-def _by_length(index: SearchIndex, cosine: dict[int, float]) -> dict[int, float]:
-    """The cosines of entries longer than `LONG_TERMS` index terms scaled down by
+def _by_length(cosine: float, length: int) -> float:
+    """The cosine of an entry longer than `LONG_TERMS` index terms scaled down by
     LONG_TERMS / length, as BM25 normalizes by length. Why: a long text's vector averages
     many topics, so it is close to many questions; on LongMemEval, long assistant replies
     (1,000-3,500 characters, cosine 0.5-0.9) pushed the user turns holding the answer out of
     the top 5 (turn recall@5 0.768 -> 0.799; LoCoMo's short turns: unchanged, 0.689)."""
-    long = {i: n for i, n in index.lengths(list(cosine)).items() if n > LONG_TERMS}
-    return {i: c * LONG_TERMS / long[i] if i in long else c for i, c in cosine.items()}
+    return cosine * LONG_TERMS / length if length > LONG_TERMS else cosine
 
 
 def _degraded(requested: str):
