@@ -9,8 +9,15 @@
    searches warm (nothing changed). Without a watch (MINICLAW_WATCH=0: a stat per file, as a
    one-shot CLI search does).
 
+`--other CHECKOUT` measures indexing only (1.), for this tree and another checkout of
+miniclaw alternated in one run (`--rounds` each, the other with PYTHONPATH=CHECKOUT, in a
+process of its own each time): the machine's speed drifts, so only side-by-side figures
+compare.
+
 Run (from the repo root):
   .venv/bin/python benchmarks/transcripts_speed.py ../shared/data/longmemeval/longmemeval-dev.json
+  .venv/bin/python benchmarks/transcripts_speed.py DATA --other /tmp/base [--rounds 2] [--mb 100]
+  git worktree add /tmp/base f35fef6  # a tree to compare with (one posting row per term, entry)
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 QUERIES = ["what did I say about my sister's wedding", "sql joins with examples",
            "budget for the trip", "how many hours did I practice guitar", "recipe with lentils"]
 
@@ -61,7 +69,29 @@ def write_transcripts(folder: Path, source: list[tuple[str, str]], total: int, p
     return written
 
 
-async def measure(args) -> dict:
+async def index_only(args) -> dict:
+    """1. alone: the build of `--mb` MB of transcripts, as `measure` reports it."""
+    return (await measure(args, append=False))["index"]
+
+
+def alternated(args) -> list[dict]:
+    """`index_only` of this tree and of `--other`, alternated, each in a fresh process."""
+    import subprocess
+
+    rows = []
+    for _ in range(args.rounds):
+        for tree in (REPO, args.other):
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            done = subprocess.run(
+                [sys.executable, __file__, str(args.path), "--mb", str(args.mb), "--file-mb",
+                 str(args.file_mb), "--index-only"], env=env, cwd=tree, check=True,
+                capture_output=True, text=True)
+            rows.append({"tree": str(tree), **json.loads(done.stdout)})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+async def measure(args, append: bool = True) -> dict:
     from miniclaw.memory import MemoryStore
     from miniclaw.memory.options import SearchOptions
     from miniclaw.sources.transcripts import TranscriptSource
@@ -86,6 +116,8 @@ async def measure(args) -> dict:
                            "cpu_s": round(cpu[0], 2), "child_cpu_s": round(cpu[1], 2),
                            "mb_per_cpu_s": round(mb / (cpu[0] + cpu[1]), 2),
                            "peak_rss_mb": _peak_rss_mb()}
+    if not append:
+        return report
 
     with tempfile.TemporaryDirectory(prefix="miniclaw-append-") as tmp:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
@@ -146,7 +178,18 @@ def main() -> None:
     ap.add_argument("--file-mb", type=int, default=2, help="MB per transcript file")
     ap.add_argument("--append-mb", type=int, default=50, help="MB of the appended transcript")
     ap.add_argument("--appends", type=int, default=20)
+    ap.add_argument("--other", type=Path, metavar="CHECKOUT",
+                    help="another checkout: indexing only, alternated with this tree")
+    ap.add_argument("--rounds", type=int, default=2, help="with --other: runs of each tree")
+    ap.add_argument("--index-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.other is not None:
+        alternated(args)
+        return
+    if args.index_only:
+        json.dump(asyncio.run(index_only(args)), sys.stdout)
+        print()
+        return
     json.dump(asyncio.run(measure(args)), sys.stdout, indent=2)
     print()
 
