@@ -190,6 +190,17 @@ entry or the ones before it change, and `drop_orphan_derived` must keep vectors 
 (a vector now carries its neighbours' text: it must go when they do, or turn private) -
 sync.py, index.py and database.py, which another branch is rewriting.
 
+Stored vectors in half the bytes (2026-11-27 12:45-13:10 UTC, full dev sets, load ~1): the
+entries' vectors rounded to float16 or to bfloat16 (what the index stores now) before they
+are stored, the query's kept float32; `float32` is the index as before. R@5 / R@10 / MRR:
+
+  variant            LoCoMo                    LongMemEval
+  float32            0.6950 / 0.7691 / 0.5526  0.8058 / 0.8913 / 0.7342
+  float16            0.6950 / 0.7691 / 0.5526  0.8058 / 0.8913 / 0.7342
+  base (bfloat16)    0.6950 / 0.7691 / 0.5526  0.8058 / 0.8913 / 0.7342
+
+(float16 was measured by a patch of `DerivedData.put` before bfloat16 was built, not kept.)
+
 Run (from the repo root):
   cp /tmp/hq-vectors.sqlite3 /tmp/my-vectors.sqlite3
   nice .venv/bin/python benchmarks/hybrid_variants.py ../shared/data/locomo/locomo-dev.json \
@@ -610,10 +621,23 @@ def _contextual(cached) -> None:
     cached.embed = contextual
 
 
+def float32() -> None:
+    """the index stores float32 vectors again, as before 2026-11-27 (not bfloat16)"""
+    import numpy as np
+
+    from miniclaw.memory import embedding
+    from miniclaw.memory.scoring import semantic
+
+    semantic.STORED_BYTES = embedding.DIM * 4
+    semantic._FLOAT32_BYTES = -1  # nothing to convert
+    semantic._packed = lambda vector: np.asarray(vector, np.float32).tobytes()
+    semantic._float32 = lambda stored: np.frombuffer(stored, np.float32)
+
+
 VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
                                     bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
                                     qstrip, timecue, longterms, nobmctx, prf, vprf, fbterms,
-                                    fbdocs, ctxembed, bmmax, qonly, qonlyall, noqonly)}
+                                    fbdocs, ctxembed, bmmax, qonly, qonlyall, noqonly, float32)}
 
 
 def run_one(spec: str, sets: list[tuple[str, Path]], limit: int | None, cache: Path) -> dict:

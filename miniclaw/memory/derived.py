@@ -104,14 +104,15 @@ class DerivedData:
         return self.index.db.run(lambda c: _checked(c.execute(
             "SELECT hash, value FROM derived WHERE kind = ?", (self.kind,))))
 
-    def joined(self, size: int) -> tuple[list[bytes], bytearray]:
-        """(text hashes, their values one after another) of every value of this kind that is
-        `size` bytes long (others are left out), in one statement: a process's first look at
-        fixed-size values (a model's vectors). Each value is appended to one buffer as it is
-        read, so L's 25 MB of vectors are held once, not as 16,000 values and then their
-        join (20 ms of CPU and 25 MB of peak memory less in a one-shot hybrid search)."""
+    def joined(self, size: int) -> tuple[list[bytes], bytearray, dict[bytes, bytes]]:
+        """(text hashes, their values one after another, the others by hash) of every value
+        of this kind: those `size` bytes long joined, the rest (another format, or damaged)
+        apart, in one statement: a process's first look at fixed-size values (a model's
+        vectors). Each value is appended to one buffer as it is read, so L's vectors are
+        held once, not as 16,000 values and then their join (20 ms of CPU and 25 MB of peak
+        memory less in a one-shot hybrid search, when they were float32)."""
         def work(conn):
-            hashes, values = [], bytearray()
+            hashes, values, others = [], bytearray(), {}
             for key, value in conn.execute("SELECT hash, value FROM derived WHERE kind = ?",
                                            (self.kind,)):
                 if type(value) is not bytes or type(key) not in (bytes, int):
@@ -119,7 +120,9 @@ class DerivedData:
                 if len(value) == size:
                     hashes.append(key)
                     values += value
-            return hashes, values
+                else:
+                    others[key] = value
+            return hashes, values, others
 
         return self.index.db.run(work)
 

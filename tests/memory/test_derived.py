@@ -158,7 +158,8 @@ def test_a_kinds_count_and_hashes_come_from_an_index_not_its_values(store, works
 
 def test_joined_gives_the_values_of_one_size_one_after_another(store, workspace):
     """A process's first look at fixed-size values (vectors): their hashes, and the values
-    in the same order in one buffer; a value of another size (damaged) is left out."""
+    in the same order in one buffer; a value of another size (another format, or damaged)
+    apart, by hash."""
     write(workspace, "memory/MEMORY.md",
           long_term(("2026-01-05", ["apple pie", "bread loaf", "odd one", "cake tin"])))
     store.index.refresh()
@@ -166,10 +167,11 @@ def test_joined_gives_the_values_of_one_size_one_after_another(store, workspace)
     values = {content_hash("apple pie"): b"A" * 8, content_hash("bread loaf"): b"B" * 8,
               content_hash("odd one"): b"C" * 5, content_hash("cake tin"): bytes(range(8))}
     derived.put(values)
-    hashes, joined = derived.joined(8)
+    hashes, joined, others = derived.joined(8)
     assert sorted(hashes) == sorted(h for h, v in values.items() if len(v) == 8)
     assert bytes(joined) == b"".join(values[h] for h in hashes)
-    assert DerivedData(store.index, "another-model").joined(8) == ([], bytearray())
+    assert others == {content_hash("odd one"): b"C" * 5}
+    assert DerivedData(store.index, "another-model").joined(8) == ([], bytearray(), {})
 
 
 def test_the_values_of_a_few_entries_are_read_without_reading_the_others(store, workspace):

@@ -16,6 +16,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miniclaw.memory import embedding
 from miniclaw.memory.derived import DerivedData
@@ -98,6 +100,7 @@ async def test_a_long_entrys_cosine_is_scaled_by_its_length(store, workspace):
     assert [r.content for r in found.results] == [answer, DOG_NAMES]
     model = embedding.load()
     query, essay = model.embed([question, DOG_NAMES])
+    essay = semantic._unpacked(semantic._packed(essay))  # as stored (bfloat16)
     source = store.index.sources[0]
     ids = store.index.matching(source, Filters((source.name,)))
     essay_id = next(i for i, e in store.index.entries(ids).items() if e.text == DOG_NAMES)
@@ -308,11 +311,11 @@ def test_a_process_reads_vectors_stored_since_its_last_look(store, workspace):
     derived = DerivedData(store.index, embedding.NAME)
     rows = np.eye(3, embedding.DIM, dtype=np.float32)
     hashes = [content_hash(text) for text in FACTS[:3]]
-    derived.put({hashes[0]: rows[0].tobytes()})
+    derived.put({hashes[0]: semantic._packed(rows[0])})
     table = semantic._Vectors()
     table.catch_up(store.index, embedding.NAME)
     assert table.hashes == [hashes[0]]
-    derived.put({h: row.tobytes() for h, row in zip(hashes[1:], rows[1:])})
+    derived.put({h: semantic._packed(row) for h, row in zip(hashes[1:], rows[1:])})
     table.catch_up(store.index, embedding.NAME)
     assert sorted(table.hashes) == sorted(hashes)
     for h, row in zip(hashes, rows):
@@ -323,9 +326,10 @@ def test_a_process_reads_vectors_stored_since_its_last_look(store, workspace):
 
 
 def test_a_processs_first_look_holds_the_vectors_once(store, workspace):
-    """The first look reads every vector (on L, 25 MB): straight into the matrix's buffer,
-    not as one value per text and then their join, which held them twice (peak memory of
-    a one-shot hybrid search). Counted by tracemalloc, so it does not depend on timing."""
+    """The first look reads every vector (on L, 12 MB stored, 25 MB as the matrix): into
+    one buffer, made the matrix in one step, not as one value per text and then their join,
+    which held them twice (peak memory of a one-shot hybrid search). Counted by tracemalloc,
+    so it does not depend on timing."""
     np = pytest.importorskip("numpy")
     import tracemalloc
 
@@ -334,10 +338,10 @@ def test_a_processs_first_look_holds_the_vectors_once(store, workspace):
     texts = [f"note {i} about topic {i * 7}" for i in range(2000)]
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", texts)))
     store.index.refresh()
-    rows = np.random.default_rng(3).standard_normal((len(texts), embedding.DIM)).astype(
-        np.float32)
+    rows = np.stack([semantic._unpacked(semantic._packed(row)) for row in np.random.default_rng(
+        3).standard_normal((len(texts), embedding.DIM))])
     DerivedData(store.index, embedding.NAME).put(
-        {content_hash(t): row.tobytes() for t, row in zip(texts, rows)})
+        {content_hash(t): semantic._packed(row) for t, row in zip(texts, rows)})
     table = semantic._Vectors()
     tracemalloc.start()
     try:
@@ -348,7 +352,60 @@ def test_a_processs_first_look_holds_the_vectors_once(store, workspace):
     assert table.matrix.shape == rows.shape and not table.matrix.flags.writeable
     for text, row in zip(texts, rows):
         assert np.array_equal(table.matrix[table.rows[content_hash(text)]], row)
-    assert peak < 1.5 * rows.nbytes, (peak, rows.nbytes)
+    # the stored buffer (half the matrix) and the matrix; held twice would be 2x
+    assert peak < 1.65 * rows.nbytes, (peak, rows.nbytes)
+
+
+def test_vectors_are_stored_in_half_the_bytes_and_an_older_indexs_float32_ones_converted(
+        store, workspace):
+    """A bfloat16 vector fits in a row of SQLite's page (a float32 one took an overflow page
+    of its own): an index written by an older miniclaw, with float32 vectors, has them
+    converted at a process's first read, as the same vectors rounded, and not embedded
+    again; a value of neither size is damaged and left out."""
+    np = pytest.importorskip("numpy")
+    from miniclaw.memory.sync import content_hash
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:4])))
+    store.index.refresh()
+    derived = DerivedData(store.index, embedding.NAME)
+    rows = np.random.default_rng(5).standard_normal((4, embedding.DIM)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    hashes = [content_hash(text) for text in FACTS[:4]]
+    derived.put({hashes[0]: semantic._packed(rows[0]), hashes[1]: rows[1].tobytes(),
+                 hashes[2]: rows[2].tobytes(), hashes[3]: b"\x01\x02"})
+    table = semantic._Vectors()
+    table.catch_up(store.index, embedding.NAME)
+    assert sorted(table.hashes) == sorted(hashes[:3])
+    for h, row in zip(hashes[:3], rows):
+        assert table.matrix.dtype == np.float32
+        assert np.array_equal(table.matrix[table.rows[h]],
+                              semantic._unpacked(semantic._packed(row)))
+        assert np.allclose(table.matrix[table.rows[h]], row, rtol=1 / 256, atol=0)
+    stored = derived.get(hashes)
+    assert {h: len(v) for h, v in stored.items()} == {
+        hashes[0]: semantic.STORED_BYTES, hashes[1]: semantic.STORED_BYTES,
+        hashes[2]: semantic.STORED_BYTES, hashes[3]: 2}
+    again = semantic._Vectors()  # the next process reads them as stored now
+    again.catch_up(store.index, embedding.NAME)
+    assert np.array_equal(again.matrix[again.rows[hashes[1]]], table.matrix[table.rows[hashes[1]]])
+    assert derived.progress() == (4, 4)  # nothing left to embed
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1.0, 1.0, width=32), min_size=1, max_size=embedding.DIM))
+def test_a_stored_vector_is_each_component_rounded_to_its_nearest_bfloat16(values):
+    """Half the bytes, each component rounded to the nearest bfloat16 (7 bits after the
+    point: within half a step of 2^(exponent - 7)), and storing a stored vector again
+    changes nothing."""
+    np = pytest.importorskip("numpy")
+    vector = np.array(values, dtype=np.float32)
+    stored = semantic._packed(vector)
+    back = semantic._float32(stored)
+    assert len(stored) == 2 * len(values) and back.dtype == np.float32
+    _, exponent = np.frexp(vector)  # vector = mantissa * 2^exponent, 0.5 <= |mantissa| < 1
+    exponent = np.maximum(exponent, -125)  # below 2^-126 (subnormal), the step stays 2^-133
+    assert np.all(np.abs(back - vector) <= np.ldexp(1.0, exponent - 1 - 7) / 2)
+    assert semantic._packed(back) == stored
 
 
 def test_cosines_are_the_rows_products_with_the_query():

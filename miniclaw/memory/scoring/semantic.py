@@ -18,6 +18,17 @@ and one matrix-vector product (a few ms). The matrix is read from the index once
 and kept (`_Vectors`), grown by what is added since; the best texts by cosine are then mapped
 to the entries of the searched source that pass the filters, by one SQL statement.
 
+A vector is stored as bfloat16 (a float32's upper half, rounded: 768 bytes, `STORED_BYTES`)
+and computed with as float32. Why: a float32 vector (1,536 bytes) is too large for a row of
+SQLite's page, so each took an overflow page of its own: 64 of L's 84 MB of index, and a
+one-shot hybrid search's first read of the vectors touched all of it (67-82 ms, 109 MB of
+RSS; half the size: 36-50 ms, 39 MB, and an index of 22 MB). bfloat16 rather than
+float16: it is made float32 again by a shift (~5 ms on L; numpy's float16 cast took 18-23
+ms). Rounding the entries' vectors to either left turn recall@5, R@10 and MRR the same to
+the fourth decimal on both dev sets (benchmarks/hybrid_variants.py, `bf16` and `f16`). An index that
+holds float32 vectors (miniclaw before 2026-11-27) has them converted at a process's first
+read (`_Vectors.catch_up`): nothing is embedded again.
+
 A text that only asks ("What inspired you?") is no answer, and its vector is close to a
 question's by form as much as by topic: in hybrid, the cosine of an entry that only asks
 does not count (`counts`, applied by the ranker to the results it is about to show).
@@ -46,6 +57,8 @@ if TYPE_CHECKING:
     from miniclaw.memory.query import Query
     from miniclaw.memory.sources import MemorySource
 
+STORED_BYTES = embedding.DIM * 2  # a vector as stored: bfloat16 (above)
+_FLOAT32_BYTES = embedding.DIM * 4  # as older indexes stored it: converted when read
 EMBED_PER_SEARCH = 32  # texts a search embeds before it ranks with what it has (~0.3 s)
 EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_missing`
 WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if too few pass)
@@ -89,27 +102,24 @@ class _Vectors:
         self.stored = -1  # the derived table's count of this kind when last read
 
     def add(self, values: dict[bytes, bytes]) -> None:
-        """Add these vectors (text hash -> float32 bytes); a damaged one (wrong size) is left
-        out: that text is then found by BM25 only."""
+        """Add these vectors (text hash -> stored bytes, `_unpacked`); a damaged one (wrong
+        size) is left out: that text is then found by BM25 only."""
         import numpy as np
 
-        size = embedding.DIM * 4
         known = self.rows
-        new = [h for h, v in values.items() if len(v) == size and h not in known]
+        vectors = {h: _unpacked(v) for h, v in values.items() if h not in known}
+        new = [h for h, vector in vectors.items() if vector is not None]
         if not new:
             return
-        block = np.frombuffer(b"".join([values[h] for h in new]), dtype=np.float32).reshape(
-            len(new), embedding.DIM)
+        block = np.stack([vectors[h] for h in new])
         self.matrix = np.concatenate([self.matrix, block]) if self.hashes else block
         known.update(zip(new, range(len(self.hashes), len(self.hashes) + len(new))))
         self.hashes.extend(new)
 
     def start(self, hashes: list[bytes], values: bytearray) -> None:
-        """Begin with these vectors (their float32 bytes one after another, `joined`): the
-        buffer becomes the matrix, not copied (read-only: searches share it)."""
-        import numpy as np
-
-        matrix = np.frombuffer(values, dtype=np.float32).reshape(len(hashes), embedding.DIM)
+        """Begin with these vectors (their stored bytes one after another, `joined`), made
+        float32 in one step (read-only: searches share the matrix)."""
+        matrix = _float32(values).reshape(len(hashes), embedding.DIM)
         matrix.flags.writeable = False
         self.hashes, self.rows, self.matrix = hashes, dict(zip(hashes, range(len(hashes)))), matrix
 
@@ -127,7 +137,13 @@ class _Vectors:
         if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
             self.clear()
         if not self.hashes:
-            self.start(*derived.joined(embedding.DIM * 4))
+            hashes, values, others = derived.joined(STORED_BYTES)
+            self.start(hashes, values)
+            older = {h: _packed(_unpacked(v)) for h, v in others.items()
+                     if len(v) == _FLOAT32_BYTES}
+            if older:  # stored by an older miniclaw: converted once, for every process
+                derived.put(older)
+                self.add(older)
         else:
             known = self.rows
             self.add(derived.get([h for h in derived.hashes() if h not in known]))
@@ -160,7 +176,7 @@ def embed_missing(index: SearchIndex, model, limit: int | None = None,
     for start in range(0, len(todo), EMBED_BATCH):
         batch = todo[start:start + EMBED_BATCH]
         vectors = model.embed([text for _, text in batch])
-        values = {h: vectors[row].tobytes() for row, (h, _) in enumerate(batch)}
+        values = {h: _packed(vectors[row]) for row, (h, _) in enumerate(batch)}
         done += derived.put(values)
         with table.lock:
             table.add(values)
@@ -171,11 +187,14 @@ def embed_missing(index: SearchIndex, model, limit: int | None = None,
 
 def _cosines(matrix, query):
     """Each row's cosine with the query (unit rows): once per search, not once per source.
-    By einsum, not BLAS: OpenBLAS's threads spin after each product, and on L that cost a
-    warm hybrid search ~14 ms of CPU (38 -> 24 ms) for a 3 ms product (benchmarks/README.md)."""
+    By BLAS on one thread (`embedding.import_numpy`): 1.6 ms on L against einsum's 2.7.
+    OpenBLAS's own threads spin after each product: on L they cost a warm hybrid search
+    ~14 ms of CPU (38 -> 24 ms) for a 3 ms product, so with them numpy's einsum is used."""
     import numpy as np
 
-    return np.einsum("ij,j->i", matrix, query)
+    if embedding.blas_threaded():
+        return np.einsum("ij,j->i", matrix, query)
+    return matrix @ query
 
 
 _BACKGROUND: list[ThreadPoolExecutor] = []  # one thread embedding queries, made on first use
@@ -309,8 +328,6 @@ class VectorRetriever:
         """The entries' cosines, looked up in the search's (`prepare`) by their text's hash:
         the neighbour stage asks for a few hundred a search, and reading their vectors cost
         more than the rest of it. A text whose vector came since is computed here."""
-        import numpy as np
-
         from miniclaw.memory.derived import DerivedData
 
         cosine: dict[int, float] = {}
@@ -324,12 +341,41 @@ class VectorRetriever:
                     cosine[entry_id] = float(similar[row])
         rest = [i for i in entry_ids if i not in cosine]
         values = DerivedData(index, embedding.NAME).for_entries(rest) if rest else {}
-        size = embedding.DIM * 4  # a damaged value (wrong size) counts as no vector
-        for i in rest:
-            cosine[i] = float(np.frombuffer(values[i], np.float32) @ self._query) \
-                if len(values.get(i, b"")) == size else 0.0
+        for i in rest:  # a damaged value (wrong size) counts as no vector
+            vector = _unpacked(values[i]) if i in values else None
+            cosine[i] = 0.0 if vector is None else float(vector @ self._query)
         return {i: {self.name: _by_length(cosine[i], texts[i][1] if i in texts else 0)}
                 for i in entry_ids}
+
+
+def _packed(vector) -> bytes:
+    """A vector as stored: bfloat16, each float32 rounded to its upper 16 bits (to nearest,
+    ties to even; the components of a unit vector are far from overflowing)."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(vector, dtype=np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes()
+
+
+def _float32(stored) -> object:
+    """Stored bfloat16 bytes (one vector or many, one after another) as a float32 array."""
+    import numpy as np
+
+    bits = np.frombuffer(stored, "<u2").astype(np.uint32)
+    bits <<= 16  # in place: a one-shot search's peak memory holds the matrix once
+    return bits.view(np.float32)
+
+
+def _unpacked(value: bytes):
+    """A stored vector as float32, or None for a damaged one (a wrong size). A float32 value
+    (an older index's) is rounded as `_packed` stores it: the same vector as once converted."""
+    import numpy as np
+
+    if len(value) == STORED_BYTES:
+        return _float32(value)
+    if len(value) == _FLOAT32_BYTES:
+        return _float32(_packed(np.frombuffer(value, np.float32)))
+    return None
 
 
 def _by_length(cosine: float, length: int) -> float:
