@@ -391,6 +391,28 @@ def test_vectors_are_stored_in_half_the_bytes_and_an_older_indexs_float32_ones_c
     assert derived.progress() == (4, 4)  # nothing left to embed
 
 
+def test_an_older_indexs_vectors_are_converted_for_the_search_when_it_cannot_be_written(
+        store, workspace, monkeypatch):
+    np = pytest.importorskip("numpy")
+    from miniclaw.errors import SearchIndexError
+    from miniclaw.memory.sync import content_hash
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:1])))
+    store.index.refresh()
+    row = np.full(embedding.DIM, embedding.DIM ** -0.5, dtype=np.float32)
+    text_hash = content_hash(FACTS[0])
+    DerivedData(store.index, embedding.NAME).put({text_hash: row.tobytes()})
+
+    def read_only(self, values):
+        raise SearchIndexError("attempt to write a readonly database")
+
+    monkeypatch.setattr(DerivedData, "put", read_only)
+    table = semantic._Vectors()
+    table.catch_up(store.index, embedding.NAME)
+    assert np.array_equal(table.matrix[table.rows[text_hash]],
+                          semantic._unpacked(semantic._packed(row)))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(-1.0, 1.0, width=32), min_size=1, max_size=embedding.DIM))
 def test_a_stored_vector_is_each_component_rounded_to_its_nearest_bfloat16(values):

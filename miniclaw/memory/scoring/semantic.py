@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar
 
+from miniclaw.errors import SearchIndexError
 from miniclaw.memory import embedding
 from miniclaw.memory.hints import SearchWarning
 from miniclaw.memory.scoring.base import Candidates, Request
@@ -142,7 +143,10 @@ class _Vectors:
             older = {h: _packed(_unpacked(v)) for h, v in others.items()
                      if len(v) == _FLOAT32_BYTES}
             if older:  # stored by an older miniclaw: converted once, for every process
-                derived.put(older)
+                try:
+                    derived.put(older)
+                except SearchIndexError:  # an index it cannot write: converted here only
+                    pass
                 self.add(older)
         else:
             known = self.rows
