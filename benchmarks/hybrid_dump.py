@@ -30,6 +30,7 @@ def patch() -> None:
     from miniclaw.memory.derived import DerivedData
     from miniclaw.memory import embedding
     from miniclaw.memory.neighbours import MAX_GAP_S
+    from miniclaw.memory.scoring import semantic  # stored vectors are bfloat16: `_unpacked`
 
     write = retrieval.write_conversation
 
@@ -76,7 +77,7 @@ def patch() -> None:
             length={i: len(texts[i].text) for i in ids},
             terms_length=self.index.lengths(ids), own=list(OWN),
             text={i: texts[i].text[:300] for i in ids},
-            vec={i: np.frombuffer(raw[i], np.float32) for i in ids if i in raw},
+            vec={i: semantic._unpacked(raw[i]) for i in ids if i in raw},
             qvec=np.array(vec._query),
             found=[dict(s) for s in found.scores]))
         return found

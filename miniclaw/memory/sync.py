@@ -424,10 +424,19 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
 
     next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
     done, whole = 0, set()  # files done; those stored whole (`_store` counted them)
+    seen: set[str] = set()  # files a part of which is stored (or queued) in this sync
     with _parsed_files(task, stale) as parsed_parts:
         for part, last in parsed_parts:
             path = part.file.path
             file_id = known[path][0] if path in known else None
+            if path in seen and not part.append:
+                # A worker died after a part and the file changed since, so it is read
+                # again whole: compared with what that part stored, not with the rows of
+                # before the sync (they would be stored twice, or outlive the file).
+                rows.flush(final=True)
+                stored = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+                file_id = stored[0] if stored else None
+            seen.add(path)
             if part.append:
                 rows.flush(final=True)  # the file's row and earlier parts, to add to
                 file_id = file_id or conn.execute("SELECT id FROM files WHERE path = ?",

@@ -391,6 +391,40 @@ def test_vectors_are_stored_in_half_the_bytes_and_an_older_indexs_float32_ones_c
     assert derived.progress() == (4, 4)  # nothing left to embed
 
 
+def test_an_older_indexs_vectors_are_converted_when_new_texts_were_embedded_first(
+        store, workspace):
+    """A search embeds the texts without a vector before it reads the others (`prepare`):
+    its table is then started, and the float32 vectors read after must be converted and
+    stored too, not only in this process (review of 2026-11-27)."""
+    np = pytest.importorskip("numpy")
+    from miniclaw.memory.sync import content_hash
+
+    texts = ["apple pie recipe", "bread loaf notes", "cloud nine"]
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", texts[:2])))
+    store.index.refresh()
+    derived = DerivedData(store.index, embedding.NAME)
+    old = np.full(embedding.DIM, embedding.DIM ** -0.5, dtype=np.float32)
+    derived.put({content_hash(t): old.tobytes() for t in texts[:2]})  # an older index's
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", texts)))
+    store.index.refresh()
+
+    class Model:
+        name = embedding.NAME
+
+        def embed(self, batch):
+            return np.full((len(batch), embedding.DIM), embedding.DIM ** -0.5, np.float32)
+
+    table = semantic._Vectors()
+    table.add({h: semantic._packed(Model().embed([t])[0]) for h, t in derived.missing()})
+    table.catch_up(store.index, embedding.NAME)
+    assert sorted(table.hashes) == sorted(content_hash(t) for t in texts)
+    assert {len(v) for v in derived.get(table.hashes).values()} <= {semantic.STORED_BYTES}
+    assert len(derived.get(table.hashes)) == 2  # the new text's is the model's to store
+    for h in table.hashes:
+        assert np.array_equal(table.matrix[table.rows[h]], semantic._unpacked(
+            semantic._packed(old)))
+
+
 def test_an_older_indexs_vectors_are_converted_for_the_search_when_it_cannot_be_written(
         store, workspace, monkeypatch):
     np = pytest.importorskip("numpy")

@@ -25,9 +25,10 @@ one-shot hybrid search's first read of the vectors touched all of it (67-82 ms, 
 RSS; half the size: 36-50 ms, 39 MB, and an index of 22 MB). bfloat16 rather than
 float16: it is made float32 again by a shift (~5 ms on L; numpy's float16 cast took 18-23
 ms). Rounding the entries' vectors to either left turn recall@5, R@10 and MRR the same to
-the fourth decimal on both dev sets (benchmarks/hybrid_variants.py, `bf16` and `f16`). An index that
-holds float32 vectors (miniclaw before 2026-11-27) has them converted at a process's first
-read (`_Vectors.catch_up`): nothing is embedded again.
+the fourth decimal on both dev sets (benchmarks/hybrid_variants.py, `float32` against
+`base`). An index of this format that holds float32 vectors (written before bfloat16) has them
+converted as a process reads them (`_Vectors.catch_up`): nothing is embedded again. (An index
+of an older format is rebuilt whole, its vectors with it: `database.index_format`.)
 
 A text that only asks ("What inspired you?") is no answer, and its vector is close to a
 question's by form as much as by topic: in hybrid, the cosine of an entry that only asks
@@ -140,17 +141,16 @@ class _Vectors:
         if not self.hashes:
             hashes, values, others = derived.joined(STORED_BYTES)
             self.start(hashes, values)
-            older = {h: _packed(_unpacked(v)) for h, v in others.items()
-                     if len(v) == _FLOAT32_BYTES}
-            if older:  # stored by an older miniclaw: converted once, for every process
-                try:
-                    derived.put(older)
-                except SearchIndexError:  # an index it cannot write: converted here only
-                    pass
-                self.add(older)
         else:
             known = self.rows
-            self.add(derived.get([h for h in derived.hashes() if h not in known]))
+            others = derived.get([h for h in derived.hashes() if h not in known])
+        older = {h: _packed(_unpacked(v)) for h, v in others.items() if len(v) == _FLOAT32_BYTES}
+        if older:  # stored by an older miniclaw: converted once, for every process
+            try:
+                derived.put(older)
+            except SearchIndexError:  # an index it cannot write: converted here only
+                pass
+        self.add({**others, **older})
         self.stored = stored
 
 
