@@ -72,7 +72,8 @@ class MiniclawGroup(TyperGroup):
                                   standalone_mode=False, **extra)
             code = result if isinstance(result, int) else 0
         except typer.TyperException as exc:  # a usage error found by the parser
-            code = _fail(exc.format_message(), exc.exit_code, exc)
+            words = sys.argv[1:] if args is None else list(args)
+            code = _fail(exc.format_message() + _query_hint(exc, words), exc.exit_code, exc)
         except BrokenPipeError:
             # The reader went away (`miniclaw ... | head`): not an error worth a traceback.
             sys.stderr.close()
@@ -91,6 +92,23 @@ class MiniclawGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _query_hint(exc: Exception, args: list[str]) -> str:
+    """For an unknown option that was a word (`-draft`: the parser reads `-d` and the rest)
+    on a command that takes a query: how to search for a query that starts with -word."""
+    name = getattr(exc, "option_name", None) or ""
+    command = getattr(getattr(exc, "ctx", None), "command", None)
+    takes_query = any(param.name in ("query", "query_words", "message")
+                      for param in getattr(command, "params", ()))
+    if not takes_query or len(name) != 2 or name[0] != "-":
+        return ""
+    word = next((arg for arg in args if arg.startswith(name) and len(arg) > 2
+                 and arg[1:].replace(" ", "").isalnum()), None)
+    if word is None:
+        return ""
+    path = getattr(exc.ctx, "command_path", "") or f"miniclaw {command.name}"
+    return f" (a query that starts with a -word goes after --: {path} -- \"{word} ...\")"
 
 
 #: The commands and groups under the root, in the order `miniclaw --help` lists them, each as

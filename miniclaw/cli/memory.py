@@ -175,7 +175,7 @@ memory_rank = command_app()
 @memory_rank.command("rank")
 def rank(
     ctx: typer.Context,
-    query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='What to look for: words, "a phrase", +must, -mustnot, prefix* (or -q).', show_default=False)] = None,
+    query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='What to look for: words, "a phrase", +must, -mustnot, prefix* (or -q). One that starts with -mustnot goes after --: -- "-draft budget".', show_default=False)] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="The query, as an option (scripts that build it).", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many results (1-20).")] = 5,
     days: Annotated[int | None, typer.Option("--days", metavar="N", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,

@@ -83,6 +83,8 @@ CLI_WORDING = {
                   "were searched)",
     "drop_requirement": "drop a requirement (+word, --require, \"phrase\"): every result must "
                         "hold all of them",
+    "drop_filter": "drop --{filter} {value}: no memory has it (a query that starts with a "
+                   "-word goes after --: miniclaw search -- \"-word ...\")",
     "narrow_category": "--category {category} (found among these results)",
     "narrow_tag": "--tag {tag} (found among these results)",
 }

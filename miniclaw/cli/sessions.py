@@ -20,9 +20,9 @@ _ROLES = {"user": "user", "assistant": "asst"}
 @sessions_app.command("search")
 def search(
     ctx: typer.Context,
-    query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='Words (any may match), "a phrase", +must, -mustnot (or -q).', show_default=False)] = None,
+    query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='Words (any may match), "a phrase", +must, -mustnot (or -q). One that starts with -mustnot goes after --: -- "-draft lisbon".', show_default=False)] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="The query, as an option (scripts that build it).", show_default=False)] = None,
-    project: Annotated[str | None, typer.Option("--project", "-p", metavar="PATH", help="Only conversations held in this folder (or below it).", show_default=False)] = None,
+    project: Annotated[str | None, typer.Option("--project", "-p", metavar="PATH", help="Only conversations held in this folder (or below it): Claude Code's record their folder, miniclaw's own chats none.", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many sessions.")] = 10,
     messages: Annotated[int, typer.Option("--messages", "-m", metavar="M", help="How many messages per session.")] = 5,
     require: Annotated[list[str] | None, typer.Option("--require", metavar="WORDS", help="Words every message must hold; repeatable.", show_default=False)] = None,
@@ -95,8 +95,10 @@ def sessions_text(found) -> str:
             more = hit.matches - len(hit.messages)
             lines.append(f"... and {more} more {'match' if more == 1 else 'matches'}")
         blocks.append("\n".join(lines))
-    count = len(found.sessions)
-    return "\n\n".join(blocks) + f"\n\n\nFound matches in {count} {'session' if count == 1 else 'sessions'}"
+    count, shown = max(found.total, len(found.sessions)), len(found.sessions)
+    more = f" (showing top {shown})" if count > shown else ""
+    return "\n\n".join(blocks) + (f"\n\n\nFound matches in {count} "
+                                  f"{'session' if count == 1 else 'sessions'}{more}")
 
 
 def sessions_markdown(found) -> str:

@@ -14,6 +14,8 @@ JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
                                        have none: no hint that could find nothing)
     drop_word          word            no memory holds this word (as typed), and the search
                                        found nothing, by words only (bm25, keyword)
+    drop_filter        filter, value   no memory has this category or tag (`filter`:
+                                       "category" or "tag"), and the search found nothing
     drop_requirement                   +word, a phrase or a required word limits the results
     fewer_words                        many words: fewer would match more
     other_words                        nothing better to suggest
@@ -83,6 +85,7 @@ WORDING: Mapping[str, str] = {
                    "indexed",
     "widen_days": "search all history (only the last {days} days of daily notes were searched)",
     "drop_word": "drop '{word}': no memory contains it",
+    "drop_filter": "drop the {filter} '{value}': no memory has it",
     "drop_requirement": "drop a requirement (+word or \"phrase\"): every result must hold all "
                         "of them",
     "fewer_words": "use fewer words",
@@ -104,11 +107,13 @@ def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
 
 
 def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
-                 window: int | None, missing_words: Sequence[str]) -> tuple[Hint, ...]:
+                 window: int | None, missing_words: Sequence[str],
+                 unheld: Sequence[tuple[str, str]] = ()) -> tuple[Hint, ...]:
     """Suggestions when fewer than `limit` results came back (none otherwise). `window` is
     the number of days of daily notes searched, None when it was not limited;
     `missing_words`: the words no memory holds, given only when words decide what matches
-    (never for a search by meaning, which finds memories without them)."""
+    (never for a search by meaning, which finds memories without them); `unheld`: the
+    (filter, value) of a category or tag no memory has (`SearchIndex.unheld`)."""
     if len(results) >= limit:
         return ()
     hints: list[Hint] = []
@@ -118,6 +123,8 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
         hints.append(Hint("widen_days", days=window))
     for word in missing_words if not results else ():  # with results, it is not why few
         hints.append(Hint("drop_word", word=word))
+    for name, value in unheld if not results else ():
+        hints.append(Hint("drop_filter", filter=name, value=value))
     if query.required or query.phrases:
         hints.append(Hint("drop_requirement"))
     if len(query.terms) > 2:

@@ -462,6 +462,24 @@ class SearchIndex:
             "SELECT 1 FROM files WHERE source = ? AND day < ? AND entry_count > 0 LIMIT 1",
             (source.name, day.isoformat())).fetchone()) is not None
 
+    def unheld(self, filters: Filters) -> list[tuple[str, str]]:
+        """("category" or "tag", value) of the filters' category and tags that no entry has
+        in any source: a search they emptied says which to drop (a scan of the entries, so
+        only for a search that found nothing)."""
+        def work(conn):
+            out = []
+            if filters.category is not None and conn.execute(
+                    "SELECT 1 FROM entries WHERE category = ? LIMIT 1",
+                    (filters.category,)).fetchone() is None:
+                out.append(("category", filters.category))
+            for tag in filters.tags:
+                if conn.execute("SELECT 1 FROM entries WHERE instr(' ' || tags || ' ', ?) > 0"
+                                " LIMIT 1", (f" {tag} ",)).fetchone() is None:
+                    out.append(("tag", tag))
+            return out
+
+        return self._run(work)
+
     @staticmethod
     def _where(filters: Filters, source: str, windowed: bool) -> tuple[str, list]:
         clauses, params = ["e.source = ?"], [source]

@@ -167,10 +167,12 @@ class MemoryRanker:
         if windowed and len(results) < options.limit:  # "widen": only when older notes exist
             windowed = await asyncio.to_thread(lambda: [s for s in windowed if self.index.has_older(
                 s, filters.window_start)])
+        unheld = await asyncio.to_thread(self.index.unheld, filters) \
+            if not results and (filters.category is not None or filters.tags) else []
         hints = search_hints(query, results, options.limit,
                              window=options.days if windowed else None,
                              missing_words=_typed_words(query.text, plan.missing)
-                             if _by_words(mode) else ())
+                             if _by_words(mode) else (), unheld=unheld)
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
                              degraded=mode.degraded, auto=mode.auto)

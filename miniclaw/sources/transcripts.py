@@ -44,7 +44,7 @@ _RECALL_LINE = (r"\[\d+/\d+\]\s+[a-f0-9]{7}\s+•"
                 r"|^.* \| \S+ \| \d+ match(?:es)? \| \S+\s*$"
                 r"|^\s*\[(?:user|asst)\] "
                 r"|^\s*\.\.\. and \d+ more match(?:es)?\s*$"
-                r"|^\s*Found matches in \d+ sessions?\s*$")
+                r"|^\s*Found matches in \d+ sessions?(?: \(showing top \d+\))?\s*$")
 
 #: A whole message that only acknowledges ("ok", "thanks!", "sounds good, thank you").
 _ACK_WORDS = (r"ok|okay|k|thanks|thank you|thx|ty|great|perfect|sounds good|got it|cool|"

@@ -117,3 +117,25 @@ def test_index_prune_removes_only_indexes_of_gone_workspaces(runner: CliRunner, 
     assert run(runner, kept, "search", "kayak").exit_code == 0  # the live index still works
     again = json.loads(run(runner, kept, "index", "prune", "--json").stdout)
     assert again["removed"] == []
+
+
+@pytest.mark.parametrize("command", [("search",), ("memory", "rank"), ("sessions", "search"),
+                                     ("context",)])
+def test_a_query_that_starts_with_a_minus_word_is_shown_how_to_give_it(
+        runner: CliRunner, workspace: Path, command):
+    """`-draft` reads as options (-d raft) to the parser: the error says to put the query
+    after --, quoted, and that way it is a search."""
+    from tests.cli.test_cli import assert_usage_error
+
+    line = assert_usage_error(run(runner, workspace, *command, "-draft", "notes"))
+    assert f'miniclaw {" ".join(command)} -- "-draft ..."' in line
+    if command != ("context",):
+        assert run(runner, workspace, *command, "--", "-draft notes").exit_code == 0
+
+
+def test_an_unknown_option_of_a_command_without_a_query_gets_no_query_hint(
+        runner: CliRunner, workspace: Path):
+    from tests.cli.test_cli import assert_usage_error
+
+    assert assert_usage_error(run(runner, workspace, "doctor", "-xyz")) == \
+        "Error: No such option: -x"

@@ -117,8 +117,8 @@ async def test_a_meaning_search_that_found_nothing_does_not_blame_a_word(store, 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", MEANING_FACTS)))
     found = await store.search("automobile", mode=mode, category="nothing-here", days=None,
                                correct=False)
-    assert found.results == []
-    assert [hint.kind for hint in found.hints] == ["other_words"]
+    assert found.results == []  # the category that filtered them out is named, no word is
+    assert [hint.kind for hint in found.hints] == ["drop_filter", "other_words"]
 
 
 async def test_words_only_modes_still_say_which_word_no_memory_holds(store, workspace):
@@ -130,3 +130,22 @@ async def test_words_only_modes_still_say_which_word_no_memory_holds(store, work
         found = await store.search("automobile tea", mode=mode, correct=False)
         assert [hit.content for hit in found.results] == ["tea with Sam"]
         assert "drop_word" not in [hint.kind for hint in found.hints]
+
+
+async def test_a_category_or_tag_no_memory_has_is_named_when_the_search_finds_nothing(
+        store, damaged):
+    """`-c offee` (or `search -coffee`, read as `-c offee`) empties the search: the hint
+    names the filter to drop, not only 'try broader words'; a filter that some memory has
+    is not blamed."""
+    found = await store.search("coffee", days=None, category="offee", tags=["nope"])
+    assert not found.results
+    assert Hint("drop_filter", filter="category", value="offee") in found.hints
+    assert Hint("drop_filter", filter="tag", value="nope") in found.hints
+    assert describe(found.hints[found.hints.index(Hint(
+        "drop_filter", filter="category", value="offee"))]) == \
+        "drop the category 'offee': no memory has it"
+    assert "drop --category offee: no memory has it" in search_text(found, Style(False))
+    held = await store.search("ferry", days=None, category="preference")
+    assert not held.results and not [h for h in held.hints if h.kind == "drop_filter"]
+    found_some = await store.search("coffee", days=None, category="preference")
+    assert found_some.results and not [h for h in found_some.hints if h.kind == "drop_filter"]

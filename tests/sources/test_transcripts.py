@@ -121,6 +121,7 @@ _RECALL_PIECES = st.sampled_from([
     "[1/3] 5d8e2c4 • Dec 27", "[2/9]  abcdef0  •", "•", "abc | s1 | 3 matches | 2026",
     "x | y | 1 match | z  ", "[user] hi there", "  [asst] answer", "... and 4 more matches",
     "Found matches in 2 sessions", "Found matches in 1 session ", "|", "[", "Found", "...",
+    "Found matches in 3 sessions (showing top 1)",
     " match", "[user]", "\n", "\n\n", "\n \t\n", " ", "words we said", "ok", "thanks", "é"])
 
 
@@ -256,6 +257,11 @@ def test_sessions_search_json_markdown_project_and_limits(tmp_path, workspace):
     assert first["messages"][0]["role"] in ("user", "assistant")
     text = _sessions(env, "fork", "-m", "1").stdout
     assert "... and 2 more matches" in text
+    total = json.loads(_sessions(env, "fork", "--json").stdout)["total"]
+    assert total > 1  # the closing count is of every session found, as the JSON's total
+    one = _sessions(env, "fork", "-n", "1").stdout
+    assert one.rstrip().endswith(f"Found matches in {total} sessions (showing top 1)")
+    assert "Found matches" not in kept_text(one)  # a recall of it, pasted in a chat, left out
     other = _sessions(env, "BM25 fork", "--project", "/home/alice/code/notes", "--json")
     assert [s["project"] for s in json.loads(other.stdout)["sessions"]] == ["/home/alice/code/notes"]
     markdown = _sessions(env, "saturation", "--format", "markdown").stdout
