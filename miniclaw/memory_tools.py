@@ -94,6 +94,7 @@ TOOL_WORDING = {
     "widen_days": "omit days to search all history (only the last {days} days of daily "
                   "notes were searched)",
     "narrow_category": "category '{category}' (found among these results)",
+    "by_meaning": "mode 'hybrid' finds memories by meaning, without the query's words",
     "narrow_tag": "tags ['{tag}'] (found among these results)",
 }
 _KINDS = {"type": "array", "items": {"type": "object", "properties": {"kind": _STR},

@@ -85,6 +85,7 @@ CLI_WORDING = {
                         "hold all of them",
     "drop_filter": "drop --{filter} {value}: no memory has it (a query that starts with a "
                    "-word goes after --: miniclaw search -- \"-word ...\")",
+    "by_meaning": "--mode hybrid: it finds memories by meaning, without the query's words",
     "narrow_category": "--category {category} (found among these results)",
     "narrow_tag": "--tag {tag} (found among these results)",
 }

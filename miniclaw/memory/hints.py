@@ -16,6 +16,8 @@ JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
                                        found nothing, by words only (bm25, keyword)
     drop_filter        filter, value   no memory has this category or tag (`filter`:
                                        "category" or "tag"), and the search found nothing
+    by_meaning                         a search by words only found nothing, and the
+                                       embedding model is installed: hybrid finds by meaning
     drop_requirement                   +word, a phrase or a required word limits the results
     fewer_words                        many words: fewer would match more
     other_words                        nothing better to suggest
@@ -86,6 +88,8 @@ WORDING: Mapping[str, str] = {
     "widen_days": "search all history (only the last {days} days of daily notes were searched)",
     "drop_word": "drop '{word}': no memory contains it",
     "drop_filter": "drop the {filter} '{value}': no memory has it",
+    "by_meaning": "search by meaning (the hybrid mode): it finds memories without the "
+                  "query's words",
     "drop_requirement": "drop a requirement (+word or \"phrase\"): every result must hold all "
                         "of them",
     "fewer_words": "use fewer words",
@@ -108,12 +112,14 @@ def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
 
 def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
                  window: int | None, missing_words: Sequence[str],
-                 unheld: Sequence[tuple[str, str]] = ()) -> tuple[Hint, ...]:
+                 unheld: Sequence[tuple[str, str]] = (),
+                 meaning: bool = False) -> tuple[Hint, ...]:
     """Suggestions when fewer than `limit` results came back (none otherwise). `window` is
     the number of days of daily notes searched, None when it was not limited;
     `missing_words`: the words no memory holds, given only when words decide what matches
     (never for a search by meaning, which finds memories without them); `unheld`: the
-    (filter, value) of a category or tag no memory has (`SearchIndex.unheld`)."""
+    (filter, value) of a category or tag no memory has (`SearchIndex.unheld`); `meaning`:
+    the search matched by words only and a mode that finds by meaning could run."""
     if len(results) >= limit:
         return ()
     hints: list[Hint] = []
@@ -125,6 +131,8 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
         hints.append(Hint("drop_word", word=word))
     for name, value in unheld if not results else ():
         hints.append(Hint("drop_filter", filter=name, value=value))
+    if meaning and not results and query.has_words:
+        hints.append(Hint("by_meaning"))
     if query.required or query.phrases:
         hints.append(Hint("drop_requirement"))
     if len(query.terms) > 2:

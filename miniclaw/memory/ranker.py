@@ -172,7 +172,8 @@ class MemoryRanker:
         hints = search_hints(query, results, options.limit,
                              window=options.days if windowed else None,
                              missing_words=_typed_words(query.text, plan.missing)
-                             if _by_words(mode) else (), unheld=unheld)
+                             if _by_words(mode) else (), unheld=unheld,
+                             meaning=not results and _by_words(mode) and _meaning_runs())
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
                              degraded=mode.degraded, auto=mode.auto)
@@ -206,7 +207,8 @@ class MemoryRanker:
             typed = _typed_words(query.text, [term]) or [term]
             candidate = None
             if correct and all(may_be_typo(word) for word in typed):
-                candidate = suggest(term, self.index.vocabulary(term[0]))
+                candidate = suggest(term, self.index.vocabulary(term[0]),
+                                    typed=typed[0].casefold())
             if candidate is None:
                 missing.append(term)
             else:
@@ -410,6 +412,13 @@ def _by_priority(ranked: list[int], scores: dict[int, float], entries: dict[int,
             out[n] = i
         start = end
     return out
+
+
+def _meaning_runs() -> bool:
+    """Whether a mode that finds by meaning could run here (the model is installed)."""
+    from miniclaw.memory import embedding
+
+    return embedding.available()[0]
 
 
 def _by_words(mode: SearchMode) -> bool:

@@ -11,7 +11,8 @@ Closeness is the optimal string alignment distance (Damerau-Levenshtein where no
 edited twice): insertions, deletions, substitutions and swaps of two adjacent characters cost
 one each. A suggestion is at most 1 edit away for words of up to 5 characters and 2 for longer
 ones (short words have too many neighbours: "coffe" is 2 edits from "cafe"), is never the word itself, and among equally close
-terms is the one in the most entries, then the first alphabetically. The vocabulary is whatever
+terms is the one closest to the word as typed (when the caller compares stems), then the one
+in the most entries, then the first alphabetically. The vocabulary is whatever
 strings the caller has (index terms are stemmed; mapping back for display is the caller's job).
 
 No index is kept: each lookup scans the vocabulary, ~7 ms for 50,000 terms (under 20 ms at
@@ -134,8 +135,12 @@ def _near(word: str, terms: list[str], limit: int) -> list[str]:
 
 
 def suggest(word: str, vocabulary: Mapping[str, int], *,
-            max_distance: int | None = None) -> str | None:
-    """The known term closest to `word` (frequency, then alphabet, break ties), or None."""
+            max_distance: int | None = None, typed: str | None = None) -> str | None:
+    """The known term closest to `word` (then closest to `typed`, frequency, then alphabet,
+    break ties), or None. `typed` is the word as typed when `word` is its stem: a stem
+    loses letters that tell close terms apart ("cofee" stems to "cofe", one edit from both
+    "code" and "coffe", the stem of coffee; "cofee" is one edit from "coffe", two from
+    "code")."""
     limit = max_distance if max_distance is not None else 1 if len(word) <= 5 else 2
     if not word or limit < 1:
         return None
@@ -146,7 +151,8 @@ def suggest(word: str, vocabulary: Mapping[str, int], *,
             continue
         distance = _bounded_distance(masks, size, term, limit) if term else size
         if distance is not None and distance <= limit:
-            key = (distance, -vocabulary[term], term)
+            surface = edit_distance(typed, term) if typed else 0
+            key = (distance, surface, -vocabulary[term], term)
             if best is None or key < best:
                 best, limit = key, distance
-    return best[2] if best else None
+    return best[-1] if best else None

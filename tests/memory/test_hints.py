@@ -149,3 +149,21 @@ async def test_a_category_or_tag_no_memory_has_is_named_when_the_search_finds_no
     assert not held.results and not [h for h in held.hints if h.kind == "drop_filter"]
     found_some = await store.search("coffee", days=None, category="preference")
     assert found_some.results and not [h for h in found_some.hints if h.kind == "drop_filter"]
+
+
+async def test_a_word_search_that_found_nothing_points_to_meaning_only_where_it_can_run(
+        store, workspace, monkeypatch):
+    """bm25 (the CLI's default) found nothing: where the embedding model is installed, the
+    hint says hybrid finds by meaning; where it is not, nothing points to a mode that would
+    only say it cannot run. A search that found something gets no such hint."""
+    from miniclaw.memory import embedding
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
+    monkeypatch.setattr(embedding, "available", lambda: (True, ""))
+    found = await store.search("drug reactions", days=None)
+    assert not found.results and Hint("by_meaning") in found.hints
+    assert "--mode hybrid: it finds memories by meaning, without the query's words" in \
+        search_text(found, Style(False))
+    assert Hint("by_meaning") not in (await store.search("penicillin", days=None)).hints
+    monkeypatch.setattr(embedding, "available", lambda: (False, "no embedding model installed"))
+    assert Hint("by_meaning") not in (await store.search("drug reactions", days=None)).hints

@@ -154,3 +154,24 @@ def test_without_any_word_list_nothing_is_corrected(monkeypatch):
         monkeypatch.undo()
         spelling._english_words.cache_clear()
         spelling._is_word.cache_clear()
+
+
+def test_among_equally_close_stems_the_one_closest_to_the_typed_word_wins():
+    """"cofee" stems to "cofe": one edit from "code" and from "coffe" (coffee's stem), and
+    "code" is in more entries; the word as typed is one edit from "coffe", two from "code"."""
+    vocabulary = {"code": 5, "coffe": 1}
+    assert suggest("cofe", vocabulary) == "code"  # the stem alone cannot tell
+    assert suggest("cofe", vocabulary, typed="cofee") == "coffe"
+    assert suggest("cofe", {"code": 5}, typed="cofee") == "code"  # only breaks ties
+
+
+async def test_a_typo_is_corrected_to_the_word_it_was_typed_for(store, workspace):
+    from tests.conftest import long_term, write
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", [
+        "The gym door code is 4471", "Changed the code of the bike lock",
+        "Left the wifi code on the fridge", "Prefers dark roast coffee"])))
+    found = await store.search("cofee", days=None)
+    assert [typed for typed, _ in found.corrections] == ["cofee"]
+    assert found.corrections[0][1] in ("coffe", "coffee")  # shown as the stem or the word
+    assert [hit.content for hit in found.results] == ["Prefers dark roast coffee"]
