@@ -38,6 +38,9 @@ def utc_offset(moment: datetime) -> str:
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
+_FORMS = "YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d' or '2w'"
+
+
 def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
     """The day a user means by `text`, relative to `today` (in the workspace's zone)."""
     value = text.strip().lower()
@@ -58,13 +61,13 @@ def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
         raise UsageError(f"{flag} {text!r} is ambiguous: write {value}d for {value} days ago, "
                          "or a date like 2026-02-14")
     if not value or not re.search(r"\d", value):
-        raise UsageError(f"{flag} {text!r} is not a date (expected YYYY-MM-DD, 'yesterday' or '7d')")
+        raise UsageError(f"{flag} {text!r} is not a date (expected {_FORMS})")
     from dateutil import parser  # slow to import: only for unusual forms
 
     try:
         return parser.parse(text, default=datetime(today.year, 1, 1)).date()
     except (ValueError, OverflowError):
-        raise UsageError(f"{flag} {text!r} is not a date (expected YYYY-MM-DD, 'yesterday' or '7d')") from None
+        raise UsageError(f"{flag} {text!r} is not a date (expected {_FORMS})") from None
 
 
 def check_not_future(day: date, today: date, *, flag: str = "--date", zone: str = "UTC") -> date:

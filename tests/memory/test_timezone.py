@@ -194,3 +194,24 @@ def test_a_search_reads_no_settings_it_does_not_need(workspace: Path, isolated_h
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               timeout=120)
         assert done.stderr.strip().splitlines()[-1] == loaded, done.stderr
+
+
+def test_every_form_a_bad_date_error_lists_is_one_parse_day_takes():
+    """The error names the forms a date may take: each of them must parse (a user copies
+    them); the error itself is one line naming the flag."""
+    import re
+    from datetime import date
+
+    from miniclaw import dates
+    from miniclaw.errors import UsageError
+
+    today = date(2026, 11, 27)
+    with pytest.raises(UsageError) as raised:
+        dates.parse_day("last week", today, flag="--since")
+    message = str(raised.value)
+    assert message.startswith("--since 'last week' is not a date") and "\n" not in message
+    forms = re.findall(r"'([^']+)'", dates._FORMS)
+    assert forms == ["14 Feb 2026", "today", "yesterday", "7d", "2w"]
+    assert [dates.parse_day(form, today) for form in ["2026-02-14", *forms]] == [
+        date(2026, 2, 14), date(2026, 2, 14), today, date(2026, 11, 26), date(2026, 11, 20),
+        date(2026, 11, 13)]
