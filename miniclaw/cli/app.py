@@ -96,17 +96,30 @@ class MiniclawGroup(TyperGroup):
 
 def _query_hint(exc: Exception, args: list[str]) -> str:
     """For an unknown option that was a word (`-draft`: the parser reads `-d` and the rest)
-    on a command that takes a query: how to search for a query that starts with -word."""
+    on a command that takes a query: how to search for a query that starts with -word; for
+    a long option typed with one dash (`-json`), which one was meant."""
     name = getattr(exc, "option_name", None) or ""
     command = getattr(getattr(exc, "ctx", None), "command", None)
-    takes_query = any(param.name in ("query", "query_words", "message")
-                      for param in getattr(command, "params", ()))
-    if not takes_query or len(name) != 2 or name[0] != "-":
+    params = getattr(command, "params", ())
+    if not any(param.name in ("query", "query_words", "message") for param in params) \
+            or len(name) != 2 or name[0] != "-" or not name[1].isalpha():
         return ""
-    word = next((arg for arg in args if arg.startswith(name) and len(arg) > 2
-                 and arg[1:].replace(" ", "").isalnum()), None)
+    options = [param for param in params if getattr(param, "param_type_name", "") == "option"]
+    longs = [o for param in options for o in (*param.opts, *param.secondary_opts)
+             if o.startswith("--")]
+    valued = {o for param in options if not param.is_flag and not param.count
+              for o in param.opts}
+    skip, word = False, None
+    for arg in args:  # the argument the parser failed on, not an option's value
+        if not skip and arg.startswith(name) and len(arg) > 2 and arg[1:].isalnum():
+            word = arg
+            break
+        skip = arg in valued
     if word is None:
         return ""
+    meant = [o for o in longs if o.startswith("-" + word)]
+    if meant:
+        return f" (did you mean {meant[0]}?)"
     path = getattr(exc.ctx, "command_path", "") or f"miniclaw {command.name}"
     return f" (a query that starts with a -word goes after --: {path} -- \"{word} ...\")"
 

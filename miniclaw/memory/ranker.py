@@ -173,7 +173,8 @@ class MemoryRanker:
                              window=options.days if windowed else None,
                              missing_words=_typed_words(query.text, plan.missing)
                              if _by_words(mode) else (), unheld=unheld,
-                             meaning=not results and _by_words(mode) and _meaning_runs())
+                             meaning=not results and not unheld and _by_words(mode)
+                             and _meaning_runs())
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
                              degraded=mode.degraded, auto=mode.auto)
@@ -415,10 +416,11 @@ def _by_priority(ranked: list[int], scores: dict[int, float], entries: dict[int,
 
 
 def _meaning_runs() -> bool:
-    """Whether a mode that finds by meaning could run here (the model is installed)."""
-    from miniclaw.memory import embedding
+    """Whether a mode that finds by meaning could run here: the model is installed, and
+    did not fail to load in this process (`scoring.best_available`)."""
+    from miniclaw.memory import embedding, scoring
 
-    return embedding.available()[0]
+    return embedding.available()[0] and scoring._unloadable is None
 
 
 def _by_words(mode: SearchMode) -> bool:
