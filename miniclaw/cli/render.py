@@ -83,8 +83,7 @@ CLI_WORDING = {
                   "were searched)",
     "drop_requirement": "drop a requirement (+word, --require, \"phrase\"): every result must "
                         "hold all of them",
-    "drop_filter": "drop --{filter} {value}: no memory has it (a query that starts with a "
-                   "-word goes after --: miniclaw search -- \"-word ...\")",
+    "drop_filter": "drop --{filter} {value}: no memory has it",
     "by_meaning": "--mode hybrid: it finds memories by meaning, without the query's words",
     "narrow_category": "--category {category} (found among these results)",
     "narrow_tag": "--tag {tag} (found among these results)",

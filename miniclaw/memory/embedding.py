@@ -186,27 +186,14 @@ def import_numpy() -> None:
     inherit it."""
     import sys
 
-    global _ONE_BLAS_THREAD
     if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-        if "numpy" not in sys.modules:
-            _ONE_BLAS_THREAD = os.environ["OPENBLAS_NUM_THREADS"].strip() == "1"
         import numpy  # noqa: F401
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
         import numpy  # noqa: F401
-        _ONE_BLAS_THREAD = True
     finally:
         del os.environ["OPENBLAS_NUM_THREADS"]
-
-
-_ONE_BLAS_THREAD = False  # numpy was imported here with BLAS on one thread (`import_numpy`)
-
-
-def blas_threaded() -> bool:
-    """Whether numpy's BLAS may run on several threads in this process: unknown, so yes,
-    unless `import_numpy` imported numpy with one thread."""
-    return not _ONE_BLAS_THREAD
 
 
 def _threads() -> int:

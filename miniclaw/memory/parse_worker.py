@@ -222,8 +222,7 @@ def main() -> None:
                     _send(out, ("part", _with_blocks(part)))
                 _send(out, ("ok", None))
             except Exception as exc:
-                pickle.dump(("error", exc), out)
-                out.flush()
+                _send(out, ("error", exc))
                 return
     except BrokenPipeError:  # the parent stopped reading: nothing left to do
         pass

@@ -429,18 +429,16 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
         for part, last in parsed_parts:
             path = part.file.path
             file_id = known[path][0] if path in known else None
-            if path in seen and not part.append:
-                # A worker died after a part and the file changed since, so it is read
-                # again whole: compared with what that part stored, not with the rows of
-                # before the sync (they would be stored twice, or outlive the file).
+            if part.append or path in seen:
+                # Added to, or compared with, the file as stored now: its row and earlier
+                # parts written first. (A file read again whole after a part: its worker
+                # died and the file changed since; compared with the rows of before the
+                # sync, that part was stored twice, or outlived the file.)
                 rows.flush(final=True)
                 stored = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
                 file_id = stored[0] if stored else None
             seen.add(path)
             if part.append:
-                rows.flush(final=True)  # the file's row and earlier parts, to add to
-                file_id = file_id or conn.execute("SELECT id FROM files WHERE path = ?",
-                                                  (path,)).fetchone()[0]
                 next_id = _store_appended(conn, part, file_id, next_id, report, rows)
             else:
                 next_id = _store(conn, part, file_id, next_id, report, rows)

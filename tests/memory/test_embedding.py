@@ -275,25 +275,6 @@ def test_loading_starts_no_blas_threads_and_leaves_the_environment_as_it_was():
     assert ours == [theirs[0], "None"] and theirs[1] == "1"
 
 
-def test_blas_counts_as_one_thread_only_when_numpy_was_imported_so():
-    """The cosines use BLAS (`semantic._cosines`) only where its threads cannot spin: numpy
-    imported by `import_numpy` or with OPENBLAS_NUM_THREADS=1; numpy imported before, by
-    someone else, is taken as threaded."""
-    pytest.importorskip("numpy")
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-
-    def threaded(first: str = "", **extra) -> str:
-        code = (f"{first}\nfrom miniclaw.memory import embedding\nembedding.import_numpy()\n"
-                "print(embedding.blas_threaded())")
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env={**env, **extra}, check=True).stdout.strip()
-
-    assert threaded() == "False"
-    assert threaded(OPENBLAS_NUM_THREADS="1") == "False"
-    assert threaded(OPENBLAS_NUM_THREADS="2") == "True"
-    assert threaded("import numpy") == "True"
-
-
 @needs_model
 def test_saving_the_graph_drops_one_saved_for_another_model_file_or_onnxruntime_or_left_by_a_killed_process():
     saved = _saved_model()

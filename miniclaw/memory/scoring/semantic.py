@@ -144,7 +144,8 @@ class _Vectors:
         else:
             known = self.rows
             others = derived.get([h for h in derived.hashes() if h not in known])
-        older = {h: _packed(_unpacked(v)) for h, v in others.items() if len(v) == _FLOAT32_BYTES}
+        older = {h: _packed(_float32_value(v)) for h, v in others.items()
+                 if len(v) == _FLOAT32_BYTES}
         if older:  # stored by an older miniclaw: converted once, for every process
             try:
                 derived.put(older)
@@ -191,14 +192,11 @@ def embed_missing(index: SearchIndex, model, limit: int | None = None,
 
 def _cosines(matrix, query):
     """Each row's cosine with the query (unit rows): once per search, not once per source.
-    By BLAS on one thread (`embedding.import_numpy`): 1.6 ms on L against einsum's 2.7.
-    OpenBLAS's own threads spin after each product: on L they cost a warm hybrid search
-    ~14 ms of CPU (38 -> 24 ms) for a 3 ms product, so with them numpy's einsum is used."""
+    By einsum, not BLAS: OpenBLAS's threads spin after each product, and on L that cost a
+    warm hybrid search ~14 ms of CPU (38 -> 24 ms) for a 3 ms product (benchmarks/README.md)."""
     import numpy as np
 
-    if embedding.blas_threaded():
-        return np.einsum("ij,j->i", matrix, query)
-    return matrix @ query
+    return np.einsum("ij,j->i", matrix, query)
 
 
 _BACKGROUND: list[ThreadPoolExecutor] = []  # one thread embedding queries, made on first use
@@ -371,15 +369,16 @@ def _float32(stored) -> object:
 
 
 def _unpacked(value: bytes):
-    """A stored vector as float32, or None for a damaged one (a wrong size). A float32 value
-    (an older index's) is rounded as `_packed` stores it: the same vector as once converted."""
+    """A stored vector as float32, or None for a damaged one (a wrong size; an older
+    index's float32 values are converted as they are read, `_Vectors.catch_up`)."""
+    return _float32(value) if len(value) == STORED_BYTES else None
+
+
+def _float32_value(value: bytes):
+    """A value as an older index stored it: float32 bytes."""
     import numpy as np
 
-    if len(value) == STORED_BYTES:
-        return _float32(value)
-    if len(value) == _FLOAT32_BYTES:
-        return _float32(_packed(np.frombuffer(value, np.float32)))
-    return None
+    return np.frombuffer(value, np.float32)
 
 
 def _by_length(cosine: float, length: int) -> float:
