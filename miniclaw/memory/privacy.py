@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import NamedTuple
 
+from miniclaw.text import first_line
+
 # A tag left unfinished at the end of a line (`<private`) still counts: fail closed.
 _TAG = re.compile(r"<\s*(/?)\s*private\b[^>]*(?:>|$)", re.IGNORECASE)
 _MAYBE_TAG = re.compile(r"<\s*/?\s*private", re.IGNORECASE)
@@ -172,16 +174,9 @@ def is_private_file(lines: list[str]) -> bool:
     return front_matter(lines).private
 
 
-def _head(text: str) -> str:
-    """The text's first line, without copying the rest (`str.partition` copies it: 2 ms
-    of a transcript part of 2 MB, read twice per part)."""
-    end = text.find("\n")
-    return text if end < 0 else text[:end]
-
-
 def front_matter_warning(text: str, name: str) -> str | None:
     """A warning naming the file when its front matter hides text (None for most files)."""
-    if not starts_front_matter([_head(text)]):
+    if not starts_front_matter([first_line(text)]):
         return None
     lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
     warning = front_matter(lines).warning
@@ -196,7 +191,7 @@ def visible_text(text: str, keep_front_matter: bool = False, per_line: bool = Fa
     private parts still removed (a `private: true` file is still hidden whole).
     `per_line`: one record per line (JSON Lines): each line is redacted on its own, so an
     unclosed tag hides the rest of its record, not every later record."""
-    if not starts_front_matter([_head(text)]) and not may_hold_private(text):
+    if not starts_front_matter([first_line(text)]) and not may_hold_private(text):
         return text
     lines = text.removeprefix("\ufeff").split("\n")
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
@@ -213,7 +208,7 @@ def open_depth(text: str) -> int:
     """How many `<private>` blocks are still open at the end of the text, for a reader that
     goes on with what follows (an append-only file read in parts); -1 when the whole file
     is private (its front matter says so)."""
-    if not starts_front_matter([_head(text)]) and not may_hold_private(text):
+    if not starts_front_matter([first_line(text)]) and not may_hold_private(text):
         return 0
     lines = [line[:-1] if line.endswith("\r") else line
              for line in text.removeprefix("\ufeff").split("\n")]

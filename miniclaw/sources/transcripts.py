@@ -174,8 +174,9 @@ class TranscriptSource(FileSource):
         return [folder for folder in super().folders(workspace) if os.path.isdir(folder)]
 
     def parse(self, text: str, path: str) -> list[Entry]:
-        end = text.find("\n")  # the first line, without a copy of the rest
-        return self.parse_part(text, path, text if end < 0 else text[:end])
+        from miniclaw.text import first_line
+
+        return self.parse_part(text, path, first_line(text))
 
     def parse_part(self, text: str, path: str, head: str) -> list[Entry]:
         """Entries of some complete lines of the file (`append_only`: the index reads what

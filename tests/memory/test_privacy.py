@@ -439,6 +439,6 @@ def test_every_character_folding_to_an_angle_bracket_is_found(text):
 
 @given(st.text(alphabet="ab\n\r-\ufeff", max_size=12))
 def test_the_first_line_is_the_one_partition_gives(text):
-    from miniclaw.memory.privacy import _head
+    from miniclaw.text import first_line
 
-    assert _head(text) == text.partition("\n")[0]
+    assert first_line(text) == text.partition("\n")[0]
