@@ -1,15 +1,24 @@
-"""Ctrl-C that is never lost: Python drops a KeyboardInterrupt raised inside a finalizer (a
-weakref callback such as the one that forgets a finished task, an import lock's cleanup, an
-event loop's `__del__`): it prints "Exception ignored in ... Traceback" and the program goes
-on as if no key was pressed. While `interrupts_not_lost()` is active, such an interrupt is
-sent again to the main thread a moment later, where it lands in ordinary code (the CLI's
-handler: "Aborted.", exit 130; the chat's loop)."""
+"""Ctrl-C at the right moment.
+
+`interrupts_not_lost()`: Python drops a KeyboardInterrupt raised inside a finalizer (a weakref
+callback such as the one that forgets a finished task, an import lock's cleanup, an event
+loop's `__del__`): it prints "Exception ignored in ... Traceback" and the program goes on as
+if no key was pressed. While the block runs, such an interrupt is sent again to the main
+thread a moment later, where it lands in ordinary code (the CLI's handler: "Aborted.", exit
+130; the chat's loop). Once the block has ended there is nothing left for it to stop, and a
+re-send still waiting is dropped: it must not land in the code that reports the block's end.
+
+`ctrl_c_waits()`: for what a program does while it ends (the chat closing its transcript and
+client, then saying goodbye). The first Ctrl-C does not cut that short: the program is ending
+already, which is what the key asks for. A second one does, for a close that hangs.
+"""
 
 from __future__ import annotations
 
 import _thread
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,14 +27,19 @@ from contextlib import contextmanager
 def interrupts_not_lost() -> Iterator[None]:
     previous = sys.unraisablehook
     main = _thread.get_ident()  # entered from the main thread (the CLI, the chat console)
+    lock = _thread.allocate_lock()
+    active = [True]
+
+    def send_again() -> None:
+        with lock:  # never after the block has ended (see the finally below)
+            if active[0]:
+                signal.pthread_kill(main, signal.SIGINT)
 
     def hook(unraisable) -> None:
         if not issubclass(unraisable.exc_type, KeyboardInterrupt):
             previous(unraisable)
             return
-        import threading
-
-        again = threading.Timer(0.01, signal.pthread_kill, (main, signal.SIGINT))
+        again = threading.Timer(0.01, send_again)
         again.daemon = True
         again.start()
 
@@ -34,3 +48,26 @@ def interrupts_not_lost() -> Iterator[None]:
         yield
     finally:
         sys.unraisablehook = previous
+        with lock:  # from here on, no re-send is made (one made before is a Ctrl-C as any)
+            active[0] = False
+
+
+@contextmanager
+def ctrl_c_waits() -> Iterator[None]:
+    """Run the block to its end through one Ctrl-C; a second one interrupts it. Outside the
+    main thread (where Python cannot set a signal handler) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = [0]
+
+    def on_ctrl_c(signum, frame) -> None:
+        pressed[0] += 1
+        if pressed[0] > 1:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:  # a handler set outside Python (None) cannot be put back: Python's own, then
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)

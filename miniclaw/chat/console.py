@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TextIO
 
 from miniclaw.chat.loop import ChatSession
-from miniclaw.interrupts import interrupts_not_lost
+from miniclaw.interrupts import ctrl_c_waits, interrupts_not_lost
 
 PROMPT = "you> "
 
@@ -30,39 +30,61 @@ def run_console(open_session: Callable[[], Awaitable[ChatSession]], *, stdin: Te
             import readline  # noqa: F401  (gives input() editing and history)
         except ImportError:  # not on every platform
             pass
-    with interrupts_not_lost(), asyncio.Runner() as runner:
-        session = runner.run(open_session())
-        if interactive:
-            session.confirm = _confirm_at(stdout)
+    runner = asyncio.Runner()
+    session: ChatSession | None = None
+    ended = False
+    try:
         try:
-            if interactive:
-                stderr.write(f"miniclaw chat with {session.provider.describe()}\n"
-                             "Type a message, /help for commands, /exit or Ctrl-D to leave.\n")
-                stderr.flush()
-            while True:
-                line = _read(stdin, stdout, interactive)
-                if line is None:
-                    break
-                try:
-                    if not runner.run(session.handle(line)):
-                        break
-                except KeyboardInterrupt:
-                    if not interactive:
-                        raise
-                    stderr.write("(interrupted)\n")
-                    stderr.flush()
-                if interactive:
-                    stdout.write("\n")
+            with interrupts_not_lost():
+                session = runner.run(open_session())
+                _converse(runner, session, stdin, stdout, stderr, interactive)
         except KeyboardInterrupt:
+            if session is None:  # while opening: there is no session to end
+                raise
             stdout.write("\n")
-        finally:
-            runner.run(session.aclose())
+        ended = True
+    finally:
+        with ctrl_c_waits():  # the session is ending: a Ctrl-C now must not cut that short
+            try:
+                if session is not None:
+                    runner.run(session.aclose())
+            finally:
+                runner.close()
+            if ended:
+                _goodbye(session, stdout, stderr)
+    return 1 if session.failed and not interactive else 0
+
+
+def _converse(runner: asyncio.Runner, session: ChatSession, stdin: TextIO, stdout: TextIO,
+              stderr: TextIO, interactive: bool) -> None:
+    """Read lines and act on them until the user leaves (a piped Ctrl-C: KeyboardInterrupt)."""
+    if interactive:
+        session.confirm = _confirm_at(stdout)
+        stderr.write(f"miniclaw chat with {session.provider.describe()}\n"
+                     "Type a message, /help for commands, /exit or Ctrl-D to leave.\n")
+        stderr.flush()
+    while True:
+        line = _read(stdin, stdout, interactive)
+        if line is None:
+            return
+        try:
+            if not runner.run(session.handle(line)):
+                return
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            stderr.write("(interrupted)\n")
+            stderr.flush()
+        if interactive:
+            stdout.write("\n")
+
+
+def _goodbye(session: ChatSession, stdout: TextIO, stderr: TextIO) -> None:
     saved = session.transcript.path
     where = f" The conversation is in {saved}." if saved.exists() else ""
     stdout.flush()
     stderr.write(f"Bye.{where}\n")
     stderr.flush()
-    return 1 if session.failed and not interactive else 0
 
 
 def _read(stdin: TextIO, stdout: TextIO, interactive: bool) -> str | None:

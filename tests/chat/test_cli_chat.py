@@ -216,6 +216,73 @@ def test_a_ctrl_c_that_lands_in_a_finalizer_still_ends_the_chat():
     assert done.stderr == ""  # before: "Exception ignored in: ... Traceback ..."
 
 
+_CTRL_C_AS_THE_INPUT_ENDS = INTERRUPT_IN_A_FINALIZER + """
+import io, sys, time
+from pathlib import Path
+from miniclaw.chat.console import run_console
+from miniclaw.chat.echo import EchoProvider
+from miniclaw.chat.loop import ChatSession
+
+class Input:  # a line, then Ctrl-C (landing in a finalizer) as the pipe is closed
+    lines = ["hello"]
+
+    def readline(self):
+        if self.lines:
+            return self.lines.pop() + "\\n"
+        interrupt_in_a_finalizer()
+        return ""
+
+async def open_session():
+    return ChatSession.open(Path(sys.argv[1]), EchoProvider(), out=io.StringIO(),
+                            err=sys.stderr, format_search=lambda found: "")
+
+code = run_console(open_session, stdin=Input(), stdout=io.StringIO(), stderr=sys.stderr,
+                   interactive=False)
+time.sleep(0.2)  # the rest of the command's way out
+print("exit", code)
+"""
+
+
+def test_a_ctrl_c_as_the_input_ends_still_says_goodbye(ws):
+    """The Ctrl-C lands in a finalizer (it is sent again 10 ms later) just as the input ends,
+    so the session is already closing. Before, the re-sent Ctrl-C cut the close short and
+    left without a word: through the CLI, exit 130 and an empty stderr."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_THE_INPUT_ENDS, str(ws)],
+                          capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout == "exit 0\n", done.stderr
+    assert done.stderr.startswith("Bye. The conversation is in "), done.stderr
+    assert [r["role"] for r in transcript_records(ws)] == ["user", "assistant"]
+
+
+_CTRL_C_WHILE_ENDING = """
+import os, signal, time
+from miniclaw.interrupts import ctrl_c_waits
+
+try:
+    with ctrl_c_waits():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        print("closed")
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+try:  # as before the block
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+except KeyboardInterrupt:
+    print("interrupted again")
+"""
+
+
+def test_while_ending_one_ctrl_c_waits_and_a_second_interrupts():
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_ENDING], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout == "closed\ninterrupted\ninterrupted again\n", done.stderr
+
+
 HEAVY_FOR_RANK = ("httpx", "httpcore", "miniclaw.chat", "miniclaw.context")
 _CHECK = ("import sys\n"
           "loaded = sorted(m for m in sys.modules if m.startswith({heavy!r}))\n"
