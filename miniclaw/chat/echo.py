@@ -15,6 +15,10 @@ MAX_SHOWN_CHARS = 200
 
 class EchoProvider:
     name = "echo"
+    # Its answers only quote memory: the chat records them as a recall (`"recall": true`),
+    # which the transcript source leaves out, so that a later search does not find each
+    # memory again in every answer that quoted it, and answers quoting answers.
+    recalls = True
 
     def describe(self) -> str:
         return "echo (no model configured: answers with what memory holds)"

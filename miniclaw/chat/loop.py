@@ -222,7 +222,8 @@ class ChatSession:
                 self._out.write("\n")
             raise
         self.store.short_term.add("assistant", answer)
-        await self._record("assistant", answer)
+        await self._record("assistant", answer,
+                           **({"recall": True} if getattr(self.provider, "recalls", False) else {}))
         return answer
 
     async def _answer(self, text: str) -> str:

@@ -35,6 +35,7 @@ MAX_ERROR_BODY_BYTES = 64 << 10  # of an error body only the message is shown
 
 class OpenAIProvider:
     name = "openai"
+    recalls = False
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
                  connect_timeout: float = 5.0, read_timeout: float = 120.0,

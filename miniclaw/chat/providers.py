@@ -33,6 +33,9 @@ class ChatRequest(NamedTuple):
 
 class Provider(Protocol):
     name: str
+    #: True when every answer only quotes what memory holds (the offline `echo`): such an
+    #: answer is recorded as a recall, not as something said (`ChatSession.ask`).
+    recalls: bool
 
     def describe(self) -> str:
         """One line for people: which model, where."""

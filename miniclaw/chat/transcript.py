@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import secrets
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError
@@ -37,8 +37,9 @@ class Transcript:
         self._fd: int | None = None
 
     async def append(self, role: str, content: str, at: datetime, **marks: bool) -> None:
-        """Append one message; `marks` (interrupted=True: an answer cut short by Ctrl-C)
-        are added to its record."""
+        """Append one message; `marks` (interrupted=True: an answer cut short by Ctrl-C;
+        recall=True: an answer that only quoted memory) are added to its record."""
+        at = at.astimezone(timezone.utc)  # UTC, as Claude Code's: one order for all times
         record = {"role": role, "content": content,
                   "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                   "session_id": self.session_id, **marks}

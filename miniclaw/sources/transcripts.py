@@ -193,11 +193,14 @@ class TranscriptSource(FileSource):
 
     def record_entry(self, record: dict, path: str, line: int, session: str) -> Entry | None:
         """A miniclaw record: only what the user typed and what the assistant answered
-        (tool calls and errors are the chat's own bookkeeping)."""
+        (tool calls and errors are the chat's own bookkeeping; an answer marked a recall
+        quoted memory, which is found where it is kept)."""
         role, content = record.get("role"), record.get("content")
         if role not in ("user", "assistant") or not isinstance(content, str):
             return None
         if record.get("interrupted") and not content.strip():
+            return None
+        if record.get("recall") is True:  # an answer that only quoted memory (`echo`)
             return None
         sid = record.get("session_id")
         return message_entry(content, path, line, session=sid if isinstance(sid, str) else session,

@@ -72,8 +72,9 @@ async def test_echo_answers_with_the_memories_found_and_keeps_a_transcript(memor
     assert records[1]["content"] == s.out.getvalue().rstrip("\n")
     session_id = s.chat.transcript.session_id
     for record in records:
-        assert set(record) == {"role", "content", "timestamp", "session_id"}
+        assert set(record) - {"recall"} == {"role", "content", "timestamp", "session_id"}
         assert record["session_id"] == session_id and record["timestamp"].endswith("Z")
+    assert [r.get("recall") for r in records] == [None, True]  # the answer only quoted memory
     assert SECRET not in json.dumps(records)
     check_transcript_file(memory_files)
 

@@ -574,6 +574,61 @@ def test_slash_search_in_chat_reaches_past_conversations_not_this_one(workspace)
     assert f"sessions/{running}.jsonl" not in searched
 
 
+def test_echo_answers_are_recalls_and_are_not_found_again(workspace):
+    """The offline echo answers by quoting memory. Before, each answer was indexed, so a
+    later search found every memory again in each answer that had quoted it, and the next
+    answers quoted those answers (copies within copies, session after session)."""
+    import io
+
+    from miniclaw.chat.echo import EchoProvider
+    from miniclaw.chat.loop import ChatSession
+
+    (workspace / "memory" / "MEMORY.md").write_text(
+        "# Memory\n\n- Planning the walrus expedition for spring\n", encoding="utf-8")
+
+    async def talk(times: int) -> None:
+        for _ in range(times):
+            chat = ChatSession.open(workspace, EchoProvider(), out=io.StringIO(),
+                                    err=io.StringIO(), format_search=lambda found: "")
+            try:
+                await chat.handle("any news on the walrus expedition?")
+            finally:
+                await chat.aclose()
+                os.environ.pop("MINICLAW_SESSION_ID", None)
+
+    async def found() -> list[str]:
+        async with MemoryStore(workspace, now=lambda: NOW) as store:
+            hits = await store.search_memories("walrus expedition spring", limit=20, days=None)
+        return [hit.citation for hit in hits]
+
+    asyncio.run(talk(3))
+    answers = [r for path in sorted((workspace / "sessions").glob("*.jsonl"))
+               for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+               if r["role"] == "assistant"]
+    assert len(answers) == 3 and all(r["recall"] is True for r in answers)
+    assert all("walrus expedition for spring" in r["content"] for r in answers)
+    cited = asyncio.run(found())
+    assert "memory/MEMORY.md:3" in cited  # the memory, and what the user asked (line 1):
+    assert sorted(c.rsplit(":", 1)[1] for c in cited if c.startswith("sessions/")) == ["1"] * 3
+    # before: also each session's answer (line 2), quoting the memory
+
+
+def test_a_transcript_time_is_utc_whatever_the_workspace_zone(workspace):
+    """README: `timestamp`, UTC. Before, a workspace with a time zone wrote its local time
+    (+14:00), and sessions search mixed those with Claude Code's UTC times."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from miniclaw.chat.transcript import Transcript
+
+    transcript = Transcript(workspace / "sessions", "20261128-051800-aaaaaa")
+    local = datetime(2026, 11, 28, 5, 18, 0, 619000, tzinfo=ZoneInfo("Pacific/Kiritimati"))
+    asyncio.run(transcript.append("user", "the kayak needs a new paddle", local))
+    transcript.close()
+    record = json.loads(transcript.path.read_text(encoding="utf-8"))
+    assert record["timestamp"] == "2026-11-27T15:18:00.619Z"
+
+
 def test_a_rebuild_reads_a_transcript_whole_again(workspace):
     path = workspace / "sessions" / "s1.jsonl"
     path.parent.mkdir()
