@@ -19,6 +19,7 @@ import _thread
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -31,6 +32,7 @@ def interrupts_not_lost() -> Iterator[None]:
     active = [True]
 
     def send_again() -> None:
+        time.sleep(0.01)
         with lock:  # never after the block has ended (see the finally below)
             if active[0]:
                 signal.pthread_kill(main, signal.SIGINT)
@@ -39,24 +41,28 @@ def interrupts_not_lost() -> Iterator[None]:
         if not issubclass(unraisable.exc_type, KeyboardInterrupt):
             previous(unraisable)
             return
-        again = threading.Timer(0.01, send_again)
-        again.daemon = True
-        again.start()
+        # Not threading.Timer: its start() waits for the thread to run, and under load the
+        # re-sent Ctrl-C landed in that wait, inside this hook, where it was lost again.
+        _thread.start_new_thread(send_again, ())
 
     sys.unraisablehook = hook
     try:
         yield
     finally:
         sys.unraisablehook = previous
-        with lock:  # from here on, no re-send is made (one made before is a Ctrl-C as any)
-            active[0] = False
+        active[0] = False  # from here on no re-send is made; first, as the wait below may
+        with lock:  # be interrupted: by a re-send in flight, a Ctrl-C as any
+            pass
 
 
 @contextmanager
 def ctrl_c_waits() -> Iterator[None]:
     """Run the block to its end through one Ctrl-C; a second one interrupts it. Outside the
-    main thread (where Python cannot set a signal handler) the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
+    main thread (where Python cannot set a signal handler), or where Ctrl-C is not Python's
+    KeyboardInterrupt (ignored, as in a background job: the rule asyncio.Runner follows),
+    the block runs as it is."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield
         return
     pressed = [0]
@@ -66,8 +72,8 @@ def ctrl_c_waits() -> Iterator[None]:
         if pressed[0] > 1:
             raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         yield
-    finally:  # a handler set outside Python (None) cannot be put back: Python's own, then
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

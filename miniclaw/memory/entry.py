@@ -68,7 +68,7 @@ def clean_tag(value: str) -> str:
     tag = value.strip().lower()
     if not TAG_PATTERN.match(tag):
         raise UsageError(f"{value!r} is not a tag: use letters, digits, '-' and '_', no "
-                         "spaces (repeat the option for several tags)")
+                         "spaces (give several tags one by one)")
     return tag
 
 

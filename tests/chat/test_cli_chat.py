@@ -245,13 +245,59 @@ print("exit", code)
 
 def test_a_ctrl_c_as_the_input_ends_still_says_goodbye(ws):
     """The Ctrl-C lands in a finalizer (it is sent again 10 ms later) just as the input ends,
-    so the session is already closing. Before, the re-sent Ctrl-C cut the close short and
-    left without a word: through the CLI, exit 130 and an empty stderr."""
+    so the session is already closing. Before, the re-send still came once the chat had
+    ended: it cut the close short, or landed after the goodbye (here, in the sleep)."""
     done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_THE_INPUT_ENDS, str(ws)],
                           capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout == "exit 0\n", done.stderr
     assert done.stderr.startswith("Bye. The conversation is in "), done.stderr
+    assert [r["role"] for r in transcript_records(ws)] == ["user", "assistant"]
+
+
+_CTRL_C_WHILE_CLOSING = """
+import asyncio, io, os, signal, sys
+from pathlib import Path
+from miniclaw.chat.console import run_console
+from miniclaw.chat.echo import EchoProvider
+from miniclaw.chat.loop import ChatSession
+
+presses = int(sys.argv[2])
+
+class SlowToClose(EchoProvider):
+    async def aclose(self):
+        for _ in range(presses):  # Ctrl-C while the chat closes
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)
+        print("closed", file=sys.stderr)
+
+async def open_session():
+    return ChatSession.open(Path(sys.argv[1]), SlowToClose(), out=io.StringIO(),
+                            err=sys.stderr, format_search=lambda found: "")
+
+try:
+    code = run_console(open_session, stdin=io.StringIO("hello\\n"), stdout=io.StringIO(),
+                       stderr=sys.stderr, interactive=False)
+    print("exit", code)
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_one_ctrl_c_lets_a_closing_chat_finish_and_a_second_stops_it(ws, presses):
+    """Before, the first Ctrl-C cancelled the close (asyncio.Runner's handler) and the chat
+    left without a goodbye: through the CLI, a silent exit 130."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_CLOSING, str(ws), str(presses)],
+                          capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    if presses == 1:
+        assert done.stdout == "exit 0\n", done.stderr
+        assert done.stderr.startswith("closed\nBye. The conversation is in "), done.stderr
+    else:
+        assert done.stdout == "interrupted\n", done.stderr
+        assert "closed" not in done.stderr and "Bye." not in done.stderr
     assert [r["role"] for r in transcript_records(ws)] == ["user", "assistant"]
 
 
