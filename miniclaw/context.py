@@ -30,8 +30,10 @@ daily-note entry that is also a ranked memory is only in `memories`.
 
 Invariants: `estimate_tokens(context.render()) <= budget`; the same files, clock and message
 (and, when the mode is semantic, the same vectors in the index: each search computes a few
-more until all are there) give the same rendered text; no private text, because memories come from the parser's entries
-and identity files go through the same redaction (`miniclaw.memory.privacy`).
+more until all are there) give the same rendered text; no private text, because memories come from the parser's entries,
+identity files go through the same redaction (`miniclaw.memory.privacy`), and the message
+loses its `<private>` parts before anything reads it (`visible_typed`: what `Context.message`
+holds and the memories are searched for), as the turns do in short-term memory.
 
 Tokens are estimated, not counted: no tokenizer is installed and none can be downloaded at
 run time. See `miniclaw.tokens.estimate_tokens` for the rule and how far it errs.
@@ -188,7 +190,10 @@ class ContextBuilder:
         self.mode = mode  # the ranking mode (memory/scoring): the best available by default
 
     async def build(self, message: str, *, budget_tokens: int = DEFAULT_BUDGET) -> Context:
+        from miniclaw.memory.privacy import visible_typed
+
         check_budget(budget_tokens)
+        message = visible_typed(message)  # never searched, echoed (`Context.message`) or sent
         self.store.require_workspace()
         today = self.store.today()
         zone = zone_name(self.store.zone)

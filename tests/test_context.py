@@ -209,6 +209,18 @@ async def test_no_private_text_from_memory_or_identity_files(store, filled):
     assert "Likes short answers." in text
 
 
+async def test_the_private_part_of_the_message_is_not_searched_echoed_or_in_the_history(
+        store, filled):
+    message = "dark roast <private>my pin 8812 and the atlas locker</private> please"
+    store.short_term.add("user", "earlier <private>pin 8812</private> question")
+    store.short_term.add("user", message)  # as the chat adds it: left out as the message itself
+    context = await ContextBuilder(store, mode="bm25").build(message)
+    assert context.message == "dark roast  please"
+    assert [i.content for i in context.items("memories")] == ["Prefers dark roast coffee"]
+    assert [i.content for i in context.items("history")] == ["earlier  question"]
+    assert "8812" not in json.dumps(context.to_dict()) and "locker" not in context.render()
+
+
 async def test_the_same_files_and_message_give_the_same_context(filled):
     async def build(index: Path) -> str:
         async with MemoryStore(filled, now=lambda: NOW, index_path=index) as store:

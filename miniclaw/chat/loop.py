@@ -1,7 +1,8 @@
 """ChatSession: one conversation between the user, their memory and a model.
 
 A user turn goes, in this order: into short-term memory, into the transcript, into a context
-built for it (`ContextBuilder`), to the provider, whose answer is written out as it streams;
+built for it (`ContextBuilder`), to the provider (all but the transcript without its
+`<private>` parts: `privacy.visible_typed`), whose answer is written out as it streams;
 tool calls the model makes are carried out through the store and shown; the answer then goes
 into short-term memory and the transcript. When the provider fails, the user's turn is
 already in the transcript, an `error` record follows it, and the session goes on.
@@ -26,6 +27,7 @@ from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
 from miniclaw.memory.hints import describe
+from miniclaw.memory.privacy import visible_typed
 from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.text import is_utf8
 
@@ -190,19 +192,27 @@ class ChatSession:
     async def ask(self, text: str, *, deadline: float | None = None) -> str:
         """Answer one message, streaming the answer to `out`; returns the whole answer.
 
+        The message's `<private>` parts stay in the transcript (the person's own file, as a
+        memory file keeps them) and go nowhere else: not to the model, the context's search,
+        the prompt or short-term memory. A message that is all private is a `UsageError`.
+
         Raises `ProviderError` when the model cannot answer, or not within `deadline`
         seconds (and any `MiniclawError` of building the context or carrying out a tool),
         after recording it.
         """
-        self.store.short_term.add("user", text)
-        await self._record("user", text)
+        visible = visible_typed(text)  # what the model, the prompt and the history get
+        if not visible:
+            raise UsageError("all of that message is private (inside <private>): nothing was "
+                             "sent to the assistant")
+        self.store.short_term.add("user", visible)
+        await self._record("user", text)  # the person's own file keeps it as typed
         self.writes.new_turn()
         self._said = []
         try:
             timer = asyncio.timeout(deadline)
             try:
                 async with timer:
-                    answer = await self._answer(text)
+                    answer = await self._answer(visible)
             except TimeoutError:
                 if not timer.expired():
                     raise

@@ -63,7 +63,7 @@ async def run_tool(store, name: str, arguments: str,
         entry = result["entry"]
         return ToolOutcome(f"forgot {entry['citation']}", f"[forgot {entry['citation']}: "
                                                          f"{' '.join(entry['content'].split())}]")
-    return _added(args, result) if tool == ADD.name else _found(args, result)
+    return _added(args, result) if tool == ADD.name else _found(result)
 
 
 def _refused(name: str, why: str) -> ToolOutcome:
@@ -81,7 +81,7 @@ def _added(args: dict, result: dict) -> ToolOutcome:
                        f"{' '.join(entry['content'].split())}]")
 
 
-def _found(args: dict, result: dict) -> ToolOutcome:
+def _found(result: dict) -> ToolOutcome:
     lines = [f"[{hit['citation']}, {hit['date'] or 'undated'}] {' '.join(hit['content'].split())}"
              for hit in result["results"]]
     text = "\n".join(lines) if lines else "no memories matched"
@@ -90,4 +90,4 @@ def _found(args: dict, result: dict) -> ToolOutcome:
 
         used = tuple((c["from"], c["to"]) for c in result["corrections"])
         text = f"Searched instead: {describe_corrections(used)}\n{text}"
-    return ToolOutcome(text, f'[searched memory for "{args["query"]}": {len(lines)} found]')
+    return ToolOutcome(text, f'[searched memory for "{result["query"]}": {len(lines)} found]')

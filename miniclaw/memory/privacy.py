@@ -14,6 +14,9 @@ block that cannot be read but names a `private` key hides the file (fail closed)
 
 Invariant: the output has exactly as many lines as the input, so line numbers survive; a
 hidden line becomes an empty string. Private text never leaves this module.
+
+What a person types (a query, a message) is read by the same tag rules, without front
+matter, by `visible_typed`: stripped, since it has no line numbers to keep.
 """
 
 from __future__ import annotations
@@ -364,6 +367,28 @@ def redact_lines(lines: list[str]) -> list[str]:
     """The lines with every private part removed, same count and order."""
     if is_private_file(lines):
         return [""] * len(lines)
+    return _without_tags(lines)
+
+
+def visible_typed(text: str) -> str:
+    """What a person typed (a search query, a chat or context message) as everything but
+    their own files may see it: searched, echoed, sent to a model, put in a prompt or in
+    short-term memory. The tags hide what they hide in a memory file (inline, across lines,
+    nested, and everything after an unclosed `<private>`: fail closed); front matter means
+    nothing here (it belongs to a file), so a first line `---` is text. Text with no tag
+    comes back as it is; otherwise without its private parts, stripped, and again until no
+    tag is left (removing a part may join the two halves of a new tag), so that applying it
+    twice changes nothing."""
+    while may_hold_private(text):
+        visible = "\n".join(_without_tags(text.split("\n"))).strip()
+        if visible == text:
+            break
+        text = visible
+    return text
+
+
+def _without_tags(lines: list[str]) -> list[str]:
+    """The lines less what the `<private>` tags hide (not front matter), same count."""
     out: list[str] = []
     depth = 0
     for line, tags in zip(lines, _line_tags(lines)):

@@ -9,6 +9,12 @@ as terms bound as parameters. An unclosed quote makes the rest of the query a ph
 cannot be excluded (`-"a b"` is an error), and a signed word takes no star (`-run*` excludes
 "run").
 
+Private text is never searched: the query (and each `--require`/`--exclude` value) loses its
+`<private>...</private>` parts first (`privacy.visible_typed`: as in a memory file, an unclosed
+`<private>` hides the rest of the query), so `Query.text`, which every output echoes (the
+results' header, JSON `query`, hints, corrections, errors), holds none either. A query left
+with no text is as empty as "".
+
 Invariants of a `Query` (all terms as `tokenize` gives them, so stemmed and folded):
 `terms` is never empty, distinct, in order: the words to score (plain, required, phrase
 words, and the word before each `*`), stop words kept. `required` and `excluded` leave stop
@@ -24,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from miniclaw.errors import QueryError
+from miniclaw.memory.privacy import visible_typed
 from miniclaw.memory.tokenizer import fold, is_stop_word, token_spans, tokenize
 
 MAX_QUERY_CHARS = 1000
@@ -91,7 +98,13 @@ def parse_query(text: str, *, require: Sequence[str] = (), exclude: Sequence[str
     operators) whose every word must, or must not, appear. `phrase` reads the whole query as
     one phrase with no operators, as ConKeeper's search reads it (`--phrase`).
     """
+    typed = text
+    if isinstance(text, str):
+        text = visible_typed(text)
     try:
+        if isinstance(text, str) and not text.strip() and typed.strip():
+            raise QueryError("the query is empty once its private parts are removed (private "
+                             "text is never searched): give at least one word to search for")
         return _parse(text, require, exclude, phrase)
     except QueryError as exc:
         exc.query = text if isinstance(text, str) else None
@@ -163,7 +176,7 @@ def _texts(values: Sequence[str] | str, option: str) -> tuple[str, ...]:
     for value in values:
         if not isinstance(value, str):
             raise QueryError(f"{option} takes words, not {type(value).__name__}")
-    return values
+    return tuple(visible_typed(value) for value in values)
 
 
 def _checked(text: str, parts: _Parts) -> Query:

@@ -78,8 +78,11 @@ async def search_sessions(store, query: str, *, sessions: int = DEFAULT_SESSIONS
     if sessions < 1 or messages < 1:
         raise UsageError("the numbers of sessions and messages must be at least 1")
     names = transcript_sources(store.sources)
-    if not names:
-        return SessionResults(query=query, sessions=[], total=0)
+    if not names:  # nothing to search; the query is still read (checked, private parts out)
+        from miniclaw.memory.query import parse_query
+
+        text = parse_query(query, require=require, exclude=exclude).text
+        return SessionResults(query=text, sessions=[], total=0)
     options = SearchOptions(limit=MAX_MATCHES, days=None, sources=names, require=tuple(require),
                             exclude=tuple(exclude), correct=False)
     found = await store.search(query, options)

@@ -1,7 +1,9 @@
 """Short-term memory: the conversation so far, in process only.
 
 A bounded deque: at most `capacity` turns (100 by default), the oldest dropped first.
-Never written to disk by this module (the chat loop keeps its own transcript).
+Never written to disk by this module (the chat loop keeps its own transcript). A turn is
+kept without its `<private>` parts (`privacy.visible_typed`): the conversation so far goes
+into prompts, and what a person marked private never reaches a model.
 """
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ class ShortTermMemory:
         return self._turns.maxlen or 0
 
     def add(self, role: str, content: str) -> Turn:
-        turn = Turn(role, content, datetime.now(timezone.utc))
+        """Keep a turn, its private parts removed (the returned turn holds what is kept)."""
+        from miniclaw.memory.privacy import visible_typed
+
+        turn = Turn(role, visible_typed(content), datetime.now(timezone.utc))
         self._turns.append(turn)
         return turn
 

@@ -109,6 +109,14 @@ def test_once_answers_one_message(ws):
     assert proc.stderr == ""
 
 
+def test_once_with_a_message_that_is_all_private_is_a_usage_error(ws):
+    proc = miniclaw(ws, "chat", "--once", "<private>GECKOSECRET1</private>")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("Error: all of that message is private (inside <private>): nothing "
+                           "was sent to the assistant\n")
+    assert transcript_records(ws) == []
+
+
 def test_once_with_an_unreachable_server_exits_1(ws, closed_port):
     url = f"http://127.0.0.1:{closed_port}/v1"
     proc = miniclaw(ws, "chat", "--once", "hello", "--base-url", url, "--model", "m")

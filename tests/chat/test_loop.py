@@ -42,10 +42,11 @@ def memory_files(workspace: Path) -> Path:
 class Session:
     """A ChatSession on the workspace with its output captured."""
 
-    def __init__(self, workspace: Path, provider) -> None:
+    def __init__(self, workspace: Path, provider, **options) -> None:
         self.out, self.err = io.StringIO(), io.StringIO()
         self.chat = ChatSession.open(workspace, provider, out=self.out, err=self.err,
-                                     format_search=lambda found: search_text(found, Style(False)))
+                                     format_search=lambda found: search_text(found, Style(False)),
+                                     **options)
 
     async def __aenter__(self) -> Session:
         return self
@@ -151,6 +152,69 @@ async def test_private_text_never_reaches_the_server_or_the_transcript(memory_fi
         assert SECRET not in body and SECRET.lower() not in body.lower()
     assert SECRET not in json.dumps(transcript_records(memory_files))
     assert SECRET not in s.out.getvalue()
+
+
+# -- what the person marks private in a message -------------------------------------------
+
+
+async def test_private_text_typed_in_a_message_goes_only_to_the_transcript(memory_files):
+    """Not to the model (the message, and the conversation so far in the next prompts), not
+    to the context's search or short-term memory, not to /context; the transcript, the
+    person's own file, keeps the message as typed, as a memory file keeps its private parts
+    (its source hides them from the index)."""
+    typed = ["gecko tank <private>GECKOSECRET1</private> setup",
+             "ibis plan <private>IBISSECRET1</private> tomorrow", "what next?"]
+    script = [stream(*text_chunks("Heat lamp first.")),
+              stream(*tool_call_chunks("s1", "search_memory",
+                                       {"query": "ibis <private>IBISSECRET3</private>"})),
+              stream(*text_chunks("Nothing about ibis yet.")), stream(*text_chunks("Rest."))]
+    with FakeModelServer(script) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            for message in typed:
+                assert await s.chat.handle(message)
+            assert await s.chat.handle("/context")
+            kept = [turn.content for turn in s.chat.store.short_term]
+    assert server.requests[0]["messages"][-1] == {"role": "user", "content": "gecko tank  setup"}
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": "ibis plan  tomorrow"}
+    history = server.requests[-1]["messages"][0]["content"]
+    assert "# Conversation so far" in history and "**user:** gecko tank  setup" in history
+    assert "**user:** ibis plan  tomorrow" in history
+    out = s.out.getvalue()
+    assert "**user:** ibis plan  tomorrow" in out  # /context
+    assert '[searched memory for "ibis": 0 found]' in out
+    assert kept[0] == "gecko tank  setup" and s.err.getvalue() == ""
+    said = "".join(server.bodies) + out + json.dumps(kept)
+    assert "GECKOSECRET1" not in said and "IBISSECRET1" not in said
+    # The model's own tool call goes back to it as it wrote it; the search and the line
+    # shown (and kept in the history) have no private part.
+    assert "IBISSECRET3" not in out + json.dumps(kept)
+    records = transcript_records(memory_files)
+    assert [r["content"] for r in records if r["role"] == "user"] == typed
+
+
+async def test_a_message_that_is_all_private_is_not_sent_and_the_session_goes_on(memory_files):
+    with FakeModelServer([stream(*text_chunks("Hello."))]) as server:
+        async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
+            assert await s.chat.handle("<private>GECKOSECRET1</private>")
+            assert await s.chat.handle("  <private>still GECKOSECRET1, never closed")
+            assert await s.chat.handle("hello")
+    assert len(server.requests) == 1 and "GECKOSECRET1" not in "".join(server.bodies)
+    error = ("Error: all of that message is private (inside <private>): nothing was sent "
+             "to the assistant")
+    assert s.err.getvalue().splitlines() == [error, error] and s.chat.failed
+    assert [r["content"] for r in transcript_records(memory_files)] == ["hello", "Hello."]
+
+
+async def test_slash_search_neither_searches_nor_echoes_private_words(memory_files):
+    async with Session(memory_files, EchoProvider(), mode="bm25") as s:
+        assert await s.chat.handle("/search ibis <private>IBISSECRET2</private>")
+        assert await s.chat.handle("/search coffee <private>acme insurance</private>")
+        assert await s.chat.handle("/search <private>IBISSECRET2</private>")
+    out, err = s.out.getvalue(), s.err.getvalue()
+    assert 'Search Results for: "ibis"' in out and "drop 'ibis'" in out
+    assert 'Search Results for: "coffee"' in out and "Prefers dark roast coffee" in out
+    assert "IBISSECRET2" not in out + err and "Acme" not in out  # acme was not searched
+    assert err.startswith("Error: the query is empty")
 
 
 async def test_a_refused_connection_keeps_the_session_and_the_transcript(memory_files, closed_port):

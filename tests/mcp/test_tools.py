@@ -154,6 +154,25 @@ async def test_private_text_is_never_returned(memories, today):
     assert "Bank login hint  kept offline" in everything  # the visible part is served
 
 
+async def test_the_private_part_of_a_query_or_message_is_neither_used_nor_returned(memories):
+    """What the caller wraps in <private> is not searched (the kayak note would be found),
+    not echoed (`query`, `message`, suggestions) and not in the prompt; a query that is all
+    private is refused as an empty one is."""
+    ssn = "123-45-6789"
+    async with connect(memories, "--mode", "bm25") as session:
+        found = await call(session, "search_memory", query="atlas <private>kayak fjord</private>")
+        unknown = await call(session, "search_memory", query="quokka <private>kayak</private>")
+        context = await call(session, "get_context",
+                             message=f"sam <private>my ssn {ssn}, the kayak</private>")
+        refusal = await refused(session, "search_memory", query="<private>kayak fjord")
+    assert found["query"] == "atlas" and context["message"] == "sam"
+    assert [hit["content"] for hit in found["results"]] == [
+        "Met Sam about the Atlas budget: 40k approved"]
+    everything = json.dumps([found, unknown, context, refusal]).lower()
+    assert "kayak" not in everything and "fjord" not in everything and ssn not in everything
+    assert refusal.startswith("Error: the query is empty")
+
+
 async def test_a_resource_is_a_memory_file_or_refused(memories, tmp_path):
     from mcp.shared.exceptions import MCPError
 

@@ -442,3 +442,63 @@ def test_the_first_line_is_the_one_partition_gives(text):
     from miniclaw.text import first_line
 
     assert first_line(text) == text.partition("\n")[0]
+
+
+# -- what a person types (a query, a message): `visible_typed` -----------------------------
+
+from miniclaw.memory.privacy import visible_typed  # noqa: E402
+
+
+@pytest.mark.parametrize("typed, visible", [
+    ("gecko tank <private>GECKOSECRET1</private> setup", "gecko tank  setup"),
+    ("dentist <private>my ssn 123-45-6789</private>", "dentist"),
+    ("<private>zebra</private>", ""),
+    ("lion <PRIVATE>zebra</ private > tiger", "lion  tiger"),
+    ('lion <private reason="x y">zebra</private>', "lion"),
+    ("lion \uff1cprivate\uff1ezebra\uff1c/private\uff1e", "lion"),
+    ("lion <pri\u200bvate>zebra</private> tiger", "lion  tiger"),
+    ("a <private>b <private>c</private> d</private> e", "a  e"),  # nested: the outermost closes
+    ("a\n<private>\nb\n</private>\nc", "a\n\n\n\nc"),  # lines are kept, as in a file
+])
+def test_typed_text_loses_its_private_parts_as_a_memory_file_does(typed, visible):
+    assert visible_typed(typed) == visible
+
+
+@pytest.mark.parametrize("typed, visible", [
+    ("zoo <private>zebra and the rest", "zoo"),  # unclosed: the rest is hidden (fail closed)
+    ("zoo <private", "zoo"),  # an unfinished tag too
+    ("zoo <private>\nzebra\nlion", "zoo"),  # to the end of the text, not of the line
+    ("zoo </private> lion", "zoo  lion"),  # a stray closing tag hides nothing but itself
+])
+def test_an_unclosed_tag_in_typed_text_hides_the_rest_of_it(typed, visible):
+    assert visible_typed(typed) == visible
+
+
+def test_typed_text_without_a_tag_comes_back_unchanged():
+    for text in ("  spaces kept  ", "a < b and c > d", "---\nprivate: true\n---\nhi", ""):
+        assert visible_typed(text) is text  # front matter belongs to files, not to typed text
+
+
+def test_halves_of_a_tag_joined_by_a_removal_are_a_tag_too():
+    assert visible_typed("<pri<private>x</private>vate>secret") == ""
+
+
+_PUBLIC = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30).filter(
+    lambda s: "<" not in s and "\uff1c" not in s and "\ufe64" not in s and "zq" not in s)
+_OPEN = st.sampled_from(["<private>", "<PRIVATE>", "< private >", '<private reason="x">',
+                         "<pri\u200bvate>", "\uff1cprivate\uff1e", "\ufe64private\u200c>"])
+_CLOSE = st.sampled_from(["</private>", "</ private >", "</Private foo>", "</pri\u200cvate>",
+                          "\uff1c/private\uff1e", "", "</privat>"])  # "", "</privat>": unclosed
+
+
+@given(before=_PUBLIC, after=_PUBLIC, opening=_OPEN, closing=_CLOSE,
+       secret=st.text(alphabet="bcdfghjk", min_size=6, max_size=6).map(lambda s: f"zq{s}"),
+       newline=st.sampled_from([" ", "\n", "\r\n"]))
+def test_no_private_part_of_typed_text_is_ever_visible(before, after, opening, closing,
+                                                       secret, newline):
+    typed = f"{before}{opening}{newline}{secret}{newline}{closing}{after}"
+    visible = visible_typed(typed)
+    assert secret not in visible
+    assert visible_typed(visible) == visible  # applying it again changes nothing
+    if closing in ("</private>", "</ private >", "</Private foo>"):
+        assert after.strip() in visible  # a closed part hides only itself

@@ -143,3 +143,63 @@ def test_any_query_gives_a_list_or_usage_error_with_an_index(query):
 def test_any_query_gives_a_list_or_usage_error_without_an_index(query):
     outcome = _search_any(query, with_index=False)
     assert isinstance(outcome, (list, UsageError))
+
+
+# -- the private parts of a query are never searched or echoed ------------------------------
+
+ZOO = ("# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\nzebra at the zoo\n\n---\n\n"
+       "## 10:00:00 UTC\n\nlion in the park\n")
+
+
+@pytest.fixture
+def zoo(workspace: Path) -> Path:
+    write(workspace, "memory/2026-02-12.md", ZOO)
+    return workspace
+
+
+def test_parse_query_leaves_private_parts_out_of_its_text_and_terms():
+    query = parse_query("lion <private>zebra</private> park")
+    assert query.text == "lion  park" and "zebra" not in query.terms
+    assert parse_query("lion <private>zebra park").text == "lion"  # unclosed: the rest hidden
+
+
+@pytest.mark.parametrize("typed", ["<private>zebra</private>", "  <private>zebra", "<private"])
+async def test_a_query_that_is_all_private_is_as_empty_as_an_empty_one(store, zoo, typed):
+    with pytest.raises(QueryError, match="^the query is empty") as raised:
+        await store.search(typed, days=None)
+    assert "zebra" not in str(raised.value) and raised.value.query == ""
+    assert "\n" not in str(raised.value)
+
+
+async def test_private_words_of_a_query_are_not_searched_or_echoed(store, zoo):
+    found = await store.search("lion <private>zebra</private>", days=None)
+    assert [hit.content for hit in found.results] == ["lion in the park"]
+    assert found.query == "lion" and "zebra" not in str(found.to_dict())
+
+
+async def test_a_private_word_is_not_named_by_a_hint_or_a_correction(store, zoo):
+    corrected = await store.search("lion <private>zebrra</private>", days=None, mode="bm25")
+    assert corrected.corrections == () and "zebr" not in str(corrected.to_dict())
+    hinted = await store.search("quokka <private>wombat</private>", days=None, mode="bm25")
+    said = str(hinted.to_dict()) + " ".join(hinted.suggestions)
+    assert "wombat" not in said and "drop 'quokka'" in said  # the word it may name
+
+
+async def test_private_words_in_required_and_excluded_words_are_not_used(store, zoo):
+    found = await store.search("zoo park", days=None, require=["<private>zebra</private>"],
+                               exclude=["lion <private>zebra</private>"])
+    assert [hit.content for hit in found.results] == ["zebra at the zoo"]
+    with pytest.raises(QueryError) as raised:  # an error names what it read, not the secret
+        await store.search("zoo", days=None, exclude=["zoo <private>zebra</private>"])
+    assert "zebra" not in str(raised.value)
+
+
+async def test_sessions_search_without_transcripts_reads_the_query_the_same_way(store, zoo,
+                                                                               monkeypatch):
+    from miniclaw.memory import sessions
+
+    monkeypatch.setattr(sessions, "transcript_sources", lambda sources: ())
+    found = await sessions.search_sessions(store, "lion <private>zebra</private>")
+    assert found.query == "lion" and found.sessions == []
+    with pytest.raises(QueryError, match="^the query is empty"):
+        await sessions.search_sessions(store, "<private>zebra</private>")

@@ -366,6 +366,13 @@ def test_short_term_recent_n_is_oldest_first(store):
     assert [t.content for t in store.short_term.recent(2)] == ["3", "4"]
 
 
+def test_short_term_keeps_a_turn_without_its_private_parts(store):
+    turn = store.short_term.add("user", "gecko tank <private>GECKOSECRET1</private> setup")
+    store.short_term.add("assistant", "noted <private>unclosed GECKOSECRET1")
+    assert turn.content == "gecko tank  setup"
+    assert [t.content for t in store.short_term] == ["gecko tank  setup", "noted"]
+
+
 async def test_short_term_is_never_written_to_disk(store, workspace):
     store.short_term.add("user", "ephemeral words")
     assert snapshot(workspace) == {}

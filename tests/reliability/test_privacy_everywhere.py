@@ -19,14 +19,20 @@ Queries aim at the secret three ways: its prefix with `*` (found if it were inde
 word with one letter changed (the spelling fallback would "correct" it into the secret), and
 the word itself, whose echo in "Search Results for" / `"query"` is the only place it may
 appear.
+
+The other way round, a secret typed inside `<private>` in a query, a context message or a
+chat message (in the same forms) is a public word of the memories, so using it would show
+it: no search result, echo, hint, error, prompt, model message or short-term turn holds it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
 import json
 import logging
+import os
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -297,3 +303,98 @@ def test_text_that_became_private_leaves_the_index(tmp_path):
     assert again.exit_code == 0 and "zqxwvtkrbq" not in again.stdout
     for name, raw in _index_bytes(ws).items():
         assert b"zqxwvtkrbq" not in raw, name
+
+
+# -- what a person types: a query, a context message, a chat message -------------------------
+
+_TYPED_FORMS = ["inline", "unclosed", "broken-close", "block", "wrapped", "alone"]
+
+
+@st.composite
+def _typed(draw, secret: str) -> str:
+    """A query or message holding the secret only inside a private part, in one form."""
+    o, c = draw(st.sampled_from(OPEN_TAGS)), draw(st.sampled_from(CLOSE_TAGS))
+    before, after = draw(_pub), draw(_pub)
+    form = draw(st.sampled_from(_TYPED_FORMS))
+    if form == "inline":
+        return f"{before} {o}{draw(_pub)} {secret}{c} {after}"
+    if form == "unclosed":  # hides the rest of the text: fail closed
+        return f"{before} {o} {secret} {after}"
+    if form == "broken-close":  # not a closing tag: still open
+        return f"{before} {o}{secret}{draw(st.sampled_from(BROKEN_CLOSE))} {after}"
+    if form == "block":
+        return f"{before}\n{o}\n{secret}\n{c}\n{after}"
+    if form == "wrapped":  # `<` at the end of a line, the tag's name on the next
+        return f"{before} <\nprivate> {secret} <\n/private> {after}"
+    return f"{o}{secret}{c}"  # all of it private: an empty query, an unsent message
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(data=st.data())
+def test_private_words_typed_in_a_query_or_message_never_come_out(tmp_path, data):
+    """The secret is a public word of the memories, so a search that used it would find
+    and show it: whatever the form of its private part, no result, echo, hint, error,
+    prompt, model message or short-term turn holds it."""
+    from miniclaw.chat.echo import EchoProvider
+    from miniclaw.chat.loop import ChatSession
+    from miniclaw.cli.render import Style, search_text
+    from miniclaw.context import ContextBuilder
+    from miniclaw.errors import UsageError
+    from miniclaw.memory.privacy import visible_typed
+
+    secret = data.draw(_secret)
+    typed = [data.draw(_typed(secret)) for _ in range(3)]
+    ws = tmp_path / f"typed{next(_counter)}"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / f"{_day(5)}.md").write_text(
+        f"# Daily Note\n\n## 09:00:00 UTC\n\nthe {secret} is here\n\n---\n\n"
+        f"## 10:00:00 UTC\n\n{' '.join(PUBLIC_WORDS)}\n", encoding="utf-8")
+
+    async def every_way_out() -> list[str]:
+        seen = []
+        async with MemoryStore(ws) as store:
+            for text in typed:
+                try:
+                    found = await store.search(text, days=None, mode="bm25")
+                except UsageError as exc:
+                    seen.append(f"{exc} {exc.query}")
+                else:
+                    seen += [json.dumps(found.to_dict(), ensure_ascii=False),
+                             search_text(found, Style(False)), " ".join(found.suggestions)]
+                built = await ContextBuilder(store, mode="bm25").build(text)
+                seen.append(json.dumps(built.to_dict(), ensure_ascii=False))
+        out, err = io.StringIO(), io.StringIO()
+        chat = ChatSession.open(ws, EchoProvider(), out=out, err=err, mode="bm25",
+                                format_search=lambda found: search_text(found, Style(False)))
+        sent = []
+        original = chat.provider.stream
+
+        def stream(request):
+            sent.append(json.dumps(request.messages, ensure_ascii=False))
+            return original(request)
+
+        chat.provider.stream = stream
+        try:
+            for text in typed:
+                await chat.handle(text)
+                await chat.handle(f"/search {text}")
+            await chat.handle("/context")
+            seen += [turn.content for turn in chat.store.short_term]
+        finally:
+            await chat.aclose()
+        return seen + sent + [out.getvalue(), err.getvalue()]
+
+    running = os.environ.get("MINICLAW_SESSION_ID")  # ChatSession.open sets it
+    try:
+        seen = asyncio.run(every_way_out())
+    finally:
+        os.environ.pop("MINICLAW_SESSION_ID", None)
+        if running is not None:
+            os.environ["MINICLAW_SESSION_ID"] = running
+    for text in seen:
+        assert secret not in text, (typed, text)
+    # The transcript, the person's own file, keeps each message sent as it was typed.
+    transcript = "".join(p.read_text(encoding="utf-8") for p in (ws / "sessions").glob("*.jsonl"))
+    for text in typed:
+        if visible_typed(text.strip()):
+            assert json.dumps(text.strip(), ensure_ascii=False)[1:-1] in transcript
