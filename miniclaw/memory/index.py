@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.memory.entry import NO_META, Entry, Meta
-from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, read_once,
+from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, listing, read_once,
                                      read_twice_warnings)
 from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
@@ -230,6 +230,7 @@ class SearchIndex:
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
         self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
         self._read_twice: list[tuple[SourceFile, str]] = []  # (file, its reader): last scan
+        self._unlisted: list[tuple[str, str]] = []  # (folder, warning): the last scan's
         #: Sources with a file on disk at the last refresh: a search skips the others (an
         #: empty or missing sessions/ folder costs a search nothing). None: not known yet.
 
@@ -261,10 +262,19 @@ class SearchIndex:
 
     def scan(self) -> list[SourceFile]:
         """The memory files on disk now, across every source; a file two sources find is
-        the first's (`read_once`), and `warnings` says so until a scan finds none."""
-        found, self._read_twice = read_once(
-            [f for source in self.sources for f in source.files(self.workspace)])
-        return found
+        the first's (`read_once`), and a folder that could not be listed (`listing`: its
+        files are left out, so the index drops them) is named once, however many sources
+        read it; `warnings` says both until a scan finds none."""
+        every: list[SourceFile] = []
+        unlisted: dict[str, str] = {}
+        for source in self.sources:
+            found, folders = listing(source, self.workspace)
+            every += found
+            for folder, warning in folders:
+                unlisted.setdefault(folder, warning)
+        every, self._read_twice = read_once(every)
+        self._unlisted = list(unlisted.items())
+        return every
 
     def refresh(self, *, rebuild: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> RefreshReport:
@@ -284,13 +294,18 @@ class SearchIndex:
     def _changed_names(self, rebuild: bool) -> set[str] | None:
         """Paths (absolute) changed since the last refresh, or None: check every file."""
         if self._watch is not None and self._watch.active:
-            names = self._watch.changes()
-            if rebuild or self.db.file() != self._synced:
-                return None
-            return names
+            if self._unlisted:
+                # A folder the last look could not list (or a root that was gone) is not
+                # watched: its return would go unseen. Look at everything until it is back.
+                self._watch.close()
+            else:
+                names = self._watch.changes()
+                if rebuild or self.db.file() != self._synced:
+                    return None
+                return names
         self._watch = None
         self._refreshes += 1
-        if self._refreshes >= 2 and self._watch_allowed:
+        if self._refreshes >= 2 and self._watch_allowed and not self._unlisted:
             from miniclaw.memory.watch import FolderWatch
 
             folders = {folder for source in self.sources for folder in source.folders(self.workspace)}
@@ -403,12 +418,14 @@ class SearchIndex:
     # -- reading -------------------------------------------------------------------------
 
     def warnings(self) -> list[tuple[str, str]]:
-        """(path, warning) recorded for indexed files (bad bytes), and for a file two sources
-        read (the last scan's `read_twice`), returned by every search."""
+        """(path, warning) of each folder the last scan could not list (`listing`: path
+        ending in `/`, or a source's root that is gone), recorded for indexed files (bad
+        bytes, unreadable), and for a file two sources read (the last scan's `read_twice`),
+        returned by every search."""
         rows = self._run(lambda c: c.execute(
             "SELECT path, warning FROM files INDEXED BY files_with_warning"
             " WHERE warning IS NOT NULL ORDER BY path").fetchall())
-        return [(path, warning) for path, warning in rows] + [
+        return list(self._unlisted) + [(path, warning) for path, warning in rows] + [
             (path, f"{said}: remove one from config.json (`miniclaw sources remove {second}`)")
             for path, _, second, said in read_twice_warnings(self._read_twice)]
 

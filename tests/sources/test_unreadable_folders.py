@@ -1,0 +1,163 @@
+"""A folder that cannot be listed (permissions), or a configured root that is gone, is a
+warning naming the folder, once, on every surface that shows an unreadable file's warning
+(search, memory rank, context); its files are left out of results and out of the index
+(never served from it: their text may have been made private since), and read again once
+the folder can be.
+
+The folder is made unreadable at the operating system's boundary (`tests.denied`), as
+`chmod 000` does to a user who is not root, so these run as root too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from miniclaw.cli import app
+from miniclaw.memory import MemoryStore
+from miniclaw.memory.sources import SOURCES
+from miniclaw.sources.conkeeper import ConKeeperSource
+from tests.conftest import NOW, daily_note, write
+from tests.denied import DeniedFolder
+
+FOLDER_WARNING = ("cannot read the folder {}: Permission denied; the memory files in it are "
+                  "not searched until it can be read")
+
+
+def _memories(workspace: Path) -> None:
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-10\n- zebra stripes are unique\n"
+          "- <private>zebra pin 4321</private>\n")
+    write(workspace, "memory/2026-02-13.md",
+          daily_note("2026-02-13", ["Saw a zebra at the park"], ["09:00:00"]))
+
+
+def _transcript(workspace: Path) -> None:
+    write(workspace, "sessions/s1.jsonl", json.dumps(
+        {"role": "user", "content": "tell me about the kestrel nesting season",
+         "timestamp": "2026-02-13T09:00:00Z", "session_id": "s1"}) + "\n")
+
+
+def _indexed_paths(store: MemoryStore) -> set[str]:
+    with sqlite3.connect(store.index.path) as conn:
+        return {path for (path,) in conn.execute("SELECT path FROM entries")}
+
+
+async def test_an_unreadable_memory_folder_is_one_warning_and_its_files_come_back(
+        store, workspace, monkeypatch):
+    _memories(workspace)
+    assert len(await store.search_memories("zebra")) == 2
+    denied = DeniedFolder(monkeypatch, workspace / "memory")
+
+    found = await store.search("zebra")
+    assert found.results == []
+    # Once, though two sources (MEMORY.md, the daily notes) read the folder; as data.
+    assert [w.to_dict() for w in found.warnings] == [
+        {"kind": "file", "path": "memory/", "message": FOLDER_WARNING.format("memory/")}]
+    assert store.index.warnings() == [("memory/", FOLDER_WARNING.format("memory/"))]
+
+    denied.lift()  # chmod back: read again, and no warning left
+    found = await store.search("zebra")
+    assert len(found.results) == 2 and found.warnings == ()
+
+
+async def test_what_an_unreadable_folder_held_is_not_served_from_the_index(
+        store, workspace, monkeypatch):
+    """Privacy: its entries leave the index (text that cannot be read again may have been
+    made private since), so no search, spelling fix or warning shows any of it."""
+    _memories(workspace)
+    await store.search("zebra")
+    assert _indexed_paths(store) == {"memory/MEMORY.md", "memory/2026-02-13.md"}
+    DeniedFolder(monkeypatch, workspace / "memory")
+
+    found = await store.search("zebrq stripes")  # a typo of an indexed word: no fix to it
+    assert found.results == [] and found.corrections == ()
+    assert _indexed_paths(store) == set()
+    said = json.dumps([w.to_dict() for w in found.warnings])
+    assert "zebra" not in said and "4321" not in said
+
+
+async def test_a_folder_inside_a_source_is_named_and_the_rest_is_searched(
+        workspace, tmp_path, monkeypatch):
+    root = tmp_path / "app" / ".claude" / "memory"
+    write(root, "patterns.md", "# Patterns\n- the heron uses snake_case\n")
+    write(root, "decisions/adr-1.md", "# ADR 1\n- the heron ships in May\n")
+    store = MemoryStore(workspace, sources=(*SOURCES, ConKeeperSource(root=str(root), name="app")),
+                        roots=[str(root)], now=lambda: NOW)
+    try:
+        assert len(await store.search_memories("heron", days=None)) == 2
+        DeniedFolder(monkeypatch, root / "decisions")
+        found = await store.search("heron", days=None)
+        assert [hit.path for hit in found.results] == [f"{root}/patterns.md"]
+        assert [(w.params["path"], w.params["message"]) for w in found.warnings] == [
+            (f"{root}/decisions/", FOLDER_WARNING.format(f"{root}/decisions/"))]
+    finally:
+        store.close()
+
+
+async def test_a_configured_root_that_is_gone_is_one_warning_naming_the_source(
+        workspace, tmp_path):
+    root = tmp_path / "app" / ".claude" / "memory"
+    for name in ("a.md", "b.md", "c.md"):
+        write(root, name, f"# {name}\n- the osprey returns in March ({name})\n")
+    store = MemoryStore(workspace, sources=(*SOURCES, ConKeeperSource(root=str(root), name="app")),
+                        roots=[str(root)], now=lambda: NOW)
+    try:
+        assert len(await store.search_memories("osprey", days=None)) == 3
+        root.parent.rename(tmp_path / "app" / ".claude-moved")  # moved away, or unmounted
+        found = await store.search("osprey", days=None)
+        assert found.results == []
+        assert [w.to_dict() for w in found.warnings] == [{  # once, not once per file
+            "kind": "file", "path": str(root),
+            "message": f"the source 'app' reads {root}, which is not there (moved, renamed or "
+                       "not mounted): its memories are not searched until it is back"}]
+        (tmp_path / "app" / ".claude-moved").rename(root.parent)
+        found = await store.search("osprey", days=None)
+        assert len(found.results) == 3 and found.warnings == ()
+    finally:
+        store.close()
+
+
+def test_a_missing_folder_of_the_workspace_is_no_warning(workspace):
+    """sessions/ before the first chat, memory/ of a new workspace: nothing to say."""
+    from miniclaw.memory.sources import listing
+
+    for source in SOURCES:
+        assert listing(source, workspace / "nowhere") == ([], [])
+        assert listing(source, workspace) == ([], [])
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def _cli(workspace: Path, *args: str):
+    return CliRunner().invoke(app, ["--workspace", str(workspace), *args])
+
+
+def _warning_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def test_search_json_names_the_folder_on_stderr_and_in_warnings(workspace, monkeypatch):
+    _memories(workspace)
+    assert json.loads(_cli(workspace, "search", "zebra", "--all", "--json").stdout)["total"] == 2
+    DeniedFolder(monkeypatch, workspace / "memory")
+    for command in (["search", "zebra", "--json"], ["memory", "rank", "-q", "zebra", "--json"]):
+        done = _cli(workspace, *command)
+        assert done.exit_code == 0, done.stderr
+        data = json.loads(done.stdout)
+        assert data["total"] == 0
+        assert data["warnings"] == [{"kind": "file", "path": "memory/",
+                                     "message": FOLDER_WARNING.format("memory/")}]
+        assert _warning_lines(done.stderr) == [f"Warning: {FOLDER_WARNING.format('memory/')}"]
+
+
+def test_context_warns_of_an_unreadable_folder(workspace, monkeypatch):
+    _memories(workspace)
+    _transcript(workspace)
+    DeniedFolder(monkeypatch, workspace / "sessions")
+    done = _cli(workspace, "context", "kestrel zebra")
+    assert done.exit_code == 0, done.stderr
+    assert f"Warning: {FOLDER_WARNING.format('sessions/')}" in _warning_lines(done.stderr)
