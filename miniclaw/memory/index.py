@@ -51,8 +51,8 @@ from typing import NamedTuple
 
 from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.memory.entry import NO_META, Entry, Meta
-from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, listing, read_once,
-                                     read_twice_warnings)
+from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, in_unlisted, listing,
+                                     read_once, read_twice_warnings)
 from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")
@@ -92,10 +92,13 @@ class IndexStatus(NamedTuple):
     files_on_disk: int
     #: Per source, in the workspace's order: (name, files on disk, files indexed, entries).
     by_source: tuple[tuple[str, int, int, int], ...] = ()
+    #: (folder, warning) of each folder that could not be listed (`sources.listing`): what
+    #: it holds is not known, so the index is not known to be up to date either.
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def up_to_date(self) -> bool:
-        return not self.stale_files and not self.missing_files
+        return not self.stale_files and not self.missing_files and not self.unreadable
 
 
 def _id_list(entry_ids: Iterable[int]) -> str:
@@ -398,6 +401,7 @@ class SearchIndex:
         # Another process may have refreshed while we waited for the lock: look again.
         stale, gone, known, fingerprint = self._look(conn, names)
         report = sync_files(conn, self.sources, known, stale, gone, progress, self.workspace)
+        report.files_left_out = sum(in_unlisted(path, self._unlisted) for path in gone)
         if rebuild:  # derived data outlives a rebuild, but only for texts still indexed
             drop_orphan_derived(conn, None)
         racy = conn.execute("SELECT 1 FROM files WHERE racy LIMIT 1").fetchone()
@@ -753,6 +757,10 @@ class SearchIndex:
                 except sqlite3.DatabaseError:  # damaged: the next search rebuilds it
                     known, counts, updated, per_source = {}, (0, 0, 0), None, {}
         stale, gone = self._todo(disk, known)
+        unreadable = tuple(self._unlisted)
+        # A file in a folder that cannot be listed is not known to be deleted: the folder
+        # is reported instead (the next search drops its entries, and says why).
+        gone = [path for path in gone if not in_unlisted(path, unreadable)]
         # A racy file is only "maybe" stale: report it when its signature moved.
         stale = [f.path for f in stale if f.path not in known or known[f.path][1:4] != f.signature]
         size = 0
@@ -762,4 +770,4 @@ class SearchIndex:
         by_source = tuple((source.name, sum(f.source == source.name for f in disk),
                            *per_source.get(source.name, (0, 0))) for source in self.sources)
         return IndexStatus(str(self.path), os.path.exists(self.path), size, *counts, updated,
-                           tuple(stale), tuple(gone), len(disk), by_source)
+                           tuple(stale), tuple(gone), len(disk), by_source, unreadable)

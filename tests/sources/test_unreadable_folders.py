@@ -1,8 +1,8 @@
 """A folder that cannot be listed (permissions), or a configured root that is gone, is a
 warning naming the folder, once, on every surface that shows an unreadable file's warning
-(search, memory rank, context); its files are left out of results and out of the index
-(never served from it: their text may have been made private since), and read again once
-the folder can be.
+(search, memory rank, context, memory index), and `memory status` does not call the index
+up to date; its files are left out of results and out of the index (never served from it:
+their text may have been made private since), and read again once the folder can be.
 
 The folder is made unreadable at the operating system's boundary (`tests.denied`), as
 `chmod 000` does to a user who is not root, so these run as root too.
@@ -129,6 +129,17 @@ def test_a_missing_folder_of_the_workspace_is_no_warning(workspace):
         assert listing(source, workspace) == ([], [])
 
 
+async def test_status_does_not_call_an_index_with_an_unreadable_folder_up_to_date(
+        store, workspace, monkeypatch):
+    _memories(workspace)
+    await store.search("zebra")
+    DeniedFolder(monkeypatch, workspace / "memory")
+    status = await store.index_status()
+    assert not status.up_to_date
+    assert status.unreadable == (("memory/", FOLDER_WARNING.format("memory/")),)
+    assert status.missing_files == ()  # not known to be deleted: their folder is reported
+
+
 # -- the command line ---------------------------------------------------------------------
 
 
@@ -161,3 +172,31 @@ def test_context_warns_of_an_unreadable_folder(workspace, monkeypatch):
     done = _cli(workspace, "context", "kestrel zebra")
     assert done.exit_code == 0, done.stderr
     assert f"Warning: {FOLDER_WARNING.format('sessions/')}" in _warning_lines(done.stderr)
+
+
+def test_memory_status_with_an_unreadable_folder_is_not_up_to_date(workspace, monkeypatch):
+    _memories(workspace)
+    _cli(workspace, "memory", "index")
+    DeniedFolder(monkeypatch, workspace / "memory")
+    text = _cli(workspace, "memory", "status").stdout
+    assert "up to date" not in text
+    assert "State:    not known: 1 folder could not be listed (below)" in text
+    assert FOLDER_WARNING.format("memory/") in text and "deleted:" not in text
+    data = json.loads(_cli(workspace, "memory", "status", "--json").stdout)
+    assert data["up_to_date"] is False and data["missing_files"] == []
+    assert data["unreadable_folders"] == [{"path": "memory/",
+                                           "message": FOLDER_WARNING.format("memory/")}]
+
+
+def test_memory_index_says_the_files_are_left_out_not_deleted(workspace, monkeypatch):
+    _memories(workspace)
+    _cli(workspace, "memory", "index")
+    denied = DeniedFolder(monkeypatch, workspace / "memory")
+    done = _cli(workspace, "memory", "index")
+    assert done.exit_code == 0
+    assert ("0 deleted files dropped, 2 files in a folder that cannot be read left out."
+            in done.stdout)
+    assert _warning_lines(done.stderr) == [f"Warning: {FOLDER_WARNING.format('memory/')}"]
+    denied.lift()
+    data = json.loads(_cli(workspace, "memory", "index", "--json").stdout)
+    assert data["files_parsed"] == 2 and data["files_left_out"] == 0
