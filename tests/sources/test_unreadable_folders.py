@@ -1,8 +1,9 @@
 """A folder that cannot be listed (permissions), or a configured root that is gone, is a
 warning naming the folder, once, on every surface that shows an unreadable file's warning
-(search, memory rank, context, memory index), and `memory status` does not call the index
-up to date; its files are left out of results and out of the index (never served from it:
-their text may have been made private since), and read again once the folder can be.
+(search, memory rank, sessions search, context, memory index), and `memory status` does not
+call the index up to date; its files are left out of results and out of the index (never
+served from it: their text may have been made private since), and read again once the
+folder can be.
 
 The folder is made unreadable at the operating system's boundary (`tests.denied`), as
 `chmod 000` does to a user who is not root, so these run as root too.
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 from miniclaw.cli import app
 from miniclaw.memory import MemoryStore
+from miniclaw.memory.sessions import search_sessions
 from miniclaw.memory.sources import SOURCES
 from miniclaw.sources.conkeeper import ConKeeperSource
 from tests.conftest import NOW, daily_note, write
@@ -77,6 +79,20 @@ async def test_what_an_unreadable_folder_held_is_not_served_from_the_index(
     assert _indexed_paths(store) == set()
     said = json.dumps([w.to_dict() for w in found.warnings])
     assert "zebra" not in said and "4321" not in said
+
+
+async def test_an_unreadable_sessions_folder_is_a_warning_of_sessions_search(
+        store, workspace, monkeypatch):
+    _memories(workspace)
+    _transcript(workspace)
+    assert (await search_sessions(store, "kestrel")).total == 1
+    DeniedFolder(monkeypatch, workspace / "sessions")
+
+    found = await search_sessions(store, "kestrel")
+    assert found.sessions == []
+    assert found.to_dict()["warnings"] == [
+        {"kind": "file", "path": "sessions/", "message": FOLDER_WARNING.format("sessions/")}]
+    assert len(await store.search_memories("zebra")) == 2  # memory/ is searched as before
 
 
 async def test_a_folder_inside_a_source_is_named_and_the_rest_is_searched(
@@ -163,6 +179,19 @@ def test_search_json_names_the_folder_on_stderr_and_in_warnings(workspace, monke
         assert data["warnings"] == [{"kind": "file", "path": "memory/",
                                      "message": FOLDER_WARNING.format("memory/")}]
         assert _warning_lines(done.stderr) == [f"Warning: {FOLDER_WARNING.format('memory/')}"]
+
+
+def test_sessions_search_warns_of_an_unreadable_sessions_folder(workspace, monkeypatch):
+    _memories(workspace)
+    _transcript(workspace)
+    assert "kestrel" in _cli(workspace, "sessions", "search", "kestrel").stdout
+    DeniedFolder(monkeypatch, workspace / "sessions")
+    done = _cli(workspace, "sessions", "search", "kestrel")
+    assert done.exit_code == 0
+    assert done.stdout.strip() == "No conversation matches 'kestrel'."
+    assert _warning_lines(done.stderr) == [f"Warning: {FOLDER_WARNING.format('sessions/')}"]
+    data = json.loads(_cli(workspace, "sessions", "search", "kestrel", "--json").stdout)
+    assert [w["path"] for w in data["warnings"]] == ["sessions/"]
 
 
 def test_context_warns_of_an_unreadable_folder(workspace, monkeypatch):
