@@ -3,7 +3,8 @@ warning naming the folder, once, on every surface that shows an unreadable file'
 (search, memory rank, sessions search, context, memory index), and `memory status` does not
 call the index up to date; its files are left out of results and out of the index (never
 served from it: their text may have been made private since), and read again once the
-folder can be.
+folder can be. `doctor` says a folder that is there but cannot be read needs permissions,
+not mounting.
 
 The folder is made unreadable at the operating system's boundary (`tests.denied`), as
 `chmod 000` does to a user who is not root, so these run as root too.
@@ -15,6 +16,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from miniclaw.cli import app
@@ -229,3 +231,46 @@ def test_memory_index_says_the_files_are_left_out_not_deleted(workspace, monkeyp
     denied.lift()
     data = json.loads(_cli(workspace, "memory", "index", "--json").stdout)
     assert data["files_parsed"] == 2 and data["files_left_out"] == 0
+
+
+# -- doctor ---------------------------------------------------------------------------------
+
+
+def test_doctor_says_an_unreadable_sessions_folder_needs_permissions(workspace, monkeypatch):
+    from miniclaw import doctor
+
+    _memories(workspace)
+    _transcript(workspace)
+    assert _cli(workspace, "memory", "index").exit_code == 0
+    DeniedFolder(monkeypatch, workspace / "sessions")
+    report = doctor.examine(workspace)
+    [finding] = [f for f in report.findings if f.check == "sources"]
+    assert finding.severity == "error"
+    assert finding.message == "the source 'transcripts': cannot read its folder: Permission denied"
+    assert f"chmod u+rwx {workspace / 'sessions'}" in finding.fix
+    assert "mount" not in finding.fix
+    # Its transcript is not called changed or gone: the folder is the finding.
+    assert [f for f in report.findings if f.check == "index"] == []
+
+
+@pytest.mark.parametrize("gone", [True, False])
+def test_doctor_tells_a_gone_root_from_an_unreadable_one(workspace, tmp_path, monkeypatch,
+                                                         isolated_home, gone):
+    from miniclaw import doctor
+
+    root = tmp_path / "app" / ".claude" / "memory"
+    write(root, "patterns.md", "# Patterns\n- the heron uses snake_case\n")
+    (isolated_home / ".miniclaw").mkdir()
+    (isolated_home / ".miniclaw" / "config.json").write_text(json.dumps({"workspaces": {
+        str(workspace): {"sources": ["long_term", "daily_note",
+                                     {"kind": "conkeeper", "root": str(root), "name": "app"}]}}}))
+    if gone:
+        root.parent.rename(tmp_path / "app" / "moved")
+    else:
+        DeniedFolder(monkeypatch, root)
+    [finding] = [f for f in doctor.examine(workspace).findings if f.check == "sources"]
+    if gone:
+        assert "not reachable" in finding.message and "mount or create it" in finding.fix
+    else:
+        assert finding.message == "the source 'app': cannot read its folder: Permission denied"
+        assert f"chmod u+rx {root}" in finding.fix and "mount" not in finding.fix
