@@ -7,7 +7,8 @@ folder can be. `doctor` says a folder that is there but cannot be read needs per
 not mounting.
 
 The folder is made unreadable at the operating system's boundary (`tests.denied`), as
-`chmod 000` does to a user who is not root, so these run as root too.
+`chmod 000` does to a user who is not root, so these run as root too; the same through a
+real chmod, as a user who is not root, is `tests/reliability/test_unreadable_folders.py`.
 """
 
 from __future__ import annotations
