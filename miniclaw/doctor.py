@@ -133,7 +133,7 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
     except OSError as exc:
         report.findings.append(Finding("error", "workspace", config.MEMORY_DIR,
                                        f"cannot list memory/: {exc.strerror or exc}",
-                                       "check the folder's permissions"))
+                                       _readable_fix(memory, writes=True)))
         return
     count = 0
     for name in names:
@@ -161,7 +161,7 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: the second never finds it)."""
-    from miniclaw.memory.sources import read_twice, read_twice_warnings
+    from miniclaw.memory.sources import folder_problem, listing, read_twice, read_twice_warnings
 
     every: list = []  # the files each source reads, in the sources' order
     shown_as: dict[str, str] = {}
@@ -172,16 +172,29 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
             continue
         root = source.root_path(workspace)
         shown = str(getattr(source, "root", None) or root)
-        if not root.exists() and not getattr(source, "outside", lambda _: True)(workspace):
+        inside = not getattr(source, "outside", lambda _: True)(workspace)
+        problem = folder_problem(root)
+        if problem is not None and problem[0] == "missing" and inside:
             # a folder of the workspace made on first use (sessions/ at the first chat)
             report.checked.append(f"source {source.name} {shown}: no folder yet")
             continue
-        if not (root.is_dir() and os.access(root, os.R_OK | os.X_OK)):
+        if problem is not None and problem[0] == "unreadable":  # there, but not ours to list
+            report.findings.append(Finding(
+                "error", "sources", shown, f"the source {source.name!r}: cannot read its "
+                f"folder: {problem[1]}", _readable_fix(root, writes=inside)))
+            continue
+        if problem is not None:
             report.findings.append(Finding(
                 "error", "sources", shown, f"the source {source.name!r}: its root folder is "
-                "not reachable", f"mount or create it, or `miniclaw sources remove {source.name}`"))
+                f"not reachable ({problem[0]})",
+                f"mount or create it, or `miniclaw sources remove {source.name}`"))
             continue
-        found = source.files(workspace)
+        found, unlisted = listing(source, workspace)
+        for folder, _ in unlisted:  # a folder inside it (the root was checked above)
+            report.findings.append(Finding(
+                "warning", "sources", folder, f"the source {source.name!r}: cannot read the "
+                f"folder {folder}: its memory files are not searched",
+                _readable_fix(folder, writes=inside)))
         every += found
         shown_as[source.name] = shown
         link_root = source.link_root(workspace) if hasattr(source, "link_root") else workspace
@@ -197,6 +210,14 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
     for _, _, second, said in read_twice_warnings(read_twice(every)):  # one per pair
         report.findings.append(Finding("warning", "sources", shown_as[second], said,
                                        f"`miniclaw sources remove {second}`"))
+
+
+def _readable_fix(folder: Path | str, *, writes: bool) -> str:
+    """What makes a folder that exists but cannot be listed usable: its permissions (or its
+    owner), not mounting or creating it."""
+    mode = "u+rwx" if writes else "u+rx"
+    return (f"let your user read it: `chmod {mode} {folder}` (or `chown` it to your user if "
+            "another one owns it)")
 
 
 def _is_temp_file(name: str) -> bool:
@@ -354,12 +375,18 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
     over every source the workspace searches."""
     known = {row[0]: tuple(row[1:]) for row in
              conn.execute("SELECT path, size, mtime_ns, inode FROM files")}
-    from miniclaw.memory.sources import read_once
+    from miniclaw.memory.sources import in_unlisted, listing, read_once
 
-    found = read_once([f for source in sources for f in source.files(workspace)])[0]
-    disk = {f.path: f.signature for f in found}
+    every, unlisted = [], []
+    for source in sources:
+        found, folders = listing(source, workspace)
+        every += found
+        unlisted += folders
+    disk = {f.path: f.signature for f in read_once(every)[0]}
     changed = [p for p, signature in disk.items() if known.get(p) != signature]
-    return sorted(changed + [p for p in known if p not in disk])
+    # A file in a folder that cannot be listed is not known to be gone: the folder is a
+    # finding of its own (`_check_files`, `_check_source_files`).
+    return sorted(changed + [p for p in known if p not in disk and not in_unlisted(p, unlisted)])
 
 
 def _human(size: int) -> str:

@@ -160,7 +160,8 @@ SEARCH = ToolSpec(
         "hints": {**_KINDS, "description": "the suggestions as data: a kind (widen_days, "
                                            "drop_word, narrow_category, ...) and its values"},
         "warnings": {**_KINDS, "description": "memory files the search could not use as it "
-                                              "should: kind 'file', path, message"},
+                                              "should: kind 'file', path (a folder that "
+                                              "cannot be read when it ends in /), message"},
         "results": {"type": "array", "items": _RESULT_SCHEMA},
         "degraded": {"type": "object", "description": "only when the mode asked for could "
                                                       "not run: requested, mode, reason"},

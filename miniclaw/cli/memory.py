@@ -427,6 +427,7 @@ def index(
                             "entries_added": report.entries_added,
                             "entries_removed": report.entries_removed,
                             "files_removed": report.files_removed,
+                            "files_left_out": report.files_left_out,
                             **({"vectors": {"embedded": vectors[0], "total": vectors[1],
                                             **({"per_second": round(rate, 1)} if rate else {})}}
                                if vectors else {})}))
@@ -434,10 +435,13 @@ def index(
     if not (report.entries_added or report.entries_removed or report.files_removed):  # no news
         typer.echo("Up to date: no memory changed since the index was last updated.")
     else:
+        left_out = report.files_left_out  # in a folder that cannot be read: warned above
         typer.echo(f"Indexed {plural(report.files_parsed, 'file')}: "
                    f"{plural(report.entries_added, 'entry', 'entries')} added, "
                    f"{report.entries_removed} removed; "
-                   f"{plural(report.files_removed, 'deleted file')} dropped.")
+                   f"{plural(report.files_removed - left_out, 'deleted file')} dropped"
+                   + (f", {plural(left_out, 'file')} in a folder that cannot be read left out"
+                      if left_out else "") + ".")
     if vectors:
         speed = f" ({rate:.1f} texts embedded a second)" if rate else ""
         typer.echo(f"Vectors for meaning search: {vectors[0]} of {vectors[1]} texts{speed}.")

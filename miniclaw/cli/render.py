@@ -228,14 +228,22 @@ def status_dict(status) -> dict:
         "stale_files": list(status.stale_files), "missing_files": list(status.missing_files),
         "sources": [{"name": name, "files_on_disk": on_disk, "files_indexed": files,
                      "entries": entries} for name, on_disk, files, entries in status.by_source],
+        "unreadable_folders": [{"path": path, "message": message}
+                               for path, message in status.unreadable],
     }
 
 
 def status_text(status, style: Style) -> str:
-    state = style("up to date", "green") if status.up_to_date else style(
-        f"out of date: {len(status.stale_files)} new or changed file(s), "
-        f"{len(status.missing_files)} deleted (the next search or `miniclaw memory index` "
-        "updates it)", "yellow")
+    if status.unreadable:  # what those folders hold is not known: neither is the state
+        state = style(f"not known: {plural(len(status.unreadable), 'folder')} could not be "
+                      "listed (below)", "yellow")
+    elif status.up_to_date:
+        state = style("up to date", "green")
+    else:
+        state = style(
+            f"out of date: {len(status.stale_files)} new or changed file(s), "
+            f"{len(status.missing_files)} deleted (the next search or `miniclaw memory index` "
+            "updates it)", "yellow")
     lines = [
         f"Index:    {printable(str(status.path))} ({_size(status.size_bytes)})",
         f"Files:    {status.files_on_disk} on disk, {status.files} indexed",
@@ -253,4 +261,6 @@ def status_text(status, style: Style) -> str:
         lines.append(printable(f"  changed: {path}"))
     for path in list(status.missing_files)[:10]:
         lines.append(printable(f"  deleted: {path}"))
+    for _, message in status.unreadable:
+        lines.append(printable(f"  {message}"))
     return "\n".join(lines)

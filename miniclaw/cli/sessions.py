@@ -39,7 +39,7 @@ def search(
     \b
     Example: miniclaw sessions search 'fork queue-operation' --project ~/code/miniclaw
     """
-    from miniclaw.cli.render import to_json
+    from miniclaw.cli.render import to_json, warning_lines
     from miniclaw.memory import MemoryStore
     from miniclaw.memory.sessions import search_sessions
 
@@ -53,6 +53,8 @@ def search(
                                          exclude=tuple(exclude or ()))
 
     found = run(work())
+    for line in warning_lines(found):  # a transcript or folder that cannot be read
+        typer.echo(line, err=True)
     if form == "json":
         typer.echo(to_json(found.to_dict()))
     elif form == "markdown":

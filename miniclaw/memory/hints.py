@@ -3,10 +3,11 @@
 A `Hint` says what to change (widen the window, drop a word no memory holds, drop a
 requirement, use fewer words, narrow by a category or tag that the partial matches have); a
 `SearchWarning` says what a search could not use as it should (a memory file with bad bytes,
-too large, or front matter hiding text). Both are a `kind` and parameters, so each caller
-words them in its own terms: the CLI names its flags (`cli/render.py`), the memory tools
-their arguments (`memory_tools.py`), people and the chat get `describe`'s plain wording. In
-JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
+too large, unreadable, or front matter hiding text; a folder of them that cannot be listed).
+Both are a `kind` and parameters, so each caller words them in its own terms: the CLI names
+its flags (`cli/render.py`), the memory tools their arguments (`memory_tools.py`), people
+and the chat get `describe`'s plain wording. In JSON each is `{"kind": ..., **parameters}`.
+The kinds and their parameters:
 
     rarer_words                        the query held only words too common to be indexed
     widen_days         days            only the last `days` days of daily notes were searched,
@@ -24,7 +25,9 @@ JSON each is `{"kind": ..., **parameters}`. The kinds and their parameters:
     narrow_category    category        a category found among the results
     narrow_tag         tag             a tag found among the results
     file (warning)     path, message   a memory file was indexed with a problem (message
-                                       names it, never its private text)
+                                       names it, never its private text), or could not be
+                                       seen: a `path` ending in `/` is a folder that could
+                                       not be listed, a source's root that is gone its root
     vectors (warning)  embedded, total a semantic mode ranked with the vectors of only
                                        `embedded` of `total` texts (the rest come later)
     degraded           requested, mode, reason   `SearchResults.degraded`: the mode asked

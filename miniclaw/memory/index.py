@@ -51,8 +51,8 @@ from typing import NamedTuple
 
 from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.memory.entry import NO_META, Entry, Meta
-from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, read_once,
-                                     read_twice_warnings)
+from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, in_unlisted, listing,
+                                     read_once, read_twice_warnings)
 from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")
@@ -92,10 +92,13 @@ class IndexStatus(NamedTuple):
     files_on_disk: int
     #: Per source, in the workspace's order: (name, files on disk, files indexed, entries).
     by_source: tuple[tuple[str, int, int, int], ...] = ()
+    #: (folder, warning) of each folder that could not be listed (`sources.listing`): what
+    #: it holds is not known, so the index is not known to be up to date either.
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def up_to_date(self) -> bool:
-        return not self.stale_files and not self.missing_files
+        return not self.stale_files and not self.missing_files and not self.unreadable
 
 
 def _id_list(entry_ids: Iterable[int]) -> str:
@@ -230,6 +233,7 @@ class SearchIndex:
         # MINICLAW_WATCH=0: never watch, stat every file before every search.
         self._watch_allowed = os.environ.get("MINICLAW_WATCH", "1") != "0"
         self._read_twice: list[tuple[SourceFile, str]] = []  # (file, its reader): last scan
+        self._unlisted: list[tuple[str, str]] = []  # (folder, warning): the last scan's
         #: Sources with a file on disk at the last refresh: a search skips the others (an
         #: empty or missing sessions/ folder costs a search nothing). None: not known yet.
 
@@ -261,10 +265,19 @@ class SearchIndex:
 
     def scan(self) -> list[SourceFile]:
         """The memory files on disk now, across every source; a file two sources find is
-        the first's (`read_once`), and `warnings` says so until a scan finds none."""
-        found, self._read_twice = read_once(
-            [f for source in self.sources for f in source.files(self.workspace)])
-        return found
+        the first's (`read_once`), and a folder that could not be listed (`listing`: its
+        files are left out, so the index drops them) is named once, however many sources
+        read it; `warnings` says both until a scan finds none."""
+        every: list[SourceFile] = []
+        unlisted: dict[str, str] = {}
+        for source in self.sources:
+            found, folders = listing(source, self.workspace)
+            every += found
+            for folder, warning in folders:
+                unlisted.setdefault(folder, warning)
+        every, self._read_twice = read_once(every)
+        self._unlisted = list(unlisted.items())
+        return every
 
     def refresh(self, *, rebuild: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> RefreshReport:
@@ -284,13 +297,18 @@ class SearchIndex:
     def _changed_names(self, rebuild: bool) -> set[str] | None:
         """Paths (absolute) changed since the last refresh, or None: check every file."""
         if self._watch is not None and self._watch.active:
-            names = self._watch.changes()
-            if rebuild or self.db.file() != self._synced:
-                return None
-            return names
+            if self._unlisted:
+                # A folder the last look could not list (or a root that was gone) is not
+                # watched: its return would go unseen. Look at everything until it is back.
+                self._watch.close()
+            else:
+                names = self._watch.changes()
+                if rebuild or self.db.file() != self._synced:
+                    return None
+                return names
         self._watch = None
         self._refreshes += 1
-        if self._refreshes >= 2 and self._watch_allowed:
+        if self._refreshes >= 2 and self._watch_allowed and not self._unlisted:
             from miniclaw.memory.watch import FolderWatch
 
             folders = {folder for source in self.sources for folder in source.folders(self.workspace)}
@@ -383,6 +401,7 @@ class SearchIndex:
         # Another process may have refreshed while we waited for the lock: look again.
         stale, gone, known, fingerprint = self._look(conn, names)
         report = sync_files(conn, self.sources, known, stale, gone, progress, self.workspace)
+        report.files_left_out = sum(in_unlisted(path, self._unlisted) for path in gone)
         if rebuild:  # derived data outlives a rebuild, but only for texts still indexed
             drop_orphan_derived(conn, None)
         racy = conn.execute("SELECT 1 FROM files WHERE racy LIMIT 1").fetchone()
@@ -403,12 +422,14 @@ class SearchIndex:
     # -- reading -------------------------------------------------------------------------
 
     def warnings(self) -> list[tuple[str, str]]:
-        """(path, warning) recorded for indexed files (bad bytes), and for a file two sources
-        read (the last scan's `read_twice`), returned by every search."""
+        """(path, warning) of each folder the last scan could not list (`listing`: path
+        ending in `/`, or a source's root that is gone), recorded for indexed files (bad
+        bytes, unreadable), and for a file two sources read (the last scan's `read_twice`),
+        returned by every search."""
         rows = self._run(lambda c: c.execute(
             "SELECT path, warning FROM files INDEXED BY files_with_warning"
             " WHERE warning IS NOT NULL ORDER BY path").fetchall())
-        return [(path, warning) for path, warning in rows] + [
+        return list(self._unlisted) + [(path, warning) for path, warning in rows] + [
             (path, f"{said}: remove one from config.json (`miniclaw sources remove {second}`)")
             for path, _, second, said in read_twice_warnings(self._read_twice)]
 
@@ -736,6 +757,10 @@ class SearchIndex:
                 except sqlite3.DatabaseError:  # damaged: the next search rebuilds it
                     known, counts, updated, per_source = {}, (0, 0, 0), None, {}
         stale, gone = self._todo(disk, known)
+        unreadable = tuple(self._unlisted)
+        # A file in a folder that cannot be listed is not known to be deleted: the folder
+        # is reported instead (the next search drops its entries, and says why).
+        gone = [path for path in gone if not in_unlisted(path, unreadable)]
         # A racy file is only "maybe" stale: report it when its signature moved.
         stale = [f.path for f in stale if f.path not in known or known[f.path][1:4] != f.signature]
         size = 0
@@ -745,4 +770,4 @@ class SearchIndex:
         by_source = tuple((source.name, sum(f.source == source.name for f in disk),
                            *per_source.get(source.name, (0, 0))) for source in self.sources)
         return IndexStatus(str(self.path), os.path.exists(self.path), size, *counts, updated,
-                           tuple(stale), tuple(gone), len(disk), by_source)
+                           tuple(stale), tuple(gone), len(disk), by_source, unreadable)

@@ -53,9 +53,13 @@ class SessionResults:
     query: str
     sessions: list[SessionHit]
     total: int  # sessions that matched, before the top N
+    #: What the search could not use as it should (hints.SearchWarning: a transcript or a
+    #: folder that cannot be read), as `SearchResults.warnings`.
+    warnings: tuple = ()
 
     def to_dict(self) -> dict:
         return {"query": self.query, "total": self.total,
+                "warnings": [warning.to_dict() for warning in self.warnings],
                 "sessions": [hit.to_dict(rank) for rank, hit in enumerate(self.sessions, 1)]}
 
 
@@ -107,7 +111,8 @@ async def search_sessions(store, query: str, *, sessions: int = DEFAULT_SESSIONS
         kept.append(SessionHit(session=session, project=_project(hits), source=source,
                                path=hits[0].path, matches=len(hits), latest=_latest(hits),
                                score=sum(hit.score for hit in hits), messages=tuple(top)))
-    return SessionResults(query=found.query, sessions=kept[:sessions], total=len(kept))
+    return SessionResults(query=found.query, sessions=kept[:sessions], total=len(kept),
+                          warnings=found.warnings)
 
 
 def _latest(hits: list[RankedMemory]) -> str | None:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.sources import (KINDS, SOURCE_NAMES, configured_sources, kind_class,
-                                     read_twice, source_named)
+from miniclaw.memory.sources import (KINDS, SOURCE_NAMES, configured_sources, folder_problem,
+                                     kind_class, read_twice, source_named)
 
 
 class ConfiguredSource(NamedTuple):
@@ -32,7 +32,7 @@ def describe(workspace: Path) -> list[ConfiguredSource]:
         root = source.root_path(workspace)
         shown = getattr(source, "root", None) or str(root)
         out.append(ConfiguredSource(source.name, str(kind), str(shown),
-                                    os.path.isdir(root) and os.access(root, os.R_OK | os.X_OK)))
+                                    folder_problem(root) is None))
     return out
 
 

@@ -15,10 +15,12 @@ the source's root; only regular files are read.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from datetime import date as Date
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -93,9 +95,14 @@ def inside_workspace(path: str | Path, workspace: str | Path) -> bool:
 
 def stat_in_workspace(path: str, workspace: Path | str) -> os.stat_result | None:
     """The stat of a regular file; a symlink is followed only when it stays in the workspace
-    (or the source's root, passed as `workspace`)."""
+    (or the source's root, passed as `workspace`). A file its folder does not let us look
+    at (no search permission) is None too, and `listing` is told of the folder."""
     try:
-        st = os.lstat(path)
+        try:
+            st = os.lstat(path)
+        except OSError as exc:
+            _could_not_list(os.path.dirname(path), exc)
+            raise
         if stat.S_ISLNK(st.st_mode):
             if not inside_workspace(path, workspace):
                 return None
@@ -183,7 +190,7 @@ class FileSource:
     @staticmethod
     def _walk(root: Path):
         """os.walk without links to folders or hidden folders (`.git`, `.obsidian`)."""
-        for folder, subfolders, names in os.walk(root):
+        for folder, subfolders, names in os.walk(root, onerror=_walk_error):
             subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
             yield folder, subfolders, names
 
@@ -210,9 +217,10 @@ class FileSource:
 
         def visit(folder: str, relative: str) -> None:
             try:
-                with os.scandir(folder) as listing:
-                    entries = list(listing)
-            except OSError:
+                with os.scandir(folder) as listed:
+                    entries = list(listed)
+            except OSError as exc:
+                _could_not_list(folder, exc)
                 return
             subfolders = []
             for entry in entries:
@@ -234,7 +242,8 @@ class FileSource:
                     continue
                 try:
                     st = entry.stat(follow_symlinks=False)
-                except OSError:
+                except OSError as exc:  # listed but not searchable (`chmod a-x`)
+                    _could_not_list(folder, exc)
                     continue
                 if stat.S_ISREG(st.st_mode):
                     found.append(SourceFile(self.name, lead + name, entry.path, st.st_size,
@@ -271,8 +280,111 @@ class FileSource:
 def _list(folder: Path) -> list[str]:
     try:
         return os.listdir(folder)
-    except OSError:
+    except OSError as exc:
+        _could_not_list(folder, exc)
         return []
+
+
+# -- folders a listing could not see into ------------------------------------------------
+
+#: What listing a folder that is not there fails with: nothing to list, and nothing to say
+#: (a source's root that is gone is `listing`'s to tell, once).
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
+#: The folders (absolute, with the system's words) `listing` is collecting, in this thread.
+_UNLISTED: ContextVar[list[tuple[str, str]] | None] = ContextVar("miniclaw_unlisted",
+                                                                  default=None)
+
+
+def _could_not_list(folder: str | os.PathLike[str], exc: OSError) -> None:
+    """Note, for `listing`, a folder whose files could not be seen (permissions, I/O): the
+    shared listings (`_list`, `_tree_files`, `_walk`, `stat_in_workspace`, daily notes)
+    call it rather than pass over the folder in silence. Outside `listing`, nothing."""
+    found = _UNLISTED.get()
+    if found is not None and exc.errno not in _ABSENT:
+        found.append((os.fspath(folder), exc.strerror or str(exc)))
+
+
+def _walk_error(exc: OSError) -> None:
+    _could_not_list(exc.filename or "", exc)
+
+
+def listing(source: MemorySource,
+            workspace: Path) -> tuple[list[SourceFile], list[tuple[str, str]]]:
+    """(a source's files, as `files()` lists them; (folder, warning) for each folder the
+    listing could not see into): a folder that cannot be listed (permissions) anywhere in
+    the source, and the root of a source outside the workspace that is not there (moved,
+    not mounted; a folder of the workspace is made on first use, sessions/ at the first
+    chat). The files in such a folder are missing from the list as if deleted: the index
+    then drops their entries, as it empties an unreadable file's (text it cannot read again
+    may have been made private since), and every search says which folder, by its display
+    path (`memory/`), never once per file. Any source's root is checked here, so a source
+    that lists in its own way still gets its unreadable or missing root said."""
+    found_folders: list[tuple[str, str]] = []
+    token = _UNLISTED.set(found_folders)
+    try:
+        found = source.files(workspace)
+    finally:
+        _UNLISTED.reset(token)
+    if not found and not found_folders:  # nothing listed: a root that is not there?
+        root = source.root_path(workspace)
+        problem = folder_problem(root)
+        if problem is not None and problem[0] == "unreadable":
+            found_folders.append((os.fspath(root), problem[1]))
+        elif problem is not None and _outside(source, workspace):
+            shown = _shown_folder(source, workspace, os.fspath(root)).rstrip("/")
+            what = "not a folder" if problem[0] == "not a folder" else \
+                "not there (moved, renamed or not mounted)"
+            return found, [(shown, f"the source {source.name!r} reads {shown}, which is "
+                                   f"{what}: its memories are not searched until it is back")]
+    said: dict[str, str] = {}
+    for folder, reason in found_folders:
+        shown = _shown_folder(source, workspace, folder)
+        said.setdefault(shown, f"cannot read the folder {shown}: {reason}; the memory files "
+                               "in it are not searched until it can be read")
+    return found, list(said.items())
+
+
+def in_unlisted(path: str, folders: Iterable[tuple[str, str]]) -> bool:
+    """Whether a file's display path is in one of `listing`'s (folder, warning) folders
+    (a folder's display path ends in `/`, a gone root's does not): not known to be gone."""
+    return any(path.startswith(folder if folder.endswith("/") else folder + "/")
+               for folder, _ in folders)
+
+
+def folder_problem(folder: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """Why a folder cannot be listed, or None when it can: ("missing", ...) when it is not
+    there, ("not a folder", ...), or ("unreadable", the system's words: "Permission
+    denied"). Listing it is the test (not `os.access`, which root and ACLs answer wrongly)."""
+    try:
+        with os.scandir(folder):
+            return None
+    except OSError as exc:
+        words = exc.strerror or str(exc)
+        if exc.errno == errno.ENOENT:
+            return "missing", words
+        return ("not a folder" if exc.errno == errno.ENOTDIR else "unreadable"), words
+
+
+def _outside(source: MemorySource, workspace: Path) -> bool:
+    """Whether a source's root is outside the workspace (as `check_roots` decides it)."""
+    outside = getattr(source, "outside", None)
+    return outside(workspace) if outside else not inside_workspace(source.root_path(workspace),
+                                                                   workspace)
+
+
+def _shown_folder(source: MemorySource, workspace: Path, folder: str) -> str:
+    """A folder as people read it, ending in `/`: under the source's root as its files'
+    paths show it (`memory/`, `~/notes/trips/`), else workspace-relative, else absolute."""
+    layout = getattr(source, "_layout", None)
+    places = [layout(workspace)[:2]] if layout is not None else []
+    places.append((os.fspath(workspace), "."))
+    for root, prefix in places:
+        relative = os.path.relpath(folder, root).replace(os.sep, "/")
+        if relative != ".." and not relative.startswith("../") and not os.path.isabs(relative):
+            if relative == ".":
+                return f"{prefix.rstrip('/')}/"
+            return f"{relative}/" if prefix == "." else f"{prefix.rstrip('/')}/{relative}/"
+    return f"{folder.rstrip(os.sep)}/"
 
 
 class LongTermSource(FileSource):
@@ -318,7 +430,8 @@ class DailyNoteSource(FileSource):
         found = []
         try:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
+        except OSError as exc:
+            _could_not_list(folder, exc)
             return []
         try:
             for name in os.listdir(fd):
@@ -327,7 +440,10 @@ class DailyNoteSource(FileSource):
                 try:
                     day = Date.fromisoformat(name[:10])
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                except (ValueError, OSError):
+                except ValueError:
+                    continue
+                except OSError as exc:  # listed but not searchable (`chmod a-x`)
+                    _could_not_list(folder, exc)
                     continue
                 if stat.S_ISLNK(st.st_mode):
                     found_link = self.file(workspace, f"{folder}/{name}")

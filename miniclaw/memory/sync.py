@@ -65,11 +65,14 @@ SORTED_BLOCKS = 50_000  # blocks gathered and sorted by term before they are wri
 class RefreshReport:
     """What one refresh did."""
 
-    __slots__ = ("files_parsed", "files_removed", "entries_added", "entries_removed",
-                 "entries_moved", "postings_added", "warnings")
+    __slots__ = ("files_parsed", "files_removed", "files_left_out", "entries_added",
+                 "entries_removed", "entries_moved", "postings_added", "warnings")
 
     def __init__(self) -> None:
         self.files_parsed = self.files_removed = 0
+        #: Of `files_removed`, those not deleted but in a folder that cannot be listed now
+        #: (their entries are dropped all the same: `sources.listing`).
+        self.files_left_out = 0
         self.entries_added = self.entries_removed = 0
         self.entries_moved = 0  # kept, with their position or annotations updated in place
         self.postings_added = 0

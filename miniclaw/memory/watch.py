@@ -89,11 +89,15 @@ class FolderWatch:
             self.close()
             return False
         self._identity = self._folder_identity()
-        for path in self.paths:
-            with os.scandir(path) as entries:
-                if any(entry.is_symlink() for entry in entries):
-                    self.close()
-                    return False
+        try:
+            for path in self.paths:
+                with os.scandir(path) as entries:
+                    if any(entry.is_symlink() for entry in entries):
+                        self.close()
+                        return False
+        except OSError:  # made unreadable, or gone, since it was watched: no exact watch
+            self.close()
+            return False
         return True
 
     def _folder_identity(self) -> list[tuple[int, int] | None]:

@@ -89,7 +89,7 @@ def test_index_json(runner: CliRunner, workspace: Path):
     data = json.loads(result.stdout)
     data.pop("vectors", None)  # only with the extra `semantic` (tests/memory/test_semantic.py)
     assert data == {"files_parsed": 1, "entries_added": 1, "entries_removed": 0,
-                    "files_removed": 0}
+                    "files_removed": 0, "files_left_out": 0}
 
 
 def test_an_index_with_nothing_to_do_says_it_is_up_to_date(runner: CliRunner, workspace: Path):

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,6 +56,22 @@ def cli(env: dict[str, str], *args: str, timeout: float = 120, **kwargs) -> subp
     done.stdout = done.stdout.decode("utf-8", "replace")
     done.stderr = done.stderr.decode("utf-8", "replace")
     return done
+
+
+def without_dac_override() -> list[str] | None:
+    """A command prefix under which chmod stops a process as it stops any user: [] for a
+    user who is not root, setpriv dropping root's permission override, or None when that
+    cannot be done here."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        return None
+    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
+    with tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o500)
+        probe = subprocess.run(prefix + ["sh", "-c", f"touch {folder}/x"], capture_output=True)
+        os.chmod(folder, 0o700)
+    return prefix if probe.returncode != 0 else None
 
 
 def bad_stderr_lines(stderr: str) -> list[str]:

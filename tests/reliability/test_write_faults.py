@@ -26,7 +26,8 @@ from typer.testing import CliRunner
 
 from miniclaw.cli import app
 from miniclaw.memory import files
-from tests.reliability.support import PYTHON, REPO, assert_one_error_line, bad_stderr_lines
+from tests.reliability.support import (PYTHON, REPO, assert_one_error_line, bad_stderr_lines,
+                                      without_dac_override)
 
 # What the one error line must say (any of these, case-insensitively), besides the file name.
 MESSAGES = {errno.ENOSPC: ("the disk is full",), errno.EIO: ("Input/output error",),
@@ -362,22 +363,8 @@ def test_a_read_only_memory_folder(tmp_path, env):
 # -- an unwritable memory folder ------------------------------------------------------------------
 
 
-def _without_dac_override() -> list[str] | None:
-    """A command prefix that drops root's permission override, or None."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        return None
-    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
-    with tempfile.TemporaryDirectory() as folder:
-        os.chmod(folder, 0o500)
-        probe = subprocess.run(prefix + ["sh", "-c", f"touch {folder}/x"], capture_output=True)
-        os.chmod(folder, 0o700)
-    return prefix if probe.returncode != 0 else None
-
-
 def test_unwritable_memory_folder(tmp_path, env):
-    prefix = _without_dac_override()
+    prefix = without_dac_override()
     if prefix is None:
         pytest.skip("running as root without setpriv: chmod cannot stop root (see the "
                     "monkeypatched test below)")
