@@ -368,10 +368,36 @@ KINDS: dict[str, str] = {
 def read_twice(files: Iterable[SourceFile]) -> list[tuple[SourceFile, str]]:
     """Each file found again by a later source, with the name of the first source reading
     it: the index keeps a file once, read by the first source (`read_once`); `sources add`
-    refuses such a folder, `doctor` and every search warn of a config.json that does it."""
-    first: dict[str, str] = {}
-    return [(found, reader) for found in files
-            if (reader := first.setdefault(found.absolute, found.source)) != found.source]
+    refuses such a folder, `doctor` and every search warn of a config.json that does it.
+    One file is one file however its path is spelled (`_identities`: a root through a
+    link, `//tmp`): compared by spelling, such sources each read it, and every search
+    showed it once per source."""
+    files = list(files)
+    first: dict[object, str] = {}
+    return [(found, reader) for found, key in zip(files, _identities(files))
+            if (reader := first.setdefault(key, found.source)) != found.source]
+
+
+def _identities(files: list[SourceFile]) -> list[object]:
+    """What tells the files apart: a file whose inode (as its source stat'ed it, links
+    followed) no other file has is itself; files sharing an inode are compared by device
+    and inode again (`os.stat`, the test of `os.path.samefile`: a hard link is the same
+    file too), or by real path where the file system gives no inode."""
+    seen: dict[int, int] = {}
+    for found in files:
+        seen[found.inode] = seen.get(found.inode, 0) + 1
+    return [("inode", found.inode) if seen[found.inode] == 1 else _identity(found.absolute)
+            for found in files]
+
+
+def _identity(path: str) -> object:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        st = None
+    if st is None or not st.st_ino:
+        return ("path", os.path.realpath(path))
+    return ("file", st.st_dev, st.st_ino)
 
 
 def read_once(files: list[SourceFile]) -> tuple[list[SourceFile], list[tuple[SourceFile, str]]]:
@@ -379,7 +405,7 @@ def read_once(files: list[SourceFile]) -> tuple[list[SourceFile], list[tuple[Sou
     `read_twice` gives them). Two sources over one file (a hand-edited config.json) made
     every search fail on the index's one row per file; now the first source in config
     order reads it, and `read_twice_warnings` says so."""
-    if len({found.absolute for found in files}) == len(files):  # the usual case: one pass
+    if len({found.inode for found in files}) == len(files):  # the usual case: one pass
         return files, []
     twice = read_twice(files)
     dropped = {id(found) for found, _ in twice}

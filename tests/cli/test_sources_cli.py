@@ -353,3 +353,84 @@ def test_two_sources_over_one_file_still_search_and_warn_once(workspace, tmp_pat
                                                                for line in said]
     listed = {row["name"]: row["entries"] for row in _ok(workspace, "sources", "list")["sources"]}
     assert listed["app"] == 2 and listed["wide"] == 0 and listed["long_term"] == 1
+
+
+# -- one folder, other spellings (a new user's trial) ----------------------------------
+
+def _invoke(workspace: Path, *args: str):
+    from typer.testing import CliRunner
+
+    from miniclaw.cli import app
+
+    return CliRunner().invoke(app, ["--workspace", str(workspace), *args])
+
+
+def _refused(done, *words: str) -> str:
+    assert done.exit_code == 2 and done.stdout == "", (done.stdout, done.stderr)
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: ") and all(word in line for word in words), line
+    return line
+
+
+@pytest.fixture
+def nested(tmp_path: Path, workspace: Path) -> Path:
+    """A ConKeeper-like folder `parent/sub` holding one note, added as the source `sub`."""
+    sub = tmp_path / "t" / "parent" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "notes.md").write_text("- nested giraffe note\n", encoding="utf-8")
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(sub), "--name", "sub").exit_code == 0
+    return sub.parent
+
+
+def test_a_folder_another_source_reads_is_refused_however_it_is_spelled(workspace, nested,
+                                                                        tmp_path, isolated_home):
+    """The check compared paths as written: `//tmp/...` and a link to the parent folder were
+    accepted, and every search showed the note once per source."""
+    link = tmp_path / "t" / "lnk" / "par"
+    link.parent.mkdir()
+    link.symlink_to(nested)
+    config = isolated_home / ".miniclaw" / "config.json"
+    before = config.read_bytes()
+    for name, root in [("par", str(nested)), ("p2", "/" + str(nested)), ("p3", str(link)),
+                       ("p4", f"{nested}/./sub/../")]:
+        _refused(_invoke(workspace, "sources", "add", "conkeeper", root, "--name", name),
+                 "is already searched as the source 'sub'")
+        assert config.read_bytes() == before
+
+
+def test_two_spellings_of_one_folder_in_config_json_search_the_file_once(workspace, nested,
+                                                                        tmp_path, isolated_home):
+    """A hand-edited config.json (no `sources add` check ran): the file is searched once, as
+    the first source's, and each search and doctor say which sources overlap."""
+    link = tmp_path / "t" / "lnk"
+    link.symlink_to(nested)
+    _configure(isolated_home, workspace,
+               {"kind": "conkeeper", "root": str(nested / "sub"), "name": "sub"},
+               {"kind": "conkeeper", "root": "/" + str(nested), "name": "p2"},
+               {"kind": "conkeeper", "root": str(link), "name": "p3"})
+    done = _invoke(workspace, "search", "giraffe", "--all", "--json")
+    assert done.exit_code == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [(hit["source"], hit["path"]) for hit in found["results"]] == [
+        ("sub", f"{nested}/sub/notes.md")]
+    assert sorted(w["message"] for w in found["warnings"]) == [
+        f"the sources 'sub' and 'p2' both read /{nested}/sub/notes.md: the index keeps a "
+        "file once, so it is searched as 'sub' only: remove one from config.json "
+        "(`miniclaw sources remove p2`)",
+        f"the sources 'sub' and 'p3' both read {link}/sub/notes.md: the index keeps a file "
+        "once, so it is searched as 'sub' only: remove one from config.json "
+        "(`miniclaw sources remove p3`)"]
+    report = json.loads(_invoke(workspace, "doctor", "--json").stdout)
+    assert sorted(f["path"] for f in report["findings"] if "both read" in f["message"]) == \
+        sorted(["/" + str(nested), str(link)])
+
+
+def test_a_hard_link_is_one_file_too(workspace, tmp_path, isolated_home):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    (first / "notes.md").write_text("- a linked okapi note\n", encoding="utf-8")
+    os.link(first / "notes.md", second / "notes.md")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(first), "name": "a"},
+               {"kind": "conkeeper", "root": str(second), "name": "b"})
+    found = json.loads(_invoke(workspace, "search", "okapi", "--all", "--json").stdout)
+    assert [hit["source"] for hit in found["results"]] == ["a"] and len(found["warnings"]) == 1
