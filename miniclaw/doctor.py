@@ -161,6 +161,7 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: the second never finds it)."""
+    from miniclaw.memory.source_config import root_problem
     from miniclaw.memory.sources import read_twice, read_twice_warnings
 
     every: list = []  # the files each source reads, in the sources' order
@@ -181,6 +182,14 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
                 "error", "sources", shown, f"the source {source.name!r}: its root folder is "
                 "not reachable", f"mount or create it, or `miniclaw sources remove {source.name}`"))
             continue
+        too_wide = root_problem(root, workspace) if _outside(source, workspace) else None
+        if too_wide:  # a hand-edited config.json (`sources add` refuses it): not walked here
+            report.findings.append(Finding(
+                "warning", "sources", shown, f"the source {source.name!r}: its root {too_wide}; "
+                "every search lists every file of its kind there",
+                f"`miniclaw sources remove {source.name}`, then add the folder its memory "
+                "lives in"))
+            continue
         found = source.files(workspace)
         every += found
         shown_as[source.name] = shown
@@ -197,6 +206,15 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
     for _, _, second, said in read_twice_warnings(read_twice(every)):  # one per pair
         report.findings.append(Finding("warning", "sources", shown_as[second], said,
                                        f"`miniclaw sources remove {second}`"))
+
+
+def _outside(source, workspace: Path) -> bool:
+    """Whether a source's root is a folder outside the workspace (a kind's, a class's)."""
+    from miniclaw.memory.sources import inside_workspace
+
+    outside = getattr(source, "outside", None)
+    return outside(workspace) if outside else not inside_workspace(source.root_path(workspace),
+                                                                    workspace)
 
 
 def _is_temp_file(name: str) -> bool:

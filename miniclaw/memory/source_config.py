@@ -60,6 +60,10 @@ def add(workspace: Path, kind: str, root: str | None,
         folder = Path(os.path.expanduser(root))
         if not folder.is_dir():
             raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
+        too_wide = root_problem(folder, workspace)
+        if too_wide:
+            raise UsageError(f"{root} {too_wide}: a source reads every {kind} file under its "
+                             f"folder; give the folder the {kind} memory lives in")
         written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
         item = {"kind": kind, "root": written, **({"name": name} if name else {})}
         new = kind_class(kind)(root=written, name=name or kind)  # its own checks of settings
@@ -81,6 +85,31 @@ def add(workspace: Path, kind: str, root: str | None,
             settings["roots"].append(written)
 
     return item, config.update_workspace_settings(workspace, change)
+
+
+def root_problem(folder: str | os.PathLike[str], workspace: Path) -> str | None:
+    """Why a folder (links resolved) is no source's root, or None: the file system's root
+    or the home folder itself, or one holding either or the workspace (a source there
+    reads miniclaw's own files, and `/` took a search 47 s to list). `sources add` refuses
+    it; `doctor` warns of a config.json that holds one."""
+    real = os.path.realpath(folder)
+    home = os.path.realpath(os.path.expanduser("~"))
+    if real == os.path.realpath(os.sep):
+        return "is the root of the file system"
+    if real == home:
+        return "is your home folder itself"
+    inside = os.path.realpath(workspace)
+    if _holds(real, inside):
+        which = "is the workspace" if real == inside else f"holds the workspace ({workspace})"
+        return f"{which}, whose files miniclaw reads itself"
+    if _holds(real, home):
+        return f"holds your home folder ({home})"
+    return None
+
+
+def _holds(folder: str, path: str) -> bool:
+    """Whether `path` is `folder` or under it (both real paths)."""
+    return os.path.commonpath([folder, path]) == folder
 
 
 def _shared_file(workspace: Path, new, sources) -> tuple[str, str] | None:

@@ -355,7 +355,7 @@ def test_two_sources_over_one_file_still_search_and_warn_once(workspace, tmp_pat
     assert listed["app"] == 2 and listed["wide"] == 0 and listed["long_term"] == 1
 
 
-# -- one folder, other spellings (a new user's trial) ----------------------------------
+# -- one folder, other spellings; roots too wide to be a store (a new user's trial) --------
 
 def _invoke(workspace: Path, *args: str):
     from typer.testing import CliRunner
@@ -434,3 +434,34 @@ def test_a_hard_link_is_one_file_too(workspace, tmp_path, isolated_home):
                {"kind": "conkeeper", "root": str(second), "name": "b"})
     found = json.loads(_invoke(workspace, "search", "okapi", "--all", "--json").stdout)
     assert [hit["source"] for hit in found["results"]] == ["a"] and len(found["warnings"]) == 1
+
+
+@pytest.mark.parametrize("where, words", [
+    ("/", "/ is the root of the file system"),
+    ("~", "is your home folder itself"),
+    ("home", "is your home folder itself"),  # the same folder by its full path
+    ("above-home", "holds your home folder"),  # through a link, too
+    ("workspace", "is the workspace, whose files miniclaw reads itself"),
+    ("above-workspace", "holds the workspace"),
+])
+def test_a_root_that_is_the_whole_disk_home_or_the_workspace_is_refused(
+        workspace, tmp_path, monkeypatch, where, words):
+    """`sources add conkeeper /` was accepted, and the next search listed the whole file
+    system (47 s); a folder holding the workspace reads miniclaw's own notes as another
+    tool's."""
+    home = tmp_path / "users" / "alice"  # beside the workspace, not above it
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "lnk").symlink_to(tmp_path / "users")
+    root = {"/": "/", "~": "~", "home": str(home), "above-home": str(tmp_path / "lnk"),
+            "workspace": str(workspace), "above-workspace": str(workspace.parent)}[where]
+    line = _refused(_invoke(workspace, "sources", "add", "conkeeper", root), words)
+    assert "give the folder the conkeeper memory lives in" in line
+    assert not (home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_store_under_the_home_folder_is_still_fine(workspace, isolated_home):
+    store = isolated_home / "notes"
+    store.mkdir()
+    done = _invoke(workspace, "sources", "add", "conkeeper", str(store))
+    assert done.exit_code == 0, done.stderr
