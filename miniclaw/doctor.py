@@ -103,7 +103,7 @@ def _configured_sources(workspace: Path, report: Report, readable: bool) -> tupl
     configuration a search would refuse is an error finding, and the built-in ones are
     checked instead."""
     from miniclaw.errors import UsageError
-    from miniclaw.memory.sources import SOURCES, check_roots, configured_sources
+    from miniclaw.memory.sources import SOURCES, check_roots, configured_sources, shown_name
 
     if not readable:  # config.json itself is the finding already
         return SOURCES
@@ -115,8 +115,24 @@ def _configured_sources(workspace: Path, report: Report, readable: bool) -> tupl
                                        'fix the workspace\'s "sources" in config.json, or '
                                        "`miniclaw sources remove NAME`"))
         return SOURCES
-    report.checked.append(f"sources: {', '.join(source.name for source in sources)}")
+    report.checked.append(f"sources: {', '.join(shown_name(source.name) for source in sources)}")
+    _check_source_names(workspace, report)
     return sources
+
+
+def _check_source_names(workspace: Path, report: Report) -> None:
+    """A name config.json gives a source by hand that `sources add` would refuse (a
+    newline, an escape, spaces, a leading `-`): still searched, but it garbles listings and
+    is hard to give to --source."""
+    from miniclaw.memory.sources import SOURCE_NAME_RULE, name_problem, shown_name
+
+    for item in config.workspace_settings(workspace).get("sources") or []:
+        if isinstance(item, dict) and "name" in item and name_problem(item["name"]):
+            report.findings.append(Finding(
+                "warning", "sources", str(config.config_path()),
+                f"the source name {shown_name(item['name'])} is not a simple name: it garbles "
+                "listings and is hard to give to --source",
+                f'rename it in config.json ("name": {SOURCE_NAME_RULE})'))
 
 
 def _in_memory_folder(source, workspace: Path) -> bool:

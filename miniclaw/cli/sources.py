@@ -37,8 +37,11 @@ def list_sources(ctx: typer.Context, output: FormatOption = None,
     if json_out:
         typer.echo(to_json({"workspace": str(workspace), "sources": rows}))
         return
-    for row in rows:
-        typer.echo(printable(f"{row['name']}  [{row['kind']}]  {row['root']}  {_state(row)}"))
+    from miniclaw.memory.sources import shown_name
+
+    for row in rows:  # a name edited into config.json by hand may hold a newline: escaped
+        typer.echo(printable(f"{shown_name(row['name'])}  [{row['kind']}]  {row['root']}  "
+                             f"{_state(row)}"))
 
 
 def _state(row: dict) -> str:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from miniclaw.errors import UsageError
 from miniclaw.memory.sources import (KINDS, SOURCE_NAMES, configured_sources, kind_class,
-                                     read_twice, source_named)
+                                     name_problem, read_twice, source_named)
 
 
 class ConfiguredSource(NamedTuple):
@@ -49,7 +49,7 @@ def add(workspace: Path, kind: str, root: str | None,
     if root is None:
         if kind not in SOURCE_NAMES:
             raise UsageError(f"give the folder the {kind} memory lives in")
-        if name:
+        if name is not None:
             raise UsageError(f"the built-in source {kind} keeps its name: add it without --name")
         item: dict | str = kind
         written = None
@@ -57,6 +57,8 @@ def add(workspace: Path, kind: str, root: str | None,
     else:
         if kind not in KINDS:
             raise UsageError(f"{kind} is a built-in source: add it without a folder")
+        if name is not None and name_problem(name):  # before anything is written or listed
+            raise UsageError(name_problem(name))
         folder = Path(os.path.expanduser(root))
         if not folder.is_dir():
             raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
@@ -65,7 +67,7 @@ def add(workspace: Path, kind: str, root: str | None,
             raise UsageError(f"{root} {too_wide}: a source reads every {kind} file under its "
                              f"folder; give the folder the {kind} memory lives in")
         written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
-        item = {"kind": kind, "root": written, **({"name": name} if name else {})}
+        item = {"kind": kind, "root": written, **({"name": name} if name is not None else {})}
         new = kind_class(kind)(root=written, name=name or kind)  # its own checks of settings
 
     def change(settings: dict) -> None:

@@ -28,6 +28,11 @@ from miniclaw.errors import UsageError
 from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry, Meta
 
 DAILY_NOTE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+#: What `sources add --name` accepts: a word to type after `--source`, print on one line
+#: and keep as a JSON key; every built-in source and kind is named so.
+SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+SOURCE_NAME_RULE = ("1 to 64 letters (A-Z, a-z), digits, '.', '_' or '-', starting with a "
+                    "letter or digit")
 
 
 def daily_note_date(filename: str) -> Date | None:
@@ -422,6 +427,24 @@ def read_twice_warnings(twice: Iterable[tuple[SourceFile, str]]) -> list[tuple[s
     return [(path, first, second, f"the sources {first!r} and {second!r} both read {path}: "
              f"the index keeps a file once, so it is searched as {first!r} only")
             for (first, second), path in told.items()]
+
+
+def name_problem(name: object) -> str | None:
+    """Why a source name breaks `SOURCE_NAME_RULE` (one line, the name shown escaped), or
+    None when it keeps it."""
+    if isinstance(name, str) and SOURCE_NAME.fullmatch(name):
+        return None
+    return f"the source name {shown_name(name)} is not allowed: a name is {SOURCE_NAME_RULE}"
+
+
+def shown_name(name: object) -> str:
+    """A source name as one line of text: as it is when it keeps the rule, else quoted
+    with its controls escaped (`'a\\nb'`), cut after 40 characters."""
+    if isinstance(name, str) and SOURCE_NAME.fullmatch(name):
+        return name
+    if isinstance(name, str) and len(name) > 40:
+        return repr(name[:40]) + "..."
+    return repr(name)
 
 
 def source_named(name: str, sources: Sequence[MemorySource] = SOURCES) -> MemorySource:

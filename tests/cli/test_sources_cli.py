@@ -465,3 +465,63 @@ def test_a_store_under_the_home_folder_is_still_fine(workspace, isolated_home):
     store.mkdir()
     done = _invoke(workspace, "sources", "add", "conkeeper", str(store))
     assert done.exit_code == 0, done.stderr
+
+
+# -- source names (a new user's trial) -----------------------------------------------------
+
+RULE = ("a name is 1 to 64 letters (A-Z, a-z), digits, '.', '_' or '-', starting with a "
+        "letter or digit")
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("a\nb", r"'a\nb'"),  # split the `sources list` line in two
+    ("   ", "'   '"),
+    ("--weird", "'--weird'"),  # as `--name=--weird`
+    ("x\x1b[31my", r"'x\x1b[31my'"),
+    ("", "''"),  # silently became the kind's name
+    (".hidden", "'.hidden'"),
+    ("two words", "'two words'"),
+    ("café", "'café'"),
+    ("n" * 65, "'" + "n" * 40 + "'..."),
+])
+def test_a_name_that_is_not_a_simple_word_is_refused(workspace, tmp_path, isolated_home,
+                                                     name, shown):
+    store = tmp_path / "store"
+    store.mkdir()
+    line = _refused(_invoke(workspace, "sources", "add", "conkeeper", str(store),
+                            f"--name={name}"))
+    assert line == f"Error: the source name {shown} is not allowed: {RULE}"
+    assert not (isolated_home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_built_in_source_added_back_with_an_empty_name_is_refused(workspace, isolated_home):
+    _refused(_invoke(workspace, "sources", "add", "long_term", "--name="),
+             "the built-in source long_term keeps its name: add it without --name")
+
+
+@pytest.mark.parametrize("name", ["app", "App2", "ef_memory", "work.notes", "x-1", "9", "a" * 64])
+def test_simple_names_are_accepted(workspace, tmp_path, isolated_home, name):
+    store = tmp_path / "store"
+    store.mkdir()
+    done = _invoke(workspace, "sources", "add", "conkeeper", str(store), "--name", name)
+    assert done.exit_code == 0, done.stderr
+    assert _config(isolated_home)["workspaces"][str(workspace)]["sources"][-1]["name"] == name
+
+
+def test_a_name_edited_into_config_json_is_searched_listed_on_one_line_and_removable(
+        workspace, tmp_path, isolated_home):
+    """config.json may already hold such a name: it keeps working (no config that worked is
+    refused now); `sources list` shows it escaped on its own line, and doctor warns."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "notes.md").write_text("- an okapi note\n", encoding="utf-8")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(store),
+                                          "name": "a\nb"})
+    found = json.loads(_invoke(workspace, "search", "okapi", "--all", "--json").stdout)
+    assert [hit["source"] for hit in found["results"]] == ["a\nb"]
+    listed = _invoke(workspace, "sources", "list").stdout.splitlines()
+    assert len(listed) == 3 and listed[2].startswith(r"'a\nb'  [conkeeper]  ")
+    names = [row["name"] for row in json.loads(_invoke(workspace, "sources", "list",
+                                                       "--json").stdout)["sources"]]
+    assert names == ["long_term", "daily_note", "a\nb"]
+    assert _invoke(workspace, "sources", "remove", "a\nb").exit_code == 0
