@@ -208,7 +208,7 @@ def test_a_remove_racing_another_remove_takes_out_the_source_it_names(workspace,
         (tmp_path / name).mkdir()
         source_config.add(workspace, "conkeeper", str(tmp_path / name), name)
     _another_change_first(monkeypatch, lambda: source_config.remove(workspace, "long_term"))
-    removed, _ = source_config.remove(workspace, "app")
+    removed = source_config.remove(workspace, "app").item
     assert removed == {"kind": "conkeeper", "root": str(tmp_path / "app"), "name": "app"}
     settings = _config(isolated_home)["workspaces"][str(workspace)]
     assert [item if isinstance(item, str) else item["name"] for item in settings["sources"]] \
@@ -525,3 +525,69 @@ def test_a_name_edited_into_config_json_is_searched_listed_on_one_line_and_remov
                                                        "--json").stdout)["sources"]]
     assert names == ["long_term", "daily_note", "a\nb"]
     assert _invoke(workspace, "sources", "remove", "a\nb").exit_code == 0
+
+
+# -- the JSON of add and remove; --format (a new user's trial) ------------------------------
+
+@pytest.mark.parametrize("form", [["--json"], ["--format", "json"], ["-f", "json"]])
+def test_add_and_remove_print_one_json_shape_for_every_kind_of_source(workspace, tmp_path,
+                                                                       isolated_home, form):
+    """`added`/`removed` is the item as config.json holds it (a string for a built-in
+    source, an object for others: kept as it was); `source` has the same fields for both,
+    those of a `sources list` row; and both commands take --format as `sources list` does
+    (before, `--format` was "No such option")."""
+    store = tmp_path / "store"
+    store.mkdir()
+    config = str(isolated_home / ".miniclaw" / "config.json")
+
+    def ok(*args: str) -> dict:
+        done = _invoke(workspace, "sources", *args, *form)
+        assert done.exit_code == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert ok("remove", "long_term") == {
+        "removed": "long_term", "source": {"name": "long_term", "kind": "built-in",
+                                           "root": "memory"}, "config": config}
+    assert ok("add", "long_term") == {
+        "added": "long_term", "source": {"name": "long_term", "kind": "built-in",
+                                         "root": "memory"}, "config": config}
+    item = {"kind": "conkeeper", "root": str(store), "name": "app"}
+    source = {"name": "app", "kind": "conkeeper", "root": str(store)}
+    assert ok("add", "conkeeper", str(store), "--name", "app") == {
+        "added": item, "source": source, "config": config}
+    listed = json.loads(_invoke(workspace, "sources", "list", "--json").stdout)["sources"]
+    assert {key: listed[-1][key] for key in source} == source
+    assert ok("remove", "app") == {"removed": item, "source": source, "config": config}
+    kind_default = ok("add", "mnemonic", str(store))
+    assert kind_default["added"] == {"kind": "mnemonic", "root": str(store)}
+    assert kind_default["source"] == {"name": "mnemonic", "kind": "mnemonic", "root": str(store)}
+
+
+def test_add_and_remove_say_in_text_what_they_changed(workspace, tmp_path, isolated_home):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "notes.md").write_text("- a note\n", encoding="utf-8")
+    config = isolated_home / ".miniclaw" / "config.json"
+    for args, said in [
+            (["add", "conkeeper", str(store), "--name", "app", "--format", "text"],
+             f"Added app (conkeeper, {store}) to {config}; the next search indexes it."),
+            (["remove", "app", "-f", "text"],
+             f"Removed app (conkeeper, {store}) from {config}; its files were not touched."),
+            (["remove", "transcripts"],
+             f"Removed transcripts from {config}; its files were not touched.")]:
+        done = _invoke(workspace, "sources", *args)
+        assert done.exit_code == 0 and done.stdout == said + "\n", done.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["add", "conkeeper", "STORE", "--format", "xml"], "--format must be text or json, not 'xml'"),
+    (["add", "conkeeper", "STORE", "--format", "text", "--json"], "choose one of --json or --format"),
+    (["remove", "long_term", "--format", "markdown"], "--format must be text or json"),
+])
+def test_a_bad_format_is_refused_before_anything_is_written(workspace, tmp_path, isolated_home,
+                                                            args, words):
+    store = tmp_path / "store"
+    store.mkdir()
+    _refused(_invoke(workspace, "sources", *[str(store) if a == "STORE" else a for a in args]),
+             words)
+    assert not (isolated_home / ".miniclaw" / "config.json").exists()
