@@ -410,11 +410,19 @@ def _load_settings(report: Report) -> dict | None:
     from miniclaw.errors import UsageError
 
     try:
-        settings = config.load_config()
+        settings = config.load_config(warn=False)
     except UsageError as exc:
         report.findings.append(Finding("error", "settings", str(config.config_path()),
                                        str(exc), "fix or remove the file"))
         return None
+    # A key no setting reads (a typo) is a finding, counted, in the JSON; not also a
+    # `Warning:` line on stderr from each later read of config.json.
+    for setting in config.claim_unknown_settings(settings):
+        report.findings.append(Finding(
+            "warning", "settings", str(config.config_path()),
+            f"unknown setting {setting.key!r} is ignored",
+            f"did you mean {setting.meant!r}? rename it in config.json" if setting.meant else
+            f"remove it, or use a known setting ({', '.join(setting.known)})"))
     try:
         from miniclaw.dates import zone_name
 

@@ -274,3 +274,53 @@ def test_an_unreadable_note_is_an_error(healthy: Path):
         note.chmod(0o600)
     [finding] = by_path(json.loads(done.stdout))["memory/2026-02-14.md"]
     assert finding["severity"] == "error" and "unreadable" in finding["message"]
+
+
+# -- what a new user's trial found ---------------------------------------------------------
+
+def _doctor(*args: str):
+    """`miniclaw doctor` in this process (CliRunner): (exit code, JSON report or text, stderr)."""
+    from typer.testing import CliRunner
+
+    from miniclaw.cli import app
+
+    done = CliRunner().invoke(app, ["doctor", *args])
+    return done.exit_code, (json.loads(done.stdout) if "--json" in args else done.stdout), \
+        done.stderr
+
+
+def test_unknown_config_keys_are_counted_warning_findings(workspace: Path, isolated_home: Path,
+                                                         monkeypatch):
+    """They were only `Warning:` lines on stderr: no finding, not counted in "N warnings",
+    not in the JSON, and doctor said Healthy."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
+    monkeypatch.setenv("MINICLAW_WORKSPACE", str(workspace))
+    register_mcp(isolated_home)
+    (isolated_home / ".miniclaw").mkdir()
+    path = isolated_home / ".miniclaw" / "config.json"
+    path.write_text('{"llm": {"modle": "x"}, "colour": 1}', encoding="utf-8")
+    code, report, stderr = _doctor("--json")
+    assert code == 1 and report["healthy"] is False and stderr == ""
+    settings = [f for f in report["findings"] if f["check"] == "settings"]
+    assert settings == [
+        {"severity": "warning", "check": "settings", "path": str(path),
+         "message": "unknown setting 'llm.modle' is ignored",
+         "fix": "did you mean 'model'? rename it in config.json"},
+        {"severity": "warning", "check": "settings", "path": str(path),
+         "message": "unknown setting 'colour' is ignored",
+         "fix": "remove it, or use a known setting (llm, timezone, workspaces)"}]
+    code, text, stderr = _doctor()
+    assert code == 1 and stderr == ""
+    assert text.splitlines()[-1] == "0 errors, 2 warnings."
+    assert f"warning  {path}: unknown setting 'llm.modle' is ignored" in text.splitlines()
+
+
+def test_known_config_keys_are_no_finding(workspace: Path, isolated_home: Path, monkeypatch):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
+    monkeypatch.setenv("MINICLAW_WORKSPACE", str(workspace))
+    (isolated_home / ".miniclaw").mkdir()
+    (isolated_home / ".miniclaw" / "config.json").write_text(json.dumps(
+        {"llm": {"provider": "echo", "deadline": 30}, "timezone": "UTC",
+         "workspaces": {str(workspace): {"sources": ["long_term", "daily_note"]}}}))
+    _, report, stderr = _doctor("--json")
+    assert not [f for f in report["findings"] if f["check"] == "settings"] and stderr == ""
