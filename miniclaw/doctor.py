@@ -297,6 +297,16 @@ def _size(path: str) -> int:
 
 
 def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) -> None:
+    """The index file: its place, format, integrity, owner and staleness. Its `checked`
+    line (size and WAL) only when none of that is a warning or an error."""
+    before = len(report.findings)
+    line = _check_index_file(workspace, report, usable, sources)
+    if line and all(f.severity == "info" for f in report.findings[before:]):
+        report.checked.append(line)
+
+
+def _check_index_file(workspace: Path, report: Report, usable: bool,
+                      sources: tuple) -> str | None:
     from miniclaw.errors import UsageError
     from miniclaw.memory import index_file
 
@@ -306,19 +316,19 @@ def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) 
     def finding(severity: str, message: str, fix: str) -> None:
         report.findings.append(Finding(severity, "index", shown, message, fix))
 
+    # Returns its `checked` line (after an error: nothing, the finding says it all).
     try:
         st = index_file.check_place(path, str(workspace))
     except UsageError as exc:
         finding("error", str(exc), "set MINICLAW_INDEX to a file outside the workspace")
         return
     if st is None:
-        report.checked.append(f"index {shown}: not built yet")
         if usable:
             finding("info", "not built yet: the first search builds it",
                     "`miniclaw memory index` (or `miniclaw doctor --fix`) builds it now")
-        return
+        return f"index {shown}: not built yet"
     wal = _size(f"{path}-wal")
-    report.checked.append(f"index {shown}: {_human(st.st_size)}, WAL {_human(wal)}")
+    line = f"index {shown}: {_human(st.st_size)}, WAL {_human(wal)}"
     with open(path, "rb") as handle:
         header = handle.read(100)
     if header and not header.startswith(b"SQLite format 3\x00"):
@@ -344,6 +354,7 @@ def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) 
         finding("error", f"damaged: {exc}", "`miniclaw doctor --fix` rebuilds it (it is a cache)")
     finally:
         conn.close()
+    return line
 
 
 def _open_read_only(path: Path, wal: int) -> sqlite3.Connection:
@@ -446,11 +457,12 @@ def _check_model(report: Report) -> None:
         report.checked.append("model server: none configured (the chat answers with echo)")
         return
     url = settings.base_url.rstrip("/") + "/models"
-    report.checked.append(f"model server {settings.base_url}: model {settings.model}")
     problem = model_listed(url, settings.model, settings.api_key)
-    if problem is not None:
+    if problem is not None:  # the finding alone: "checked" lists only what passed
         severity, message, fix = problem
         report.findings.append(Finding(severity, "model", settings.base_url, message, fix))
+        return
+    report.checked.append(f"model server {settings.base_url}: model {settings.model}")
 
 
 def _check_search(report: Report) -> None:
@@ -515,7 +527,6 @@ def _servers(data: object, cwd: Path) -> list[dict]:
 
 def _check_mcp(report: Report, cwd: Path) -> None:
     import json
-    import shutil
 
     looked = claude_config_files(cwd)
     registered = []
@@ -540,13 +551,36 @@ def _check_mcp(report: Report, cwd: Path) -> None:
             "info", "mcp", None, f"miniclaw is not registered with Claude Code (looked in {where})",
             "claude mcp add miniclaw -- miniclaw mcp"))
         return
-    report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+    problems = 0
     for path, server in registered:
         command = server.get("command")
-        if isinstance(command, str) and shutil.which(command) is None:
-            report.findings.append(Finding("warning", "mcp", str(path),
-                                           f"the server {server['name']!r} runs {command!r}, "
-                                           "which is not on PATH", "give the full path to it"))
+        problem = _command_problem(command, cwd) if isinstance(command, str) else None
+        if problem is not None:
+            problems += 1
+            report.findings.append(Finding("warning", "mcp", str(path), f"the server "
+                                           f"{server['name']!r} runs {command!r}, {problem[0]}",
+                                           problem[1]))
+    if not problems:  # one that cannot start is the finding alone, not also "registered"
+        report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+
+
+def _command_problem(command: str, cwd: Path) -> tuple[str, str] | None:
+    """Why Claude Code could not start an MCP server's `command` (what is wrong, what to
+    do), or None. A path (it holds a `/`; a relative one from the project's folder) must be
+    an executable file; a bare name must be on PATH."""
+    import shutil
+
+    if os.sep not in command:
+        return None if shutil.which(command) else ("which is not on PATH",
+                                                  "give the full path to it")
+    path = cwd / command  # an absolute `command` stays as it is
+    if not path.exists():
+        return ("which does not exist", "give the path of the miniclaw command (`which "
+                "miniclaw` prints it), or reinstall miniclaw there")
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        return ("which is not an executable file", "give the path of the miniclaw command "
+                "(`which miniclaw` prints it)")
+    return None
 
 
 # -- fixing --------------------------------------------------------------------------------

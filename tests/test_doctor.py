@@ -324,3 +324,99 @@ def test_known_config_keys_are_no_finding(workspace: Path, isolated_home: Path, 
          "workspaces": {str(workspace): {"sources": ["long_term", "daily_note"]}}}))
     _, report, stderr = _doctor("--json")
     assert not [f for f in report["findings"] if f["check"] == "settings"] and stderr == ""
+
+
+def _examine(workspace: Path, cwd: Path) -> dict:
+    from miniclaw.doctor import examine
+
+    return examine(workspace, cwd=cwd).to_dict()
+
+
+def test_an_unreachable_model_server_is_not_also_listed_as_checked(
+        workspace: Path, isolated_home: Path, monkeypatch):
+    """It said `error http://127.0.0.1:9/v1: not reachable` and, further down, `checked
+    model server http://127.0.0.1:9/v1: model llama`."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    monkeypatch.setenv("MINICLAW_WORKSPACE", str(workspace))
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    (isolated_home / ".miniclaw").mkdir()
+    (isolated_home / ".miniclaw" / "config.json").write_text(json.dumps(
+        {"llm": {"base_url": url, "model": "llama"}}))
+    code, report, _ = _doctor("--json")
+    assert code == 1
+    assert [(f["severity"], f["message"]) for f in report["findings"] if f["check"] == "model"] \
+        == [("error", "not reachable: connection refused")]
+    assert not [line for line in report["checked"] if line.startswith("model server")]
+    _, text, _ = _doctor()
+    assert f"checked  model server {url}" not in text
+
+
+def test_a_model_the_server_does_not_list_is_not_also_listed_as_checked(
+        healthy: Path, model_server: str, monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("MINICLAW_LLM_BASE_URL", model_server)
+    monkeypatch.setenv("MINICLAW_LLM_MODEL", "mistral")
+    report = _examine(healthy, tmp_path)
+    assert [f["severity"] for f in report["findings"] if f["check"] == "model"] == ["warning"]
+    assert not [line for line in report["checked"] if line.startswith("model server")]
+
+
+def _register(home: Path, command: str) -> None:
+    (home / ".claude.json").write_text(json.dumps(
+        {"mcpServers": {"miniclaw": {"command": command, "args": ["mcp"]}}}))
+
+
+@pytest.mark.parametrize("command, message, fix", [
+    ("/nonexistent/miniclaw", "which does not exist",
+     "give the path of the miniclaw command (`which miniclaw` prints it), or reinstall "
+     "miniclaw there"),
+    ("bin/gone", "which does not exist",  # relative: from the project's folder
+     "give the path of the miniclaw command (`which miniclaw` prints it), or reinstall "
+     "miniclaw there"),
+    ("bin/plain", "which is not an executable file",
+     "give the path of the miniclaw command (`which miniclaw` prints it)"),
+    ("./bin", "which is not an executable file",  # a folder
+     "give the path of the miniclaw command (`which miniclaw` prints it)"),
+    ("no-such-miniclaw-command", "which is not on PATH", "give the full path to it"),
+])
+def test_an_mcp_command_that_cannot_start_says_why_and_is_not_also_registered_ok(
+        workspace: Path, isolated_home: Path, tmp_path: Path, command, message, fix):
+    """`/nonexistent/miniclaw` was said to be "not on PATH → give the full path to it",
+    a full path already, and `checked MCP: registered` was listed as well."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    (project / "bin" / "plain").write_text("not a program\n")
+    _register(isolated_home, command)
+    report = _examine(workspace, project)
+    [finding] = [f for f in report["findings"] if f["check"] == "mcp"]
+    assert finding == {"severity": "warning", "check": "mcp",
+                       "path": str(isolated_home / ".claude.json"),
+                       "message": f"the server 'miniclaw' runs {command!r}, {message}",
+                       "fix": fix}
+    assert not [line for line in report["checked"] if line.startswith("MCP")]
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative", "on PATH"])
+def test_an_mcp_command_that_can_start_is_registered_ok(workspace: Path, isolated_home: Path,
+                                                       tmp_path: Path, monkeypatch, where):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    program = project / "bin" / "miniclaw"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{project / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    _register(isolated_home, {"absolute": str(program), "relative": "bin/miniclaw",
+                              "on PATH": "miniclaw"}[where])
+    report = _examine(workspace, project)
+    assert not [f for f in report["findings"] if f["check"] == "mcp"]
+    assert [line for line in report["checked"] if line.startswith("MCP: registered in ")]
+
+
+def test_an_index_doctor_finds_broken_is_not_also_listed_as_checked(healthy: Path,
+                                                                    tmp_path: Path):
+    index = config.index_path(healthy)
+    index.write_bytes(b"this is not a database at all" * 10)
+    report = _examine(healthy, tmp_path)
+    assert [f["severity"] for f in report["findings"] if f["check"] == "index"] == ["error"]
+    assert not [line for line in report["checked"] if line.startswith("index ")]
