@@ -398,11 +398,11 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
     """Files new, changed or gone since the index last saw them (as `SearchIndex.status`),
     over every source the workspace searches."""
     known = {row[0]: tuple(row[1:]) for row in
-             conn.execute("SELECT path, size, mtime_ns, inode FROM files")}
+             conn.execute("SELECT path, size, mtime_ns, inode, source FROM files")}
     from miniclaw.memory.sources import read_once
 
     found = read_once([f for source in sources for f in source.files(workspace)])[0]
-    disk = {f.path: f.signature for f in found}
+    disk = {f.path: (*f.signature, f.source) for f in found}  # read by another source: stale
     changed = [p for p, signature in disk.items() if known.get(p) != signature]
     return sorted(changed + [p for p in known if p not in disk])
 

@@ -591,3 +591,37 @@ def test_a_bad_format_is_refused_before_anything_is_written(workspace, tmp_path,
     _refused(_invoke(workspace, "sources", *[str(store) if a == "STORE" else a for a in args]),
              words)
     assert not (isolated_home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_source_renamed_finds_its_memories_under_its_new_name(workspace, tmp_path,
+                                                                isolated_home):
+    """Its files' rows in the index kept the old name, and the index said it was up to
+    date (same paths, sizes, times): after `sources remove app` and `sources add ... --name
+    work`, or a name changed in config.json (as doctor advises for a name `add` refuses),
+    no search found the store's memories again until the file changed."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "notes.md").write_text("- an okapi note\n", encoding="utf-8")
+
+    def found(*args: str) -> list[str]:
+        done = _invoke(workspace, "search", "okapi", "--all", "--json", *args)
+        assert done.exit_code == 0, done.stderr
+        return [hit["source"] for hit in json.loads(done.stdout)["results"]]
+
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(store), "--name", "app").exit_code == 0
+    assert found() == ["app"]
+    assert _invoke(workspace, "sources", "remove", "app").exit_code == 0
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(store), "--name", "work").exit_code == 0
+    status = json.loads(_invoke(workspace, "memory", "status", "--json").stdout)
+    assert status["stale_files"] == [f"{store}/notes.md"] and status["missing_files"] == []
+    doctor = json.loads(_invoke(workspace, "doctor", "--json").stdout)
+    assert [f["message"] for f in doctor["findings"] if f["check"] == "index"] == [
+        f"1 file changed since indexed ({store}/notes.md): the next search updates it"]
+    assert found("--source", "work") == ["work"] and found() == ["work"]
+    config = isolated_home / ".miniclaw" / "config.json"
+    config.write_text(config.read_text(encoding="utf-8").replace('"work"', '"notes"'),
+                      encoding="utf-8")
+    assert found() == ["notes"]
+    counts = {row["name"]: row["entries"]
+              for row in json.loads(_invoke(workspace, "memory", "status", "--json").stdout)["sources"]}
+    assert counts["notes"] == 1
