@@ -64,7 +64,7 @@ def add_source(
     ctx: typer.Context,
     kind: Annotated[str, typer.Argument(metavar="KIND", help="The kind of memory: conkeeper, mnemonic, ef_memory, claude_code (Claude Code's transcripts) or transcripts (miniclaw's chats, searched by default); or, without ROOT, a built-in source removed before (long_term, daily_note, transcripts).", show_default=False)],
     root: Annotated[str | None, typer.Argument(metavar="ROOT", help="The folder it lives in (e.g. ~/code/app/.claude/memory); none for a built-in source.", show_default=False)] = None,
-    name: Annotated[str | None, typer.Option("--name", metavar="NAME", help="Its name for --source [default: the kind].", show_default=False)] = None,
+    name: Annotated[str | None, typer.Option("--name", metavar="NAME", help="Its name for --source: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit [default: the kind].", show_default=False)] = None,
     output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
