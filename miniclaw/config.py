@@ -118,27 +118,57 @@ KNOWN_SETTINGS: dict[str, frozenset[str] | None] = {
 _warned: set[tuple[Path, str]] = set()  # each unknown key is warned about once per process
 
 
-def _warn_unknown(data: dict[str, Any], path: Path) -> None:
-    """A warning for each key of config.json that no setting reads."""
-    import difflib
-    import logging
+class UnknownSetting(NamedTuple):
+    """A key of config.json that no setting reads."""
 
-    def warn(key: str, known, where: str) -> None:
-        if (path, where + key) in _warned:
-            return
-        _warned.add((path, where + key))
+    key: str  # as written, after its section's name: "llm.modle", "colour"
+    meant: str | None  # the known key of its section closest to it ("model"), or None
+    known: tuple[str, ...]  # the keys its section knows
+
+    def hint(self) -> str:
+        return (f"did you mean {self.meant!r}?" if self.meant
+                else f"known: {', '.join(self.known)}")
+
+
+def unknown_settings(data: dict[str, Any]) -> list[UnknownSetting]:
+    """Each key of config.json (the object `data`) that no setting reads, in file order."""
+    import difflib
+
+    found = []
+
+    def unknown(key: str, known, where: str) -> None:
         close = difflib.get_close_matches(key, list(known), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(known))})"
-        logging.getLogger("miniclaw").warning("%s: unknown setting %s%r is ignored%s",
-                                              path, where, key, hint)
+        found.append(UnknownSetting(where + key, close[0] if close else None,
+                                    tuple(sorted(known))))
 
     for key, value in data.items():
         if key not in KNOWN_SETTINGS:
-            warn(str(key), KNOWN_SETTINGS, "")
+            unknown(str(key), KNOWN_SETTINGS, "")
         elif KNOWN_SETTINGS[key] is not None and isinstance(value, dict):
             for inner in value:
                 if inner not in KNOWN_SETTINGS[key]:
-                    warn(str(inner), KNOWN_SETTINGS[key], f"{key}.")
+                    unknown(str(inner), KNOWN_SETTINGS[key], f"{key}.")
+    return found
+
+
+def claim_unknown_settings(data: dict[str, Any]) -> list[UnknownSetting]:
+    """`unknown_settings`, for a caller that reports them itself (`doctor`, as findings):
+    `load_config` no longer logs them in this process."""
+    found = unknown_settings(data)
+    _warned.update((config_path(), setting.key) for setting in found)
+    return found
+
+
+def _warn_unknown(data: dict[str, Any], path: Path) -> None:
+    """A warning for each key of config.json that no setting reads (once per process)."""
+    import logging
+
+    for setting in unknown_settings(data):
+        if (path, setting.key) in _warned:
+            continue
+        _warned.add((path, setting.key))
+        logging.getLogger("miniclaw").warning("%s: unknown setting %r is ignored (%s)",
+                                              path, setting.key, setting.hint())
 
 
 def config_path() -> Path:
@@ -155,9 +185,9 @@ def _config_text() -> str | None:
         raise UsageError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
-def load_config(text: str | None = None) -> dict[str, Any]:
+def load_config(text: str | None = None, *, warn: bool = True) -> dict[str, Any]:
     """The settings object of config.json ({} when there is no file); `text`: its text,
-    already read."""
+    already read. `warn=False`: unknown keys are not logged (`claim_unknown_settings`)."""
     path = config_path()
     text = _config_text() if text is None else text
     if text is None:
@@ -170,7 +200,8 @@ def load_config(text: str | None = None) -> dict[str, Any]:
                          f"{exc.msg}); fix or remove it") from exc
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold one JSON object, like {{\"llm\": {{...}}}}")
-    _warn_unknown(data, path)
+    if warn:
+        _warn_unknown(data, path)
     return data
 
 

@@ -103,7 +103,7 @@ def _configured_sources(workspace: Path, report: Report, readable: bool) -> tupl
     configuration a search would refuse is an error finding, and the built-in ones are
     checked instead."""
     from miniclaw.errors import UsageError
-    from miniclaw.memory.sources import SOURCES, check_roots, configured_sources
+    from miniclaw.memory.sources import SOURCES, check_roots, configured_sources, shown_name
 
     if not readable:  # config.json itself is the finding already
         return SOURCES
@@ -115,8 +115,24 @@ def _configured_sources(workspace: Path, report: Report, readable: bool) -> tupl
                                        'fix the workspace\'s "sources" in config.json, or '
                                        "`miniclaw sources remove NAME`"))
         return SOURCES
-    report.checked.append(f"sources: {', '.join(source.name for source in sources)}")
+    report.checked.append(f"sources: {', '.join(shown_name(source.name) for source in sources)}")
+    _check_source_names(workspace, report)
     return sources
+
+
+def _check_source_names(workspace: Path, report: Report) -> None:
+    """A name config.json gives a source by hand that `sources add` would refuse (a
+    newline, an escape, spaces, a leading `-`): still searched, but it garbles listings and
+    is hard to give to --source."""
+    from miniclaw.memory.sources import SOURCE_NAME_RULE, name_problem, shown_name
+
+    for item in config.workspace_settings(workspace).get("sources") or []:
+        if isinstance(item, dict) and "name" in item and name_problem(item["name"]):
+            report.findings.append(Finding(
+                "warning", "sources", str(config.config_path()),
+                f"the source name {shown_name(item['name'])} is not a simple name: it garbles "
+                "listings and is hard to give to --source",
+                f'rename it in config.json ("name": {SOURCE_NAME_RULE})'))
 
 
 def _in_memory_folder(source, workspace: Path) -> bool:
@@ -161,6 +177,7 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: the second never finds it)."""
+    from miniclaw.memory.source_config import root_problem
     from miniclaw.memory.sources import folder_problem, listing, read_twice, read_twice_warnings
 
     every: list = []  # the files each source reads, in the sources' order
@@ -172,7 +189,7 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
             continue
         root = source.root_path(workspace)
         shown = str(getattr(source, "root", None) or root)
-        inside = not getattr(source, "outside", lambda _: True)(workspace)
+        inside = not _outside(source, workspace)
         problem = folder_problem(root)
         if problem is not None and problem[0] == "missing" and inside:
             # a folder of the workspace made on first use (sessions/ at the first chat)
@@ -188,6 +205,14 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
                 "error", "sources", shown, f"the source {source.name!r}: its root folder is "
                 f"not reachable ({problem[0]})",
                 f"mount or create it, or `miniclaw sources remove {source.name}`"))
+            continue
+        too_wide = None if inside else root_problem(root, workspace)
+        if too_wide:  # a hand-edited config.json (`sources add` refuses it): not walked here
+            report.findings.append(Finding(
+                "warning", "sources", shown, f"the source {source.name!r}: its root {too_wide}; "
+                "every search lists every file of its kind there",
+                f"`miniclaw sources remove {source.name}`, then add the folder its memory "
+                "lives in"))
             continue
         found, unlisted = listing(source, workspace)
         for folder, _ in unlisted:  # a folder inside it (the root was checked above)
@@ -218,6 +243,13 @@ def _readable_fix(folder: Path | str, *, writes: bool) -> str:
     mode = "u+rwx" if writes else "u+rx"
     return (f"let your user read it: `chmod {mode} {folder}` (or `chown` it to your user if "
             "another one owns it)")
+def _outside(source, workspace: Path) -> bool:
+    """Whether a source's root is a folder outside the workspace (a kind's, a class's)."""
+    from miniclaw.memory.sources import inside_workspace
+
+    outside = getattr(source, "outside", None)
+    return outside(workspace) if outside else not inside_workspace(source.root_path(workspace),
+                                                                    workspace)
 
 
 def _is_temp_file(name: str) -> bool:
@@ -284,6 +316,16 @@ def _size(path: str) -> int:
 
 
 def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) -> None:
+    """The index file: its place, format, integrity, owner and staleness. Its `checked`
+    line (size and WAL) only when none of that is a warning or an error."""
+    before = len(report.findings)
+    line = _check_index_file(workspace, report, usable, sources)
+    if line and all(f.severity == "info" for f in report.findings[before:]):
+        report.checked.append(line)
+
+
+def _check_index_file(workspace: Path, report: Report, usable: bool,
+                      sources: tuple) -> str | None:
     from miniclaw.errors import UsageError
     from miniclaw.memory import index_file
 
@@ -293,19 +335,19 @@ def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) 
     def finding(severity: str, message: str, fix: str) -> None:
         report.findings.append(Finding(severity, "index", shown, message, fix))
 
+    # Returns its `checked` line (after an error: nothing, the finding says it all).
     try:
         st = index_file.check_place(path, str(workspace))
     except UsageError as exc:
         finding("error", str(exc), "set MINICLAW_INDEX to a file outside the workspace")
         return
     if st is None:
-        report.checked.append(f"index {shown}: not built yet")
         if usable:
             finding("info", "not built yet: the first search builds it",
                     "`miniclaw memory index` (or `miniclaw doctor --fix`) builds it now")
-        return
+        return f"index {shown}: not built yet"
     wal = _size(f"{path}-wal")
-    report.checked.append(f"index {shown}: {_human(st.st_size)}, WAL {_human(wal)}")
+    line = f"index {shown}: {_human(st.st_size)}, WAL {_human(wal)}"
     with open(path, "rb") as handle:
         header = handle.read(100)
     if header and not header.startswith(b"SQLite format 3\x00"):
@@ -331,6 +373,7 @@ def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) 
         finding("error", f"damaged: {exc}", "`miniclaw doctor --fix` rebuilds it (it is a cache)")
     finally:
         conn.close()
+    return line
 
 
 def _open_read_only(path: Path, wal: int) -> sqlite3.Connection:
@@ -374,7 +417,7 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
     """Files new, changed or gone since the index last saw them (as `SearchIndex.status`),
     over every source the workspace searches."""
     known = {row[0]: tuple(row[1:]) for row in
-             conn.execute("SELECT path, size, mtime_ns, inode FROM files")}
+             conn.execute("SELECT path, size, mtime_ns, inode, source FROM files")}
     from miniclaw.memory.sources import in_unlisted, listing, read_once
 
     every, unlisted = [], []
@@ -382,7 +425,7 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
         found, folders = listing(source, workspace)
         every += found
         unlisted += folders
-    disk = {f.path: f.signature for f in read_once(every)[0]}
+    disk = {f.path: (*f.signature, f.source) for f in read_once(every)[0]}  # read by another source: stale
     changed = [p for p, signature in disk.items() if known.get(p) != signature]
     # A file in a folder that cannot be listed is not known to be gone: the folder is a
     # finding of its own (`_check_files`, `_check_source_files`).
@@ -403,11 +446,19 @@ def _load_settings(report: Report) -> dict | None:
     from miniclaw.errors import UsageError
 
     try:
-        settings = config.load_config()
+        settings = config.load_config(warn=False)
     except UsageError as exc:
         report.findings.append(Finding("error", "settings", str(config.config_path()),
                                        str(exc), "fix or remove the file"))
         return None
+    # A key no setting reads (a typo) is a finding, counted, in the JSON; not also a
+    # `Warning:` line on stderr from each later read of config.json.
+    for setting in config.claim_unknown_settings(settings):
+        report.findings.append(Finding(
+            "warning", "settings", str(config.config_path()),
+            f"unknown setting {setting.key!r} is ignored",
+            f"did you mean {setting.meant!r}? rename it in config.json" if setting.meant else
+            f"remove it, or use a known setting ({', '.join(setting.known)})"))
     try:
         from miniclaw.dates import zone_name
 
@@ -431,11 +482,12 @@ def _check_model(report: Report) -> None:
         report.checked.append("model server: none configured (the chat answers with echo)")
         return
     url = settings.base_url.rstrip("/") + "/models"
-    report.checked.append(f"model server {settings.base_url}: model {settings.model}")
     problem = model_listed(url, settings.model, settings.api_key)
-    if problem is not None:
+    if problem is not None:  # the finding alone: "checked" lists only what passed
         severity, message, fix = problem
         report.findings.append(Finding(severity, "model", settings.base_url, message, fix))
+        return
+    report.checked.append(f"model server {settings.base_url}: model {settings.model}")
 
 
 def _check_search(report: Report) -> None:
@@ -500,7 +552,6 @@ def _servers(data: object, cwd: Path) -> list[dict]:
 
 def _check_mcp(report: Report, cwd: Path) -> None:
     import json
-    import shutil
 
     looked = claude_config_files(cwd)
     registered = []
@@ -525,13 +576,36 @@ def _check_mcp(report: Report, cwd: Path) -> None:
             "info", "mcp", None, f"miniclaw is not registered with Claude Code (looked in {where})",
             "claude mcp add miniclaw -- miniclaw mcp"))
         return
-    report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+    problems = 0
     for path, server in registered:
         command = server.get("command")
-        if isinstance(command, str) and shutil.which(command) is None:
-            report.findings.append(Finding("warning", "mcp", str(path),
-                                           f"the server {server['name']!r} runs {command!r}, "
-                                           "which is not on PATH", "give the full path to it"))
+        problem = _command_problem(command, cwd) if isinstance(command, str) else None
+        if problem is not None:
+            problems += 1
+            report.findings.append(Finding("warning", "mcp", str(path), f"the server "
+                                           f"{server['name']!r} runs {command!r}, {problem[0]}",
+                                           problem[1]))
+    if not problems:  # one that cannot start is the finding alone, not also "registered"
+        report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+
+
+def _command_problem(command: str, cwd: Path) -> tuple[str, str] | None:
+    """Why Claude Code could not start an MCP server's `command` (what is wrong, what to
+    do), or None. A path (it holds a `/`; a relative one from the project's folder) must be
+    an executable file; a bare name must be on PATH."""
+    import shutil
+
+    if os.sep not in command:
+        return None if shutil.which(command) else ("which is not on PATH",
+                                                  "give the full path to it")
+    path = cwd / command  # an absolute `command` stays as it is
+    if not path.exists():
+        return ("which does not exist", "give the path of the miniclaw command (`which "
+                "miniclaw` prints it), or reinstall miniclaw there")
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        return ("which is not an executable file", "give the path of the miniclaw command "
+                "(`which miniclaw` prints it)")
+    return None
 
 
 # -- fixing --------------------------------------------------------------------------------

@@ -274,3 +274,149 @@ def test_an_unreadable_note_is_an_error(healthy: Path):
         note.chmod(0o600)
     [finding] = by_path(json.loads(done.stdout))["memory/2026-02-14.md"]
     assert finding["severity"] == "error" and "unreadable" in finding["message"]
+
+
+# -- what a new user's trial found ---------------------------------------------------------
+
+def _doctor(*args: str):
+    """`miniclaw doctor` in this process (CliRunner): (exit code, JSON report or text, stderr)."""
+    from typer.testing import CliRunner
+
+    from miniclaw.cli import app
+
+    done = CliRunner().invoke(app, ["doctor", *args])
+    return done.exit_code, (json.loads(done.stdout) if "--json" in args else done.stdout), \
+        done.stderr
+
+
+def test_unknown_config_keys_are_counted_warning_findings(workspace: Path, isolated_home: Path,
+                                                         monkeypatch):
+    """They were only `Warning:` lines on stderr: no finding, not counted in "N warnings",
+    not in the JSON, and doctor said Healthy."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
+    monkeypatch.setenv("MINICLAW_WORKSPACE", str(workspace))
+    register_mcp(isolated_home)
+    (isolated_home / ".miniclaw").mkdir()
+    path = isolated_home / ".miniclaw" / "config.json"
+    path.write_text('{"llm": {"modle": "x"}, "colour": 1}', encoding="utf-8")
+    code, report, stderr = _doctor("--json")
+    assert code == 1 and report["healthy"] is False and stderr == ""
+    settings = [f for f in report["findings"] if f["check"] == "settings"]
+    assert settings == [
+        {"severity": "warning", "check": "settings", "path": str(path),
+         "message": "unknown setting 'llm.modle' is ignored",
+         "fix": "did you mean 'model'? rename it in config.json"},
+        {"severity": "warning", "check": "settings", "path": str(path),
+         "message": "unknown setting 'colour' is ignored",
+         "fix": "remove it, or use a known setting (llm, timezone, workspaces)"}]
+    code, text, stderr = _doctor()
+    assert code == 1 and stderr == ""
+    assert text.splitlines()[-1] == "0 errors, 2 warnings."
+    assert f"warning  {path}: unknown setting 'llm.modle' is ignored" in text.splitlines()
+
+
+def test_known_config_keys_are_no_finding(workspace: Path, isolated_home: Path, monkeypatch):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
+    monkeypatch.setenv("MINICLAW_WORKSPACE", str(workspace))
+    (isolated_home / ".miniclaw").mkdir()
+    (isolated_home / ".miniclaw" / "config.json").write_text(json.dumps(
+        {"llm": {"provider": "echo", "deadline": 30}, "timezone": "UTC",
+         "workspaces": {str(workspace): {"sources": ["long_term", "daily_note"]}}}))
+    _, report, stderr = _doctor("--json")
+    assert not [f for f in report["findings"] if f["check"] == "settings"] and stderr == ""
+
+
+def _examine(workspace: Path, cwd: Path) -> dict:
+    from miniclaw.doctor import examine
+
+    return examine(workspace, cwd=cwd).to_dict()
+
+
+def test_an_unreachable_model_server_is_not_also_listed_as_checked(
+        workspace: Path, isolated_home: Path, monkeypatch):
+    """It said `error http://127.0.0.1:9/v1: not reachable` and, further down, `checked
+    model server http://127.0.0.1:9/v1: model llama`."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    monkeypatch.setenv("MINICLAW_WORKSPACE", str(workspace))
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    (isolated_home / ".miniclaw").mkdir()
+    (isolated_home / ".miniclaw" / "config.json").write_text(json.dumps(
+        {"llm": {"base_url": url, "model": "llama"}}))
+    code, report, _ = _doctor("--json")
+    assert code == 1
+    assert [(f["severity"], f["message"]) for f in report["findings"] if f["check"] == "model"] \
+        == [("error", "not reachable: connection refused")]
+    assert not [line for line in report["checked"] if line.startswith("model server")]
+    _, text, _ = _doctor()
+    assert f"checked  model server {url}" not in text
+
+
+def test_a_model_the_server_does_not_list_is_not_also_listed_as_checked(
+        healthy: Path, model_server: str, monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("MINICLAW_LLM_BASE_URL", model_server)
+    monkeypatch.setenv("MINICLAW_LLM_MODEL", "mistral")
+    report = _examine(healthy, tmp_path)
+    assert [f["severity"] for f in report["findings"] if f["check"] == "model"] == ["warning"]
+    assert not [line for line in report["checked"] if line.startswith("model server")]
+
+
+def _register(home: Path, command: str) -> None:
+    (home / ".claude.json").write_text(json.dumps(
+        {"mcpServers": {"miniclaw": {"command": command, "args": ["mcp"]}}}))
+
+
+@pytest.mark.parametrize("command, message, fix", [
+    ("/nonexistent/miniclaw", "which does not exist",
+     "give the path of the miniclaw command (`which miniclaw` prints it), or reinstall "
+     "miniclaw there"),
+    ("bin/gone", "which does not exist",  # relative: from the project's folder
+     "give the path of the miniclaw command (`which miniclaw` prints it), or reinstall "
+     "miniclaw there"),
+    ("bin/plain", "which is not an executable file",
+     "give the path of the miniclaw command (`which miniclaw` prints it)"),
+    ("./bin", "which is not an executable file",  # a folder
+     "give the path of the miniclaw command (`which miniclaw` prints it)"),
+    ("no-such-miniclaw-command", "which is not on PATH", "give the full path to it"),
+])
+def test_an_mcp_command_that_cannot_start_says_why_and_is_not_also_registered_ok(
+        workspace: Path, isolated_home: Path, tmp_path: Path, command, message, fix):
+    """`/nonexistent/miniclaw` was said to be "not on PATH → give the full path to it",
+    a full path already, and `checked MCP: registered` was listed as well."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    (project / "bin" / "plain").write_text("not a program\n")
+    _register(isolated_home, command)
+    report = _examine(workspace, project)
+    [finding] = [f for f in report["findings"] if f["check"] == "mcp"]
+    assert finding == {"severity": "warning", "check": "mcp",
+                       "path": str(isolated_home / ".claude.json"),
+                       "message": f"the server 'miniclaw' runs {command!r}, {message}",
+                       "fix": fix}
+    assert not [line for line in report["checked"] if line.startswith("MCP")]
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative", "on PATH"])
+def test_an_mcp_command_that_can_start_is_registered_ok(workspace: Path, isolated_home: Path,
+                                                       tmp_path: Path, monkeypatch, where):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    program = project / "bin" / "miniclaw"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{project / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    _register(isolated_home, {"absolute": str(program), "relative": "bin/miniclaw",
+                              "on PATH": "miniclaw"}[where])
+    report = _examine(workspace, project)
+    assert not [f for f in report["findings"] if f["check"] == "mcp"]
+    assert [line for line in report["checked"] if line.startswith("MCP: registered in ")]
+
+
+def test_an_index_doctor_finds_broken_is_not_also_listed_as_checked(healthy: Path,
+                                                                    tmp_path: Path):
+    index = config.index_path(healthy)
+    index.write_bytes(b"this is not a database at all" * 10)
+    report = _examine(healthy, tmp_path)
+    assert [f["severity"] for f in report["findings"] if f["check"] == "index"] == ["error"]
+    assert not [line for line in report["checked"] if line.startswith("index ")]

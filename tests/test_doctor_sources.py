@@ -87,3 +87,39 @@ def test_two_sources_reading_one_file_is_a_warning_naming_them(workspace, isolat
     assert finding["message"] == ("the sources 'long_term' and 'mine' both read "
                                   "memory/MEMORY.md: the index keeps a file once, so it is "
                                   "searched as 'long_term' only")
+
+
+def test_a_source_over_the_home_folder_or_the_workspace_is_a_warning(workspace, isolated_home,
+                                                                    tmp_path):
+    """What `sources add` refuses, written into config.json by hand: said, not walked."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": "~", "name": "all"},
+               {"kind": "conkeeper", "root": str(tmp_path), "name": "above"})
+    report = _report(workspace)
+    found = {f["path"]: f for f in report["findings"] if f["check"] == "sources"}
+    assert found["~"]["severity"] == "warning"
+    assert found["~"]["message"] == ("the source 'all': its root is your home folder itself; "
+                                     "every search lists every file of its kind there")
+    assert found["~"]["fix"] == ("`miniclaw sources remove all`, then add the folder its "
+                                 "memory lives in")
+    assert found[str(tmp_path)]["message"].startswith(
+        f"the source 'above': its root holds the workspace ({workspace})")
+    assert not any(line.startswith(("source all", "source above")) for line in report["checked"])
+
+
+def test_a_source_name_edited_into_config_json_that_add_refuses_is_a_warning(
+        workspace, isolated_home, tmp_path):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    _configure(isolated_home, workspace,
+               {"kind": "conkeeper", "root": str(tmp_path / "a"), "name": "bad\x1b[2Jname"},
+               {"kind": "conkeeper", "root": str(tmp_path / "b"), "name": "fine.name"})
+    report = _report(workspace)
+    [finding] = [f for f in report["findings"] if "simple name" in f["message"]]
+    assert finding["severity"] == "warning" and finding["check"] == "sources"
+    assert finding["message"] == (r"the source name 'bad\x1b[2Jname' is not a simple name: it "
+                                  "garbles listings and is hard to give to --source")
+    assert finding["fix"].startswith('rename it in config.json ("name": 1 to 64 letters')
+    assert r"sources: long_term, daily_note, 'bad\x1b[2Jname', fine.name" in report["checked"]
+    text = run(workspace, "doctor").stdout
+    assert "\x1b" not in text and "1 warning" in text.splitlines()[-1]

@@ -334,7 +334,8 @@ class SearchIndex:
                              in conn.execute("SELECT path FROM files WHERE racy != 0")}
         if names is None:
             disk = self.scan()
-            fingerprint = "\n".join(sorted(f"{f.path}\t{f.size}\t{f.mtime_ns}\t{f.inode}"
+            fingerprint = "\n".join(sorted(f"{f.path}\t{f.size}\t{f.mtime_ns}\t{f.inode}\t"
+                                           f"{f.source}"
                                            for f in disk))
             stored = conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
             if stored is not None and stored[0] == fingerprint:
@@ -356,7 +357,8 @@ class SearchIndex:
         return (*self._todo(disk, known), known, None)
 
     def _known(self, conn: sqlite3.Connection, paths: list[str] | None = None) -> dict[str, tuple]:
-        sql = "SELECT path, id, size, mtime_ns, inode, racy FROM files"
+        """path -> (file id, size, mtime_ns, inode, racy, source) of the indexed files."""
+        sql = "SELECT path, id, size, mtime_ns, inode, racy, source FROM files"
         if paths is None:
             rows = conn.execute(sql)
         else:
@@ -365,10 +367,14 @@ class SearchIndex:
 
     @staticmethod
     def _todo(disk: list[SourceFile], known: dict[str, tuple]) -> tuple[list, list]:
-        stale = [f for f in disk
-                 if f.path not in known or known[f.path][4] or known[f.path][1:4] != f.signature]
-        on_disk = {f.path for f in disk}
-        gone = [path for path in known if path not in on_disk]
+        """(files to read, indexed paths to drop). A file another source reads now (a
+        source renamed: `sources remove` and `add`, or config.json edited) is both: its
+        rows carried the old name, which no search asks for, and the index said it was
+        up to date, so its memories were never found again."""
+        stale = [f for f in disk if f.path not in known or known[f.path][4]
+                 or known[f.path][1:4] != f.signature or known[f.path][5] != f.source]
+        on_disk = {f.path: f.source for f in disk}
+        gone = [path for path, row in known.items() if on_disk.get(path) != row[5]]
         return stale, gone
 
     def _refresh(self, conn, rebuild, progress) -> RefreshReport:
@@ -758,11 +764,15 @@ class SearchIndex:
                     known, counts, updated, per_source = {}, (0, 0, 0), None, {}
         stale, gone = self._todo(disk, known)
         unreadable = tuple(self._unlisted)
+        # A racy file is only "maybe" stale: report it when its signature (or source) moved;
+        # a file read by another source than before is stale, not missing.
+        stale = [f.path for f in stale if f.path not in known
+                 or (*known[f.path][1:4], known[f.path][5]) != (*f.signature, f.source)]
+        on_disk = {f.path for f in disk}
         # A file in a folder that cannot be listed is not known to be deleted: the folder
         # is reported instead (the next search drops its entries, and says why).
-        gone = [path for path in gone if not in_unlisted(path, unreadable)]
-        # A racy file is only "maybe" stale: report it when its signature moved.
-        stale = [f.path for f in stale if f.path not in known or known[f.path][1:4] != f.signature]
+        gone = [path for path in gone
+                if path not in on_disk and not in_unlisted(path, unreadable)]
         size = 0
         for suffix in ("", "-wal"):
             with contextlib.suppress(OSError):

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from miniclaw.errors import UsageError
 from miniclaw.memory.sources import (KINDS, SOURCE_NAMES, configured_sources, folder_problem,
-                                     kind_class, read_twice, source_named)
+                                     kind_class, name_problem, read_twice, source_named)
 
 
 class ConfiguredSource(NamedTuple):
@@ -20,27 +20,38 @@ class ConfiguredSource(NamedTuple):
     reachable: bool  # its root is a folder that can be listed
 
 
+class Change(NamedTuple):
+    """What `add` or `remove` did: the item of config.json's "sources" (a built-in's name,
+    or the source's object, as written), config.json's path, and the source as
+    `describe` lists it (the same fields whatever the item's form)."""
+
+    item: dict | str
+    config: Path
+    source: ConfiguredSource
+
+
 def describe(workspace: Path) -> list[ConfiguredSource]:
     """Every source the workspace searches, in order (a config error is a UsageError)."""
     from miniclaw import config
 
     sources, _ = configured_sources(workspace)
     items = config.workspace_settings(workspace).get("sources") or list(SOURCE_NAMES)
-    out = []
-    for source, item in zip(sources, items):
-        kind = "built-in" if isinstance(item, str) else item.get("kind") or item.get("class")
-        root = source.root_path(workspace)
-        shown = getattr(source, "root", None) or str(root)
-        out.append(ConfiguredSource(source.name, str(kind), str(shown),
-                                    folder_problem(root) is None))
-    return out
+    return [_described(source, item, workspace) for source, item in zip(sources, items)]
 
 
-def add(workspace: Path, kind: str, root: str | None,
-        name: str | None = None) -> tuple[dict | str, Path]:
+def _described(source, item: object, workspace: Path) -> ConfiguredSource:
+    """A source and its item of config.json, as people read it."""
+    kind = "built-in" if isinstance(item, str) else item.get("kind") or item.get("class")
+    root = source.root_path(workspace)
+    shown = getattr(source, "root", None) or str(root)
+    return ConfiguredSource(source.name, str(kind), str(shown),
+                            folder_problem(root) is None)
+
+
+def add(workspace: Path, kind: str, root: str | None, name: str | None = None) -> Change:
     """Add a source of `kind` reading `root` (which must be a folder) to the workspace's
     sources, and its root to the allowed roots; or, without a root, a built-in source
-    removed before (`long_term`, ...): (the item written, config.json's path)."""
+    removed before (`long_term`, ...)."""
     from miniclaw import config
 
     if kind not in KINDS and kind not in SOURCE_NAMES:
@@ -49,7 +60,7 @@ def add(workspace: Path, kind: str, root: str | None,
     if root is None:
         if kind not in SOURCE_NAMES:
             raise UsageError(f"give the folder the {kind} memory lives in")
-        if name:
+        if name is not None:
             raise UsageError(f"the built-in source {kind} keeps its name: add it without --name")
         item: dict | str = kind
         written = None
@@ -57,11 +68,17 @@ def add(workspace: Path, kind: str, root: str | None,
     else:
         if kind not in KINDS:
             raise UsageError(f"{kind} is a built-in source: add it without a folder")
+        if name is not None and name_problem(name):  # before anything is written or listed
+            raise UsageError(name_problem(name))
         folder = Path(os.path.expanduser(root))
         if not folder.is_dir():
             raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")
+        too_wide = root_problem(folder, workspace)
+        if too_wide:
+            raise UsageError(f"{root} {too_wide}: a source reads every {kind} file under its "
+                             f"folder; give the folder the {kind} memory lives in")
         written = root if root.startswith("~") else _home_relative(str(folder.absolute()))
-        item = {"kind": kind, "root": written, **({"name": name} if name else {})}
+        item = {"kind": kind, "root": written, **({"name": name} if name is not None else {})}
         new = kind_class(kind)(root=written, name=name or kind)  # its own checks of settings
 
     def change(settings: dict) -> None:
@@ -80,7 +97,33 @@ def add(workspace: Path, kind: str, root: str | None,
         if written is not None and written not in settings.setdefault("roots", []):
             settings["roots"].append(written)
 
-    return item, config.update_workspace_settings(workspace, change)
+    path = config.update_workspace_settings(workspace, change)
+    return Change(item, path, _described(new, item, workspace))
+
+
+def root_problem(folder: str | os.PathLike[str], workspace: Path) -> str | None:
+    """Why a folder (links resolved) is no source's root, or None: the file system's root
+    or the home folder itself, or one holding either or the workspace (a source there
+    reads miniclaw's own files, and `/` took a search 47 s to list). `sources add` refuses
+    it; `doctor` warns of a config.json that holds one."""
+    real = os.path.realpath(folder)
+    home = os.path.realpath(os.path.expanduser("~"))
+    if real == os.path.realpath(os.sep):
+        return "is the root of the file system"
+    if real == home:
+        return "is your home folder itself"
+    inside = os.path.realpath(workspace)
+    if _holds(real, inside):
+        which = "is the workspace" if real == inside else f"holds the workspace ({workspace})"
+        return f"{which}, whose files miniclaw reads itself"
+    if _holds(real, home):
+        return f"holds your home folder ({home})"
+    return None
+
+
+def _holds(folder: str, path: str) -> bool:
+    """Whether `path` is `folder` or under it (both real paths)."""
+    return os.path.commonpath([folder, path]) == folder
 
 
 def _shared_file(workspace: Path, new, sources) -> tuple[str, str] | None:
@@ -106,30 +149,32 @@ def _home_relative(path: str) -> str:
     return "~" + path[len(home):] if home != "~" and path.startswith(home + os.sep) else path
 
 
-def remove(workspace: Path, name: str) -> tuple[object, Path]:
+def remove(workspace: Path, name: str) -> Change:
     """Remove the source called `name` from the workspace's sources (and its root from the
-    allowed roots when no other source reads it): (the item removed, config.json's path)."""
+    allowed roots when no other source reads it)."""
     from miniclaw import config
 
-    removed: list[object] = []
+    done: dict = {}  # what `change` removed, under the lock
 
     def change(settings: dict) -> None:
         # Which item goes is decided under the config lock, from what is there now: a change
         # made meanwhile by another process must not make this one pop the wrong item.
-        names = [source.name for source in configured_sources(workspace, settings)[0]]
+        sources = configured_sources(workspace, settings)[0]
+        names = [source.name for source in sources]
         if name not in names:
             raise UsageError(f"the workspace has no source named {name!r}; its sources: "
                              f"{', '.join(names)}")
         if len(names) == 1:
             raise UsageError(f"{name!r} is the workspace's only source: add another first")
         items = list(settings.get("sources") or SOURCE_NAMES)
-        removed.append(items.pop(names.index(name)))
+        item = done["item"] = items.pop(names.index(name))
+        done["source"] = _described(sources[names.index(name)], item, workspace)
         settings["sources"] = items
-        gone = removed[0].get("root") if isinstance(removed[0], dict) else None
+        gone = item.get("root") if isinstance(item, dict) else None
         still = {item.get("root") for item in items if isinstance(item, dict)}
         if gone and gone not in still and gone in settings.get("roots", []):
             settings["roots"] = [root for root in settings["roots"] if root != gone]
 
     path = config.update_workspace_settings(workspace, change)
-    return removed[0], path
+    return Change(done["item"], path, done["source"])
 

@@ -30,6 +30,11 @@ from miniclaw.errors import UsageError
 from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry, Meta
 
 DAILY_NOTE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+#: What `sources add --name` accepts: a word to type after `--source`, print on one line
+#: and keep as a JSON key; every built-in source and kind is named so.
+SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+SOURCE_NAME_RULE = ("1 to 64 letters (A-Z, a-z), digits, '.', '_' or '-', starting with a "
+                    "letter or digit")
 
 
 def daily_note_date(filename: str) -> Date | None:
@@ -484,10 +489,36 @@ KINDS: dict[str, str] = {
 def read_twice(files: Iterable[SourceFile]) -> list[tuple[SourceFile, str]]:
     """Each file found again by a later source, with the name of the first source reading
     it: the index keeps a file once, read by the first source (`read_once`); `sources add`
-    refuses such a folder, `doctor` and every search warn of a config.json that does it."""
-    first: dict[str, str] = {}
-    return [(found, reader) for found in files
-            if (reader := first.setdefault(found.absolute, found.source)) != found.source]
+    refuses such a folder, `doctor` and every search warn of a config.json that does it.
+    One file is one file however its path is spelled (`_identities`: a root through a
+    link, `//tmp`): compared by spelling, such sources each read it, and every search
+    showed it once per source."""
+    files = list(files)
+    first: dict[object, str] = {}
+    return [(found, reader) for found, key in zip(files, _identities(files))
+            if (reader := first.setdefault(key, found.source)) != found.source]
+
+
+def _identities(files: list[SourceFile]) -> list[object]:
+    """What tells the files apart: a file whose inode (as its source stat'ed it, links
+    followed) no other file has is itself; files sharing an inode are compared by device
+    and inode again (`os.stat`, the test of `os.path.samefile`: a hard link is the same
+    file too), or by real path where the file system gives no inode."""
+    seen: dict[int, int] = {}
+    for found in files:
+        seen[found.inode] = seen.get(found.inode, 0) + 1
+    return [("inode", found.inode) if seen[found.inode] == 1 else _identity(found.absolute)
+            for found in files]
+
+
+def _identity(path: str) -> object:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        st = None
+    if st is None or not st.st_ino:
+        return ("path", os.path.realpath(path))
+    return ("file", st.st_dev, st.st_ino)
 
 
 def read_once(files: list[SourceFile]) -> tuple[list[SourceFile], list[tuple[SourceFile, str]]]:
@@ -495,7 +526,7 @@ def read_once(files: list[SourceFile]) -> tuple[list[SourceFile], list[tuple[Sou
     `read_twice` gives them). Two sources over one file (a hand-edited config.json) made
     every search fail on the index's one row per file; now the first source in config
     order reads it, and `read_twice_warnings` says so."""
-    if len({found.absolute for found in files}) == len(files):  # the usual case: one pass
+    if len({found.inode for found in files}) == len(files):  # the usual case: one pass
         return files, []
     twice = read_twice(files)
     dropped = {id(found) for found, _ in twice}
@@ -512,6 +543,24 @@ def read_twice_warnings(twice: Iterable[tuple[SourceFile, str]]) -> list[tuple[s
     return [(path, first, second, f"the sources {first!r} and {second!r} both read {path}: "
              f"the index keeps a file once, so it is searched as {first!r} only")
             for (first, second), path in told.items()]
+
+
+def name_problem(name: object) -> str | None:
+    """Why a source name breaks `SOURCE_NAME_RULE` (one line, the name shown escaped), or
+    None when it keeps it."""
+    if isinstance(name, str) and SOURCE_NAME.fullmatch(name):
+        return None
+    return f"the source name {shown_name(name)} is not allowed: a name is {SOURCE_NAME_RULE}"
+
+
+def shown_name(name: object) -> str:
+    """A source name as one line of text: as it is when it keeps the rule, else quoted
+    with its controls escaped (`'a\\nb'`), cut after 40 characters."""
+    if isinstance(name, str) and SOURCE_NAME.fullmatch(name):
+        return name
+    if isinstance(name, str) and len(name) > 40:
+        return repr(name[:40]) + "..."
+    return repr(name)
 
 
 def source_named(name: str, sources: Sequence[MemorySource] = SOURCES) -> MemorySource:

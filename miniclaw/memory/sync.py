@@ -414,6 +414,9 @@ def sync_files(conn, sources: Sequence[MemorySource], known: dict[str, tuple],
         report.entries_removed += _drop_file(conn, known[path][0], rows)
         report.files_removed += 1
         appends.forget(conn, path)
+    if gone:  # a file dropped and read again (another source's now) is stored as new
+        dropped = set(gone)
+        known = {path: row for path, row in known.items() if path not in dropped}
     by_name = {source.name: source for source in sources}
     growing = [f.path for f in stale if getattr(by_name[f.source], "append_only", False)]
     # A remembered tail counts only for the file row it was saved with (not after a rebuild).

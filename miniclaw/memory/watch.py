@@ -6,7 +6,7 @@ source folders changed since the last look, so a search re-checks only those.
 
 It is trusted only where it is exact: Linux, a local filesystem (a network mount does not
 report other machines' writes), no symlinks in the folder (a write to a link's target is not
-reported). Anywhere else `changes()` answers None, "unknown", and the caller scans everything.
+reported), no folder named twice (through a link: its changes come under one name). Anywhere else `changes()` answers None, "unknown", and the caller scans everything.
 The kernel queues an event inside the write system call, so a write that returned before a
 search starts is always seen by that search. Overflow, or the folder itself being moved or
 deleted, also answers None.
@@ -81,7 +81,11 @@ class FolderWatch:
             self._fd = fd
             for path in self.paths:
                 wd = libc.inotify_add_watch(fd, os.fsencode(os.path.realpath(path)), _MASK)
-                if wd < 0:
+                # A folder named twice (a source's root through a link, or `//tmp`) has one
+                # descriptor: its changes would come under one of the names only, and a
+                # source that knows the other would miss them, or read a file as its own
+                # that another source reads. Every refresh then looks at every file.
+                if wd < 0 or wd in self._watched:
                     self.close()
                     return False
                 self._watched[wd] = path

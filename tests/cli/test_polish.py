@@ -77,7 +77,7 @@ def test_unknown_config_keys_are_warned_about(runner: CliRunner, workspace: Path
     assert result.exit_code == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
     assert len(warnings) == 2
-    assert "unknown setting llm.'modle' is ignored (did you mean 'model'?)" in warnings[0]
+    assert "unknown setting 'llm.modle' is ignored (did you mean 'model'?)" in warnings[0]
     assert "unknown setting 'timezon' is ignored (did you mean 'timezone'?)" in warnings[1]
 
 

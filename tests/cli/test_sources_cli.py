@@ -208,7 +208,7 @@ def test_a_remove_racing_another_remove_takes_out_the_source_it_names(workspace,
         (tmp_path / name).mkdir()
         source_config.add(workspace, "conkeeper", str(tmp_path / name), name)
     _another_change_first(monkeypatch, lambda: source_config.remove(workspace, "long_term"))
-    removed, _ = source_config.remove(workspace, "app")
+    removed = source_config.remove(workspace, "app").item
     assert removed == {"kind": "conkeeper", "root": str(tmp_path / "app"), "name": "app"}
     settings = _config(isolated_home)["workspaces"][str(workspace)]
     assert [item if isinstance(item, str) else item["name"] for item in settings["sources"]] \
@@ -353,3 +353,275 @@ def test_two_sources_over_one_file_still_search_and_warn_once(workspace, tmp_pat
                                                                for line in said]
     listed = {row["name"]: row["entries"] for row in _ok(workspace, "sources", "list")["sources"]}
     assert listed["app"] == 2 and listed["wide"] == 0 and listed["long_term"] == 1
+
+
+# -- one folder, other spellings; roots too wide to be a store (a new user's trial) --------
+
+def _invoke(workspace: Path, *args: str):
+    from typer.testing import CliRunner
+
+    from miniclaw.cli import app
+
+    return CliRunner().invoke(app, ["--workspace", str(workspace), *args])
+
+
+def _refused(done, *words: str) -> str:
+    assert done.exit_code == 2 and done.stdout == "", (done.stdout, done.stderr)
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: ") and all(word in line for word in words), line
+    return line
+
+
+@pytest.fixture
+def nested(tmp_path: Path, workspace: Path) -> Path:
+    """A ConKeeper-like folder `parent/sub` holding one note, added as the source `sub`."""
+    sub = tmp_path / "t" / "parent" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "notes.md").write_text("- nested giraffe note\n", encoding="utf-8")
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(sub), "--name", "sub").exit_code == 0
+    return sub.parent
+
+
+def test_a_folder_another_source_reads_is_refused_however_it_is_spelled(workspace, nested,
+                                                                        tmp_path, isolated_home):
+    """The check compared paths as written: `//tmp/...` and a link to the parent folder were
+    accepted, and every search showed the note once per source."""
+    link = tmp_path / "t" / "lnk" / "par"
+    link.parent.mkdir()
+    link.symlink_to(nested)
+    config = isolated_home / ".miniclaw" / "config.json"
+    before = config.read_bytes()
+    for name, root in [("par", str(nested)), ("p2", "/" + str(nested)), ("p3", str(link)),
+                       ("p4", f"{nested}/./sub/../")]:
+        _refused(_invoke(workspace, "sources", "add", "conkeeper", root, "--name", name),
+                 "is already searched as the source 'sub'")
+        assert config.read_bytes() == before
+
+
+def test_two_spellings_of_one_folder_in_config_json_search_the_file_once(workspace, nested,
+                                                                        tmp_path, isolated_home):
+    """A hand-edited config.json (no `sources add` check ran): the file is searched once, as
+    the first source's, and each search and doctor say which sources overlap."""
+    link = tmp_path / "t" / "lnk"
+    link.symlink_to(nested)
+    _configure(isolated_home, workspace,
+               {"kind": "conkeeper", "root": str(nested / "sub"), "name": "sub"},
+               {"kind": "conkeeper", "root": "/" + str(nested), "name": "p2"},
+               {"kind": "conkeeper", "root": str(link), "name": "p3"})
+    done = _invoke(workspace, "search", "giraffe", "--all", "--json")
+    assert done.exit_code == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [(hit["source"], hit["path"]) for hit in found["results"]] == [
+        ("sub", f"{nested}/sub/notes.md")]
+    assert sorted(w["message"] for w in found["warnings"]) == [
+        f"the sources 'sub' and 'p2' both read /{nested}/sub/notes.md: the index keeps a "
+        "file once, so it is searched as 'sub' only: remove one from config.json "
+        "(`miniclaw sources remove p2`)",
+        f"the sources 'sub' and 'p3' both read {link}/sub/notes.md: the index keeps a file "
+        "once, so it is searched as 'sub' only: remove one from config.json "
+        "(`miniclaw sources remove p3`)"]
+    report = json.loads(_invoke(workspace, "doctor", "--json").stdout)
+    assert sorted(f["path"] for f in report["findings"] if "both read" in f["message"]) == \
+        sorted(["/" + str(nested), str(link)])
+
+
+def test_a_hard_link_is_one_file_too(workspace, tmp_path, isolated_home):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    (first / "notes.md").write_text("- a linked okapi note\n", encoding="utf-8")
+    os.link(first / "notes.md", second / "notes.md")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(first), "name": "a"},
+               {"kind": "conkeeper", "root": str(second), "name": "b"})
+    found = json.loads(_invoke(workspace, "search", "okapi", "--all", "--json").stdout)
+    assert [hit["source"] for hit in found["results"]] == ["a"] and len(found["warnings"]) == 1
+
+
+@pytest.mark.parametrize("where, words", [
+    ("/", "/ is the root of the file system"),
+    ("~", "is your home folder itself"),
+    ("home", "is your home folder itself"),  # the same folder by its full path
+    ("above-home", "holds your home folder"),  # through a link, too
+    ("workspace", "is the workspace, whose files miniclaw reads itself"),
+    ("above-workspace", "holds the workspace"),
+])
+def test_a_root_that_is_the_whole_disk_home_or_the_workspace_is_refused(
+        workspace, tmp_path, monkeypatch, where, words):
+    """`sources add conkeeper /` was accepted, and the next search listed the whole file
+    system (47 s); a folder holding the workspace reads miniclaw's own notes as another
+    tool's."""
+    home = tmp_path / "users" / "alice"  # beside the workspace, not above it
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "lnk").symlink_to(tmp_path / "users")
+    root = {"/": "/", "~": "~", "home": str(home), "above-home": str(tmp_path / "lnk"),
+            "workspace": str(workspace), "above-workspace": str(workspace.parent)}[where]
+    line = _refused(_invoke(workspace, "sources", "add", "conkeeper", root), words)
+    assert "give the folder the conkeeper memory lives in" in line
+    assert not (home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_store_under_the_home_folder_is_still_fine(workspace, isolated_home):
+    store = isolated_home / "notes"
+    store.mkdir()
+    done = _invoke(workspace, "sources", "add", "conkeeper", str(store))
+    assert done.exit_code == 0, done.stderr
+
+
+# -- source names (a new user's trial) -----------------------------------------------------
+
+RULE = ("a name is 1 to 64 letters (A-Z, a-z), digits, '.', '_' or '-', starting with a "
+        "letter or digit")
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("a\nb", r"'a\nb'"),  # split the `sources list` line in two
+    ("   ", "'   '"),
+    ("--weird", "'--weird'"),  # as `--name=--weird`
+    ("x\x1b[31my", r"'x\x1b[31my'"),
+    ("", "''"),  # silently became the kind's name
+    (".hidden", "'.hidden'"),
+    ("two words", "'two words'"),
+    ("café", "'café'"),
+    ("n" * 65, "'" + "n" * 40 + "'..."),
+])
+def test_a_name_that_is_not_a_simple_word_is_refused(workspace, tmp_path, isolated_home,
+                                                     name, shown):
+    store = tmp_path / "store"
+    store.mkdir()
+    line = _refused(_invoke(workspace, "sources", "add", "conkeeper", str(store),
+                            f"--name={name}"))
+    assert line == f"Error: the source name {shown} is not allowed: {RULE}"
+    assert not (isolated_home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_built_in_source_added_back_with_an_empty_name_is_refused(workspace, isolated_home):
+    _refused(_invoke(workspace, "sources", "add", "long_term", "--name="),
+             "the built-in source long_term keeps its name: add it without --name")
+
+
+@pytest.mark.parametrize("name", ["app", "App2", "ef_memory", "work.notes", "x-1", "9", "a" * 64])
+def test_simple_names_are_accepted(workspace, tmp_path, isolated_home, name):
+    store = tmp_path / "store"
+    store.mkdir()
+    done = _invoke(workspace, "sources", "add", "conkeeper", str(store), "--name", name)
+    assert done.exit_code == 0, done.stderr
+    assert _config(isolated_home)["workspaces"][str(workspace)]["sources"][-1]["name"] == name
+
+
+def test_a_name_edited_into_config_json_is_searched_listed_on_one_line_and_removable(
+        workspace, tmp_path, isolated_home):
+    """config.json may already hold such a name: it keeps working (no config that worked is
+    refused now); `sources list` shows it escaped on its own line, and doctor warns."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "notes.md").write_text("- an okapi note\n", encoding="utf-8")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(store),
+                                          "name": "a\nb"})
+    found = json.loads(_invoke(workspace, "search", "okapi", "--all", "--json").stdout)
+    assert [hit["source"] for hit in found["results"]] == ["a\nb"]
+    listed = _invoke(workspace, "sources", "list").stdout.splitlines()
+    assert len(listed) == 3 and listed[2].startswith(r"'a\nb'  [conkeeper]  ")
+    names = [row["name"] for row in json.loads(_invoke(workspace, "sources", "list",
+                                                       "--json").stdout)["sources"]]
+    assert names == ["long_term", "daily_note", "a\nb"]
+    assert _invoke(workspace, "sources", "remove", "a\nb").exit_code == 0
+
+
+# -- the JSON of add and remove; --format (a new user's trial) ------------------------------
+
+@pytest.mark.parametrize("form", [["--json"], ["--format", "json"], ["-f", "json"]])
+def test_add_and_remove_print_one_json_shape_for_every_kind_of_source(workspace, tmp_path,
+                                                                       isolated_home, form):
+    """`added`/`removed` is the item as config.json holds it (a string for a built-in
+    source, an object for others: kept as it was); `source` has the same fields for both,
+    those of a `sources list` row; and both commands take --format as `sources list` does
+    (before, `--format` was "No such option")."""
+    store = tmp_path / "store"
+    store.mkdir()
+    config = str(isolated_home / ".miniclaw" / "config.json")
+
+    def ok(*args: str) -> dict:
+        done = _invoke(workspace, "sources", *args, *form)
+        assert done.exit_code == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert ok("remove", "long_term") == {
+        "removed": "long_term", "source": {"name": "long_term", "kind": "built-in",
+                                           "root": "memory"}, "config": config}
+    assert ok("add", "long_term") == {
+        "added": "long_term", "source": {"name": "long_term", "kind": "built-in",
+                                         "root": "memory"}, "config": config}
+    item = {"kind": "conkeeper", "root": str(store), "name": "app"}
+    source = {"name": "app", "kind": "conkeeper", "root": str(store)}
+    assert ok("add", "conkeeper", str(store), "--name", "app") == {
+        "added": item, "source": source, "config": config}
+    listed = json.loads(_invoke(workspace, "sources", "list", "--json").stdout)["sources"]
+    assert {key: listed[-1][key] for key in source} == source
+    assert ok("remove", "app") == {"removed": item, "source": source, "config": config}
+    kind_default = ok("add", "mnemonic", str(store))
+    assert kind_default["added"] == {"kind": "mnemonic", "root": str(store)}
+    assert kind_default["source"] == {"name": "mnemonic", "kind": "mnemonic", "root": str(store)}
+
+
+def test_add_and_remove_say_in_text_what_they_changed(workspace, tmp_path, isolated_home):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "notes.md").write_text("- a note\n", encoding="utf-8")
+    config = isolated_home / ".miniclaw" / "config.json"
+    for args, said in [
+            (["add", "conkeeper", str(store), "--name", "app", "--format", "text"],
+             f"Added app (conkeeper, {store}) to {config}; the next search indexes it."),
+            (["remove", "app", "-f", "text"],
+             f"Removed app (conkeeper, {store}) from {config}; its files were not touched."),
+            (["remove", "transcripts"],
+             f"Removed transcripts from {config}; its files were not touched.")]:
+        done = _invoke(workspace, "sources", *args)
+        assert done.exit_code == 0 and done.stdout == said + "\n", done.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["add", "conkeeper", "STORE", "--format", "xml"], "--format must be text or json, not 'xml'"),
+    (["add", "conkeeper", "STORE", "--format", "text", "--json"], "choose one of --json or --format"),
+    (["remove", "long_term", "--format", "markdown"], "--format must be text or json"),
+])
+def test_a_bad_format_is_refused_before_anything_is_written(workspace, tmp_path, isolated_home,
+                                                            args, words):
+    store = tmp_path / "store"
+    store.mkdir()
+    _refused(_invoke(workspace, "sources", *[str(store) if a == "STORE" else a for a in args]),
+             words)
+    assert not (isolated_home / ".miniclaw" / "config.json").exists()
+
+
+def test_a_source_renamed_finds_its_memories_under_its_new_name(workspace, tmp_path,
+                                                                isolated_home):
+    """Its files' rows in the index kept the old name, and the index said it was up to
+    date (same paths, sizes, times): after `sources remove app` and `sources add ... --name
+    work`, or a name changed in config.json (as doctor advises for a name `add` refuses),
+    no search found the store's memories again until the file changed."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "notes.md").write_text("- an okapi note\n", encoding="utf-8")
+
+    def found(*args: str) -> list[str]:
+        done = _invoke(workspace, "search", "okapi", "--all", "--json", *args)
+        assert done.exit_code == 0, done.stderr
+        return [hit["source"] for hit in json.loads(done.stdout)["results"]]
+
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(store), "--name", "app").exit_code == 0
+    assert found() == ["app"]
+    assert _invoke(workspace, "sources", "remove", "app").exit_code == 0
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(store), "--name", "work").exit_code == 0
+    status = json.loads(_invoke(workspace, "memory", "status", "--json").stdout)
+    assert status["stale_files"] == [f"{store}/notes.md"] and status["missing_files"] == []
+    doctor = json.loads(_invoke(workspace, "doctor", "--json").stdout)
+    assert [f["message"] for f in doctor["findings"] if f["check"] == "index"] == [
+        f"1 file changed since indexed ({store}/notes.md): the next search updates it"]
+    assert found("--source", "work") == ["work"] and found() == ["work"]
+    config = isolated_home / ".miniclaw" / "config.json"
+    config.write_text(config.read_text(encoding="utf-8").replace('"work"', '"notes"'),
+                      encoding="utf-8")
+    assert found() == ["notes"]
+    counts = {row["name"]: row["entries"]
+              for row in json.loads(_invoke(workspace, "memory", "status", "--json").stdout)["sources"]}
+    assert counts["notes"] == 1

@@ -347,3 +347,26 @@ async def test_a_file_two_sources_find_is_the_firsts_through_the_watch_too(works
         found = await store.search("kayak")
         assert [(h.source, h.path) for h in found.results] == [
             ("text_notes", f"{root}/trips/c.txt")]
+
+
+async def test_a_folder_two_sources_reach_by_other_spellings_is_read_once_by_a_long_lived_store(
+        workspace, tmp_path):
+    """One folder through a link (and the link's name sorts after the folder's): the watch
+    has one descriptor for both names and reported a new file under the link's, which only
+    the second source knows, so a chat or MCP server read it as that source's. Such folders
+    are not watched: every search looks at every file, as a one-shot command does."""
+    root = _notes(tmp_path)
+    link = tmp_path / "zlink"
+    link.symlink_to(root.parent)
+    wide = TextNotes(root=str(link), name="wide")
+    async with MemoryStore(workspace, now=lambda: NOW, roots=[root, link],
+                           sources=(*SOURCES, TextNotes(root=str(root)), wide)) as store:
+        for _ in range(3):  # from the second search on, a store watches what it can
+            found = await store.search("lantern")
+            assert {(h.source, h.path) for h in found.results} == {
+                ("text_notes", f"{root}/a.txt"), ("text_notes", f"{root}/trips/b.txt")}
+        assert store.index._watch is None
+        (root / "trips" / "c.txt").write_text("A kayak by the lantern.\n", encoding="utf-8")
+        found = await store.search("kayak")
+        assert [(h.source, h.path) for h in found.results] == [
+            ("text_notes", f"{root}/trips/c.txt")]
