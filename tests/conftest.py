@@ -20,8 +20,12 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-settings.register_profile("deterministic", derandomize=True, database=None)
-settings.register_profile("explore", derandomize=False, database=None, print_blob=True)
+# No deadline: a test's speed is a benchmark's business, not a unit test's, and on a shared
+# 2-core machine a first example (imports, a cold cache) took 0.5 s under load and failed
+# the default 200 ms deadline as "flaky" though nothing was wrong.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", derandomize=False, database=None, print_blob=True,
+                          deadline=None)
 settings.load_profile(os.environ.get("MINICLAW_HYPOTHESIS", "deterministic"))
 
 NOW = datetime(2026, 2, 14, 9, 12, 3, tzinfo=timezone.utc)
