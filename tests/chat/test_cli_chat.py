@@ -45,6 +45,13 @@ def start(ws: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
                             text=True, env={**os.environ, **(env or {})})
 
 
+def run_script(code: str, *args: str) -> subprocess.CompletedProcess:
+    """A Python script in a process of its own (what it does to signals stays there), run
+    from the repository so it imports this miniclaw."""
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+
+
 def wait_for(condition, seconds: float = 10) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -218,8 +225,7 @@ with interrupts_not_lost():  # what the chat console runs under
 
 
 def test_a_ctrl_c_that_lands_in_a_finalizer_still_ends_the_chat():
-    done = subprocess.run([sys.executable, "-c", _FINALIZER_INTERRUPT], capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    done = run_script(_FINALIZER_INTERRUPT)
     assert done.stdout == "interrupted\n"  # before: the sleep ran its 20 s, not interrupted
     assert done.stderr == ""  # before: "Exception ignored in: ... Traceback ..."
 
@@ -255,9 +261,7 @@ def test_a_ctrl_c_as_the_input_ends_still_says_goodbye(ws):
     """The Ctrl-C lands in a finalizer (it is sent again 10 ms later) just as the input ends,
     so the session is already closing. Before, the re-send still came once the chat had
     ended: it cut the close short, or landed after the goodbye (here, in the sleep)."""
-    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_THE_INPUT_ENDS, str(ws)],
-                          capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = run_script(_CTRL_C_AS_THE_INPUT_ENDS, str(ws))
     assert done.stdout == "exit 0\n", done.stderr
     assert done.stderr.startswith("Bye. The conversation is in "), done.stderr
     assert [r["role"] for r in transcript_records(ws)] == ["user", "assistant"]
@@ -297,9 +301,7 @@ except KeyboardInterrupt:
 def test_one_ctrl_c_lets_a_closing_chat_finish_and_a_second_stops_it(ws, presses):
     """Before, the first Ctrl-C cancelled the close (asyncio.Runner's handler) and the chat
     left without a goodbye: through the CLI, a silent exit 130."""
-    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_CLOSING, str(ws), str(presses)],
-                          capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = run_script(_CTRL_C_WHILE_CLOSING, str(ws), str(presses))
     if presses == 1:
         assert done.stdout == "exit 0\n", done.stderr
         assert done.stderr.startswith("closed\nBye. The conversation is in "), done.stderr
@@ -332,8 +334,7 @@ except KeyboardInterrupt:
 
 
 def test_while_ending_one_ctrl_c_waits_and_a_second_interrupts():
-    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_ENDING], capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    done = run_script(_CTRL_C_WHILE_ENDING)
     assert done.stdout == "closed\ninterrupted\ninterrupted again\n", done.stderr
 
 
