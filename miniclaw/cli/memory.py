@@ -432,7 +432,8 @@ def index(
                                             **({"per_second": round(rate, 1)} if rate else {})}}
                                if vectors else {})}))
         return
-    if not (report.entries_added or report.entries_removed or report.files_removed):  # no news
+    # no news; but a rebuild read every file again, whatever it found (even nothing)
+    if not (rebuild or report.entries_added or report.entries_removed or report.files_removed):
         typer.echo("Up to date: no memory changed since the index was last updated.")
     else:
         left_out = report.files_left_out  # in a folder that cannot be read: warned above

@@ -103,6 +103,16 @@ def test_an_index_with_nothing_to_do_says_it_is_up_to_date(runner: CliRunner, wo
                                             "was last updated.")
 
 
+def test_a_rebuild_says_what_it_read_even_when_it_found_nothing(runner: CliRunner,
+                                                               workspace: Path):
+    """A rebuild reads every file again. With no entries yet it said "Up to date: no memory
+    changed", as if it had done nothing (and the load test's rebuilder, which expects
+    "Indexed", failed when it ran before any writer had written)."""
+    rebuilt = run(runner, workspace, "memory", "index", "--rebuild")
+    assert rebuilt.exit_code == 0
+    assert rebuilt.stdout.startswith("Indexed "), rebuilt.stdout
+
+
 def test_counts_are_singular_and_plural(runner: CliRunner, workspace: Path):
     run(runner, workspace, "memory", "add", "one kayak note")
     one = run(runner, workspace, "search", "kayak")
