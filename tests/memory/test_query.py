@@ -15,9 +15,14 @@ from miniclaw.memory import MemoryStore
 from miniclaw.memory.query import MAX_QUERY_CHARS, parse_query
 from tests.conftest import NOW, write
 
-NOTE = ("# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\n"
-        "Sam said drop table entries near the old oak\n\n---\n\n"
-        "## 10:00:00 UTC\n\nbackslash path C:\\Users\\kim with binary-heaps\n")
+def two_entries(first: str, second: str) -> str:
+    """The daily note of 2026-02-12 holding these two entries (lines 5 and 11)."""
+    return (f"# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\n{first}\n\n---\n\n"
+            f"## 10:00:00 UTC\n\n{second}\n")
+
+
+NOTE = two_entries("Sam said drop table entries near the old oak",
+                   "backslash path C:\\Users\\kim with binary-heaps")
 
 
 @pytest.fixture
@@ -147,8 +152,7 @@ def test_any_query_gives_a_list_or_usage_error_without_an_index(query):
 
 # -- the private parts of a query are never searched or echoed ------------------------------
 
-ZOO = ("# Daily Note - 2026-02-12\n\n## 09:00:00 UTC\n\nzebra at the zoo\n\n---\n\n"
-       "## 10:00:00 UTC\n\nlion in the park\n")
+ZOO = two_entries("zebra at the zoo", "lion in the park")
 
 
 @pytest.fixture

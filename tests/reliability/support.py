@@ -74,6 +74,18 @@ def without_dac_override() -> list[str] | None:
     return prefix if probe.returncode != 0 else None
 
 
+def chmod_binding_prefix(covered_by: str) -> list[str]:
+    """`without_dac_override()`, or the test is skipped, naming the test that covers the
+    same ground through the system's calls (`covered_by`), which runs everywhere."""
+    import pytest
+
+    prefix = without_dac_override()
+    if prefix is None:
+        pytest.skip(f"running as root without setpriv: chmod cannot stop root ({covered_by} "
+                    "covers it through the system's calls)")
+    return prefix
+
+
 def bad_stderr_lines(stderr: str) -> list[str]:
     """Lines of stderr that are not `Warning: ...` lines (crashes, tracebacks, locks)."""
     return [line for line in stderr.splitlines()

@@ -15,9 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from tests.reliability.support import PYTHON, REPO, without_dac_override
+from tests.reliability.support import PYTHON, REPO, chmod_binding_prefix
 
 DENIED = ("cannot read the folder {}: Permission denied; the memory files in it are not "
           "searched until it can be read")
@@ -34,10 +32,7 @@ def _workspace(ws: Path) -> None:
 
 
 def test_a_user_who_may_not_read_the_folders_is_told(tmp_path, env):
-    prefix = without_dac_override()
-    if prefix is None:
-        pytest.skip("running as root without setpriv: chmod cannot stop root (see "
-                    "tests/sources/test_unreadable_folders.py, through the system's calls)")
+    prefix = chmod_binding_prefix("tests/sources/test_unreadable_folders.py")
     ws = tmp_path / "ws"
     _workspace(ws)
 

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from miniclaw.cli import app
 from miniclaw.memory import files
 from tests.reliability.support import (PYTHON, REPO, assert_one_error_line, bad_stderr_lines,
-                                      without_dac_override)
+                                      chmod_binding_prefix)
 
 # What the one error line must say (any of these, case-insensitively), besides the file name.
 MESSAGES = {errno.ENOSPC: ("the disk is full",), errno.EIO: ("Input/output error",),
@@ -364,10 +364,7 @@ def test_a_read_only_memory_folder(tmp_path, env):
 
 
 def test_unwritable_memory_folder(tmp_path, env):
-    prefix = without_dac_override()
-    if prefix is None:
-        pytest.skip("running as root without setpriv: chmod cannot stop root (see the "
-                    "monkeypatched test below)")
+    prefix = chmod_binding_prefix("test_unwritable_memory_folder_simulated")
     ws = tmp_path / "ws"
     long_term, daily = _seeded(ws)
     daily.unlink()
