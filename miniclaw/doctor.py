@@ -178,7 +178,8 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: the second never finds it)."""
     from miniclaw.memory.source_config import root_problem
-    from miniclaw.memory.sources import folder_problem, listing, read_twice, read_twice_warnings
+    from miniclaw.memory.sources import (folder_problem, listing, read_twice,
+                                         read_twice_warnings, root_outside_workspace)
 
     every: list = []  # the files each source reads, in the sources' order
     shown_as: dict[str, str] = {}
@@ -189,7 +190,7 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
             continue
         root = source.root_path(workspace)
         shown = str(getattr(source, "root", None) or root)
-        inside = not _outside(source, workspace)
+        inside = not root_outside_workspace(source, workspace)
         problem = folder_problem(root)
         if problem is not None and problem[0] == "missing" and inside:
             # a folder of the workspace made on first use (sessions/ at the first chat)
@@ -243,13 +244,6 @@ def _readable_fix(folder: Path | str, *, writes: bool) -> str:
     mode = "u+rwx" if writes else "u+rx"
     return (f"let your user read it: `chmod {mode} {folder}` (or `chown` it to your user if "
             "another one owns it)")
-def _outside(source, workspace: Path) -> bool:
-    """Whether a source's root is a folder outside the workspace (a kind's, a class's)."""
-    from miniclaw.memory.sources import inside_workspace
-
-    outside = getattr(source, "outside", None)
-    return outside(workspace) if outside else not inside_workspace(source.root_path(workspace),
-                                                                    workspace)
 
 
 def _is_temp_file(name: str) -> bool:

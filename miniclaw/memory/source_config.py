@@ -68,8 +68,8 @@ def add(workspace: Path, kind: str, root: str | None, name: str | None = None) -
     else:
         if kind not in KINDS:
             raise UsageError(f"{kind} is a built-in source: add it without a folder")
-        if name is not None and name_problem(name):  # before anything is written or listed
-            raise UsageError(name_problem(name))
+        if name is not None and (problem := name_problem(name)):  # before anything is done
+            raise UsageError(problem)
         folder = Path(os.path.expanduser(root))
         if not folder.is_dir():
             raise UsageError(f"{root} is not a folder: give the folder the {kind} memory lives in")

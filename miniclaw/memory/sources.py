@@ -335,7 +335,7 @@ def listing(source: MemorySource,
         problem = folder_problem(root)
         if problem is not None and problem[0] == "unreadable":
             found_folders.append((os.fspath(root), problem[1]))
-        elif problem is not None and _outside(source, workspace):
+        elif problem is not None and root_outside_workspace(source, workspace):
             shown = _shown_folder(source, workspace, os.fspath(root)).rstrip("/")
             what = "not a folder" if problem[0] == "not a folder" else \
                 "not there (moved, renamed or not mounted)"
@@ -370,8 +370,9 @@ def folder_problem(folder: str | os.PathLike[str]) -> tuple[str, str] | None:
         return ("not a folder" if exc.errno == errno.ENOTDIR else "unreadable"), words
 
 
-def _outside(source: MemorySource, workspace: Path) -> bool:
-    """Whether a source's root is outside the workspace (as `check_roots` decides it)."""
+def root_outside_workspace(source: MemorySource, workspace: Path) -> bool:
+    """Whether a source's root is outside the workspace (as `check_roots` decides it): a
+    kind's own answer (`outside`), else where its root is."""
     outside = getattr(source, "outside", None)
     return outside(workspace) if outside else not inside_workspace(source.root_path(workspace),
                                                                    workspace)

@@ -6,7 +6,8 @@ source folders changed since the last look, so a search re-checks only those.
 
 It is trusted only where it is exact: Linux, a local filesystem (a network mount does not
 report other machines' writes), no symlinks in the folder (a write to a link's target is not
-reported), no folder named twice (through a link: its changes come under one name). Anywhere else `changes()` answers None, "unknown", and the caller scans everything.
+reported), no folder named twice (through a link: its changes come under one name).
+Anywhere else `changes()` answers None, "unknown", and the caller scans everything.
 The kernel queues an event inside the write system call, so a write that returned before a
 search starts is always seen by that search. Overflow, or the folder itself being moved or
 deleted, also answers None.
