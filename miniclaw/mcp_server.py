@@ -15,8 +15,9 @@ names a file the sources list or is refused).
 Cancellation: the SDK cancels the handler of a cancelled request, but a worker thread
 already running a search cannot be stopped. The call runs as its own task, which the handler
 stops waiting for; the store is closed only once every such task is over, so no thread ever
-uses a closed index connection. Everything but the protocol goes to stderr (the SDK points
-fd 1 at stderr while it serves).
+uses a closed index connection. Everything but the protocol goes to stderr (the wire,
+`mcp_wire.py`, points fd 1 at stderr while it serves; it also answers the lines that are not
+JSON-RPC messages, and lets the requests read before the input ends be answered).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import asyncio
 import json
 import logging
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 
 from miniclaw import __version__
 from miniclaw.errors import MiniclawError
+from miniclaw.mcp_wire import open_wire
 from miniclaw.memory.store import MemoryStore
 from miniclaw.memory.scoring import AUTO_MODE, best_available
 from miniclaw.memory_tools import MAX_WRITES_PER_SESSION, MemoryTools, WriteBudget
@@ -82,7 +83,7 @@ class MemoryServer:
     async def run(self) -> None:
         self._start(self._warm())
         try:
-            async with stdio_server(*await _pipes()) as (read_stream, write_stream):
+            async with stdio_server(*await open_wire()) as (read_stream, write_stream):
                 await self.server.run(read_stream, write_stream,
                                       self.server.create_initialization_options())
         finally:
@@ -197,63 +198,6 @@ def entries_markdown(title: str, entries) -> str:
     if not entries:
         lines.append("(no entries)")
     return "\n".join(lines) + "\n"
-
-
-async def _pipes():
-    """stdin and stdout as asyncio pipes, or (None, None) where they are not pipes (the SDK
-    then reads and writes them through worker threads: one thread hop per line, a few ms
-    per call on a busy machine). Like the SDK, it keeps the wire on descriptors of its own
-    and points fd 0 at /dev/null and fd 1 at stderr, so stray output never reaches the
-    client."""
-    if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode)
-               for fd in (0, 1)):
-        return None, None
-    wire_in, wire_out = os.dup(0), os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_MAX_LINE)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                 os.fdopen(wire_in, "rb", buffering=0))
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0))
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return _LineReader(reader), _LineWriter(writer)
-
-
-_MAX_LINE = 256 * 1024 * 1024  # as good as no limit (the SDK has none); past it, dropped
-
-
-class _LineReader:
-    """The lines of the client's messages, as the SDK's stdio transport reads them."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self.reader = reader
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self) -> str:
-        try:
-            line = await self.reader.readline()
-        except ValueError:  # a line past _MAX_LINE: dropped (the SDK logs a parse error)
-            return "{}\n"
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
-
-
-class _LineWriter:
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-
-    async def write(self, text: str) -> None:
-        self.writer.write(text.encode("utf-8", errors="replace"))
-
-    async def flush(self) -> None:
-        await self.writer.drain()
 
 
 def _tool_error(message: str) -> types.CallToolResult:

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +135,114 @@ def test_no_other_command_imports_the_sdk(memories):
     assert proc.returncode == 0, proc.stderr
     assert "--read-only" in proc.stdout
     assert proc.stderr.splitlines()[-1] == "[]"
+
+
+def _handshake() -> list[str]:
+    from mcp_types.version import LATEST_HANDSHAKE_VERSION
+
+    return [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"}}}),
+            json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+
+
+def _serve(workspace, lines: list[str], *, stdin=None, stdout=None) -> tuple[list[dict], str]:
+    """`miniclaw mcp` given these lines (or reading `stdin`, writing `stdout`, open files),
+    then the end of its input: (its answers, its stderr)."""
+    proc = subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(workspace), "mcp"],
+                          input=None if stdin else "".join(f"{x}\n" for x in lines),
+                          stdin=stdin, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=60, env=server_env())
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout if stdout is None else Path(stdout.name).read_text(encoding="utf-8")
+    return [json.loads(line) for line in out.splitlines()], proc.stderr
+
+
+MALFORMED = {  # a line -> the id and code of its answer, and what the message says
+    "not json": (None, -32700, "not JSON"),
+    '[{"jsonrpc": "2.0", "id": 5, "method": "ping"}]': (None, -32600, "batches"),
+    '"ping"': (None, -32600, "a message is a JSON object"),
+    '{"jsonrpc": "1.0", "id": 7, "method": "ping"}': (7, -32600, '"jsonrpc" must be "2.0"'),
+    '{"jsonrpc": "2.0", "id": "eight"}': ("eight", -32600, '"method" must be a string'),
+    '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": "x"}':
+        (9, -32600, '"params" must be an object'),
+    '{"jsonrpc": "2.0", "method": 5}': (None, -32600, '"method" must be a string'),
+    '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}': (None, -32600, '"id" must be a string or'),
+    '{"jsonrpc": "2.0", "id": null, "method": "ping"}': (None, -32600, '"id" must be a string or'),
+}
+
+
+def test_a_line_that_is_not_a_message_gets_its_json_rpc_error_and_the_server_goes_on(memories):
+    """The SDK's transport dropped these without a word (a client waited for ever); a blank
+    line and a malformed response from the client are never answered."""
+    lines = [*_handshake(), *MALFORMED, "", '{"jsonrpc": "2.0", "id": 3, "result": 5}',
+             '{"jsonrpc": "2.0", "id": 10, "method": "ping"}']
+    answers, errors = _serve(memories, lines)
+    assert [a["id"] for a in answers if "result" in a] == [1, 10]
+    failed = sorted(((a["id"] is None, str(a["id"]), a["error"]["code"], a["error"]["message"])
+                     for a in answers if "error" in a))
+    expected = sorted(MALFORMED.values(), key=lambda e: (e[0] is None, str(e[0]), e[1], e[2]))
+    assert len(failed) == len(expected) == len(answers) - 2
+    for (_, request_id, code, message), (want_id, want_code, says) in zip(failed, expected):
+        assert (request_id, code) == (str(want_id), want_code) and says in message
+    assert all(a["jsonrpc"] == "2.0" for a in answers) and "Traceback" not in errors
+
+
+def test_every_request_read_before_the_input_ends_is_answered(memories):
+    """A script pipes its requests in and closes stdin: the SDK stopped at the end of input
+    and cancelled the calls still running, so the last answers were lost."""
+    calls = [json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+        "name": "search_memory", "arguments": {"query": "Atlas budget"}}}) for n in range(2, 6)]
+    answers, errors = _serve(memories, [*_handshake(), *calls])
+    assert sorted(a["id"] for a in answers) == [1, 2, 3, 4, 5], errors
+    assert all("Atlas" in a["result"]["structuredContent"]["results"][0]["content"]
+               for a in answers if a["id"] > 1)
+
+
+def test_a_request_the_client_cancelled_is_not_waited_for_at_the_end(memories):
+    """The client cancelled it: no answer is due (MCP), and the server ends without one."""
+    cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 2}})
+    slow = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search_memory", "arguments": {"query": "Atlas"}}})
+    start = time.monotonic()
+    answers, _ = _serve(memories, [*_handshake(), slow, cancel])
+    assert time.monotonic() - start < 30  # DRAIN_SECONDS: the end did not wait for id 2
+    assert [a["id"] for a in answers if a["id"] != 2] == [1]
+
+
+def test_the_wire_from_and_to_files_is_checked_the_same(memories, tmp_path):
+    """Not a pipe (`miniclaw mcp < requests > answers`): read and written by worker threads."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("".join(f"{x}\n" for x in [*_handshake(), "not json",
+                                                  '{"jsonrpc": "2.0", "id": 10, "method": "ping"}']))
+    with open(requests, encoding="utf-8") as stdin, open(tmp_path / "answers.jsonl", "w") as stdout:
+        answers, errors = _serve(memories, [], stdin=stdin, stdout=stdout)
+    assert sorted((a["id"] or 0, "error" in a) for a in answers) == [(0, True), (1, False), (10, False)]
+    assert [a["error"]["code"] for a in answers if "error" in a] == [-32700]
+
+
+def test_ctrl_c_ends_the_server_at_a_terminal(memories):
+    """stdin a terminal: a worker thread blocked reading it kept the process alive after
+    Ctrl-C until a line was typed; the event loop reads a terminal now."""
+    import pty
+    import select
+    import signal
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(memories), "mcp"],
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True, env=server_env())
+    os.close(slave)
+    seen = ""
+    try:
+        os.write(master, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        while '"result"' not in seen:
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, seen
+            seen += os.read(master, 4096).decode()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0, seen
+    finally:
+        proc.kill()
+        os.close(master)
+    assert "Traceback" not in seen
