@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, group_app
+from miniclaw.cli.app import FormatOption, JsonOption, group_app, output_format
 
 index_app = group_app("index", "Look after the search index cache (one file per workspace).")
 
@@ -12,6 +12,7 @@ index_app = group_app("index", "Look after the search index cache (one file per 
 @index_app.command("prune")
 def prune(
     dry_run: Annotated[bool, typer.Option("--dry-run", "-n", help="Only list what would be removed.")] = False,
+    output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Remove index files whose workspace folder is gone (deleted or moved).
@@ -22,6 +23,7 @@ def prune(
     \b
     Example: miniclaw index prune --dry-run
     """
+    json_out = output_format(output, json_out) == "json"
     from miniclaw.cli.render import plural, printable, to_json
     from miniclaw.config import cache_dir
     from miniclaw.memory import prune as pruning

@@ -49,6 +49,7 @@ def add(
     daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
     category: Annotated[str | None, typer.Option("--category", "-c", metavar="NAME", help="One category, e.g. decision, preference.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag; repeat for more.")] = None,
+    output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Add a memory to today's daily note, or with --long to MEMORY.md.
@@ -60,6 +61,7 @@ def add(
       miniclaw memory add "Prefers dark roast coffee" --long --category preference
       git log -1 --format=%B | miniclaw memory add -
     """
+    json_out = output_format(output, json_out) == "json"
     from miniclaw.errors import UsageError
 
     if long and daily:
@@ -112,6 +114,7 @@ def read(
     today: Annotated[bool, typer.Option("--today", help="Today's daily note (the default).")] = False,
     long: Annotated[bool, typer.Option("--long", help="Long-term memory (MEMORY.md).")] = False,
     date: Annotated[str | None, typer.Option("--date", metavar="DAY", help="The daily note of a day: YYYY-MM-DD, 'yesterday', '3d'.", show_default=False)] = None,
+    output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Print the entries of today's note, of MEMORY.md (--long) or of a day (--date).
@@ -121,6 +124,7 @@ def read(
     \b
     Example: miniclaw memory read --date 2026-02-14
     """
+    json_out = output_format(output, json_out) == "json"
     from miniclaw.cli import render
     from miniclaw.dates import check_not_future, parse_day, zone_name
     from miniclaw.errors import UsageError
@@ -150,6 +154,7 @@ memory_recent = command_app()
 def recent(
     ctx: typer.Context,
     days: Annotated[int, typer.Option("--days", "-d", metavar="N", help="How many days back, today included.")] = 7,
+    output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Print the daily notes of the last N days, newest first.
@@ -157,6 +162,7 @@ def recent(
     \b
     Example: miniclaw memory recent -d 3
     """
+    json_out = output_format(output, json_out) == "json"
     from miniclaw.cli import render
     from miniclaw.dates import zone_name
 
@@ -297,6 +303,7 @@ def forget(
     query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="Forget the best matches of this search (all history) instead.", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="With -q: how many of the best matches.")] = 1,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
+    output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Remove a memory from its file, after showing it and asking.
@@ -309,6 +316,7 @@ def forget(
       miniclaw memory forget memory/2026-02-14.md:5
       miniclaw memory forget -q "old wifi password" --yes
     """
+    json_out = output_format(output, json_out) == "json"
     from miniclaw.cli import render
     from miniclaw.errors import UsageError
     from miniclaw.memory import forget as forgetting
@@ -396,6 +404,7 @@ memory_index = command_app()
 def index(
     ctx: typer.Context,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start from nothing instead of updating.")] = False,
+    output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Bring the search index up to date now (searches also do this by themselves).
@@ -405,6 +414,7 @@ def index(
     \b
     Example: miniclaw memory index --rebuild
     """
+    json_out = output_format(output, json_out) == "json"
     progress, embedding = _Progress(), _Progress("Embedding", "texts")
 
     async def work():

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from miniclaw.cli.app import JsonOption, command_app, workspace_of
+from miniclaw.cli.app import FormatOption, JsonOption, command_app, output_format, workspace_of
 
 init_app = command_app()
 
@@ -13,6 +13,7 @@ init_app = command_app()
 @init_app.command("init")
 def init(
     ctx: typer.Context,
+    output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Create the workspace (identity files and memory/MEMORY.md) where it is missing.
@@ -22,6 +23,7 @@ def init(
     \b
     Example: miniclaw --workspace ./demo init
     """
+    json_out = output_format(output, json_out) == "json"
     from miniclaw.workspace import init_workspace
 
     workspace = workspace_of(ctx)

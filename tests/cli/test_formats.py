@@ -22,6 +22,16 @@ COMMANDS = {
     ("sources", "list"): {"workspace", "sources"},
     ("memory", "status"): {"workspace", "index_path", "index_exists", "files_on_disk",
                            "files_indexed", "entries", "up_to_date", "sources"},
+    ("memory", "read", "--long"): {"entries"},
+    ("memory", "recent"): {"days", "entries"},
+    ("index", "prune", "--dry-run"): {"cache", "dry_run", "would_remove", "bytes"},
+}
+# The commands that write (or index), each run once per form: what their JSON holds.
+WRITERS = {
+    ("init",): {"workspace", "files"},
+    ("memory", "add", "Likes green tea"): {"added"},
+    ("memory", "forget", "memory/MEMORY.md:4", "--yes"): {"forgotten"},
+    ("memory", "index"): {"files_parsed", "entries_added", "entries_removed"},
 }
 
 
@@ -46,6 +56,21 @@ def test_format_json_is_the_json_of_json(runner: CliRunner, filled: Path, comman
     assert not plain.stdout.lstrip().startswith("{")
 
 
+@pytest.mark.parametrize("command", list(WRITERS), ids=" ".join)
+def test_a_writing_command_takes_format_too(runner: CliRunner, filled: Path, command):
+    """init, memory add, forget and index had --json only ("No such option: --format"). A
+    form they have not is refused before anything is written."""
+    from tests.cli.test_cli import snapshot
+
+    before = snapshot(filled)
+    line = assert_usage_error(run(runner, filled, *command, "-f", "markdown"))
+    assert line == "Error: --format must be text or json, not 'markdown'"
+    assert snapshot(filled) == before
+    done = run(runner, filled, *command, "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    assert WRITERS[command] <= json.loads(done.stdout).keys()
+
+
 def _stable(report: dict) -> dict:
     """A report without what changes from one run to the next (the index's update time)."""
     return {key: value for key, value in report.items() if key not in ("updated_at",)}
@@ -63,7 +88,7 @@ def test_every_format_option_has_the_same_help(runner: CliRunner):
     """One option, one help text, wherever it is offered; sessions search took `ef` and
     `mnemonic` (search's own shapes) and printed text."""
     helps = set()
-    for command in [*COMMANDS, ("sessions", "search")]:
+    for command in [*COMMANDS, *WRITERS, ("sessions", "search")]:
         shown = runner.invoke(app, [*command[:2 if command[0] != "context" else 1], "--help"],
                               terminal_width=400).stdout
         start = shown.index("  -f, --format ")  # the option and its help, maybe wrapped
