@@ -296,12 +296,28 @@ class MemoryStore:
         first): what a caller may name to `read_file`."""
         self.require_workspace()
 
-        def listing():
-            return [(source, found) for source in self.sources for found in sorted(
-                source.files(self.workspace), reverse=source.windowed,
-                key=lambda f: (f.day or Date.min, f.path))]
+        def listed():
+            out, said = [], set()
+            for source in self.sources:
+                found = self._listing(source, said)
+                out += [(source, f) for f in sorted(found, reverse=source.windowed,
+                                                    key=lambda f: (f.day or Date.min, f.path))]
+            return out
 
-        return await asyncio.to_thread(listing)
+        return await asyncio.to_thread(listed)
+
+    def _listing(self, source: MemorySource, said: set[str]) -> list[SourceFile]:
+        """A source's files; a folder of it that could not be listed (or its root, gone) is
+        a warning, once per operation (`said`: two sources read memory/), never a silent
+        gap."""
+        from miniclaw.memory.sources import listing
+
+        found, unlisted = listing(source, self.workspace)
+        for _, message in unlisted:
+            if message not in said:
+                said.add(message)
+                log.warning("%s", message)
+        return found
 
     async def read_file(self, path: str) -> list[Entry] | None:
         """The entries of one file of the searched sources by its display path, in file
@@ -327,7 +343,7 @@ class MemoryStore:
         self.require_workspace()
         today = self.today()
         first = today - timedelta(days=days - 1)
-        notes = await asyncio.to_thread(DailyNoteSource().files, self.workspace)
+        notes = await asyncio.to_thread(self._listing, DailyNoteSource(), set())
         wanted = sorted((f.day for f in notes if first <= f.day <= today), reverse=True)
         found = await asyncio.gather(*(self.read_day(day) for day in wanted))
         return [(day, entries) for day, entries in zip(wanted, found) if entries]

@@ -234,6 +234,30 @@ def test_memory_index_says_the_files_are_left_out_not_deleted(workspace, monkeyp
     assert data["files_parsed"] == 2 and data["files_left_out"] == 0
 
 
+def test_memory_recent_warns_of_an_unreadable_folder(workspace, monkeypatch):
+    """It said "no daily notes" and nothing else, as if the notes were gone (`memory read`
+    names the file it cannot read: an error)."""
+    _memories(workspace)
+    DeniedFolder(monkeypatch, workspace / "memory")
+    done = _cli(workspace, "memory", "recent", "-d", "36500")
+    assert done.exit_code == 0 and done.stdout == "No daily notes in the last 36500 days.\n"
+    assert _warning_lines(done.stderr) == [f"Warning: {FOLDER_WARNING.format('memory/')}"]
+    done = _cli(workspace, "memory", "read", "--date", "2026-02-13")
+    assert (done.exit_code, done.stderr) == (
+        1, "Error: cannot read memory/2026-02-13.md: Permission denied\n")
+
+
+async def test_the_files_listed_for_mcp_resources_warn_of_an_unreadable_folder(
+        store, workspace, monkeypatch, caplog):
+    """`source_files` (the MCP server's resources/list) left the folder out in silence."""
+    _memories(workspace)
+    assert len(await store.source_files()) == 2
+    DeniedFolder(monkeypatch, workspace / "memory")
+    with caplog.at_level("WARNING", logger="miniclaw"):
+        assert await store.source_files() == []
+    assert [r.getMessage() for r in caplog.records] == [FOLDER_WARNING.format("memory/")]
+
+
 # -- doctor ---------------------------------------------------------------------------------
 
 
