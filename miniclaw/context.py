@@ -193,7 +193,12 @@ class ContextBuilder:
         from miniclaw.memory.privacy import visible_typed
 
         check_budget(budget_tokens)
-        message = visible_typed(message)  # never searched, echoed (`Context.message`) or sent
+        typed, message = message, visible_typed(message)  # never searched, echoed or sent
+        if not message.strip():  # the chat never sends one: a context for nothing is a mistake
+            raise UsageError("the message is empty once its private parts are removed (private "
+                             "text is never used): give the message to build the context for"
+                             if typed.strip() else
+                             "the message is empty: give the message to build the context for")
         self.store.require_workspace()
         today = self.store.today()
         zone = zone_name(self.store.zone)

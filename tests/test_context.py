@@ -475,3 +475,16 @@ def test_context_command_rejects_a_budget_out_of_range(workspace, budget):
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.startswith("Error: the context budget must be between 200 and 32000")
+
+
+@pytest.mark.parametrize("message, says", [
+    ("", "the message is empty: give the message to build the context for"),
+    (" \n\t", "the message is empty: give the message to build the context for"),
+    ("<private>pin 4321</private>", "the message is empty once its private parts are removed"),
+])
+async def test_a_context_for_an_empty_message_is_refused(store, message, says):
+    """`miniclaw context ""` and MCP `get_context` built a prompt for nothing and exit 0;
+    the chat never sends an empty message (nor one that is all private: refused there)."""
+    with pytest.raises(UsageError) as refused:
+        await ContextBuilder(store).build(message)
+    assert str(refused.value).startswith(says) and "4321" not in str(refused.value)

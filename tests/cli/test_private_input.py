@@ -96,7 +96,8 @@ def test_context_leaves_the_private_part_of_the_message_out(zoo, form):
     assert ssn not in out and SECRET not in out and "lion in the park" in out
     if form == "json":
         assert json.loads(result.stdout)["message"] == "lion"
-    # All of it private: what an empty message gives (no memories searched), nothing leaked.
-    empty = run(zoo, "context", "", "--json", "--mode", "bm25")
-    private = run(zoo, "context", f"<private>{SECRET}", "--json", "--mode", "bm25")
-    assert json.loads(printed(private)) == json.loads(printed(empty))
+    # All of it private: an empty message, refused as `context ""` is (exit 2), nothing leaked.
+    for message in ("", "  ", f"<private>{SECRET}"):
+        refused = run(zoo, "context", message, "--json", "--mode", "bm25")
+        assert refused.exit_code == 2 and refused.stdout == "", message
+        assert SECRET not in refused.stderr and "the message is empty" in refused.stderr
