@@ -113,15 +113,18 @@ KNOWN_SETTINGS: dict[str, frozenset[str] | None] = {
     "llm": frozenset({"provider", "base_url", "model", "api_key", "connect_timeout",
                       "read_timeout", "deadline"}),
     "timezone": None,
-    "workspaces": None,  # keyed by folder; each holds "sources" and "roots" (memory/sources.py)
+    "workspaces": None,  # keyed by folder; each holds WORKSPACE_SETTINGS
 }
+#: What a workspace's object in "workspaces" may hold (memory/sources.py reads them).
+WORKSPACE_SETTINGS = frozenset({"sources", "roots"})
 _warned: set[tuple[Path, str]] = set()  # each unknown key is warned about once per process
 
 
 class UnknownSetting(NamedTuple):
     """A key of config.json that no setting reads."""
 
-    key: str  # as written, after its section's name: "llm.modle", "colour"
+    key: str  # as written, after its section's name: "llm.modle", "colour",
+    # 'workspaces["~/notes"].source'
     meant: str | None  # the known key of its section closest to it ("model"), or None
     known: tuple[str, ...]  # the keys its section knows
 
@@ -148,6 +151,14 @@ def unknown_settings(data: dict[str, Any]) -> list[UnknownSetting]:
             for inner in value:
                 if inner not in KNOWN_SETTINGS[key]:
                     unknown(str(inner), KNOWN_SETTINGS[key], f"{key}.")
+        elif key == "workspaces" and isinstance(value, dict):  # {folder: {setting: ...}}
+            import json  # loaded already: `data` was parsed with it
+
+            for folder, settings in value.items():
+                for inner in settings if isinstance(settings, dict) else ():
+                    if inner not in WORKSPACE_SETTINGS:
+                        where = json.dumps(folder, ensure_ascii=False)
+                        unknown(str(inner), WORKSPACE_SETTINGS, f"workspaces[{where}].")
     return found
 
 

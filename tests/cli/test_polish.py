@@ -81,6 +81,23 @@ def test_unknown_config_keys_are_warned_about(runner: CliRunner, workspace: Path
     assert "unknown setting 'timezon' is ignored (did you mean 'timezone'?)" in warnings[1]
 
 
+def test_a_workspace_setting_misspelt_is_warned_about(runner: CliRunner, workspace: Path,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`"source": [...]` in a workspace's object was ignored in silence: every built-in
+    source was searched and the one configured never was."""
+    config = {"workspaces": {str(workspace): {"source": ["long_term"], "roots": []},
+                             "~/other": {"sources": ["daily_note"], "rots": []}}}
+    write(tmp_path / "mh", "config.json", json.dumps(config))
+    monkeypatch.setenv("MINICLAW_HOME", str(tmp_path / "mh"))
+    result = run(runner, workspace, "search", "anything")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 2, result.stderr
+    assert (f"unknown setting 'workspaces[{json.dumps(str(workspace))}].source' is ignored "
+            "(did you mean 'sources'?)") in warnings[0]
+    assert """unknown setting 'workspaces["~/other"].rots' is ignored (did you mean 'roots'?)""" \
+        in warnings[1]
+
+
 def test_known_config_keys_are_not_warned_about(runner: CliRunner, workspace: Path,
                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     write(tmp_path / "mh", "config.json", '{"llm": {"provider": "echo", "deadline": 30}}')
