@@ -177,7 +177,6 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: the second never finds it)."""
-    from miniclaw.memory.source_config import root_problem
     from miniclaw.memory.sources import (folder_problem, listing, read_twice,
                                          read_twice_warnings, root_outside_workspace)
 
@@ -207,7 +206,7 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
                 f"not reachable ({problem[0]})",
                 f"mount or create it, or `miniclaw sources remove {source.name}`"))
             continue
-        too_wide = None if inside else root_problem(root, workspace)
+        too_wide = _too_wide(source, workspace)
         if too_wide:  # a hand-edited config.json (`sources add` refuses it): not walked here
             report.findings.append(Finding(
                 "warning", "sources", shown, f"the source {source.name!r}: its root {too_wide}; "
@@ -416,6 +415,9 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
 
     every, unlisted = [], []
     for source in sources:
+        if _too_wide(source, workspace):  # its own finding; listing `/` took minutes
+            known = {p: row for p, row in known.items() if row[-1] != source.name}
+            continue
         found, folders = listing(source, workspace)
         every += found
         unlisted += folders
@@ -424,6 +426,17 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
     # A file in a folder that cannot be listed is not known to be gone: the folder is a
     # finding of its own (`_check_files`, `_check_source_files`).
     return sorted(changed + [p for p in known if p not in disk and not in_unlisted(p, unlisted)])
+
+
+def _too_wide(source, workspace: Path) -> str | None:
+    """What is wrong with a source's root that is too wide to be walked (`/`, the home
+    folder, one holding it or the workspace: `source_config.root_problem`), or None."""
+    from miniclaw.memory.source_config import root_problem
+    from miniclaw.memory.sources import root_outside_workspace
+
+    if not root_outside_workspace(source, workspace):
+        return None
+    return root_problem(source.root_path(workspace), workspace)
 
 
 def _human(size: int) -> str:

@@ -123,3 +123,26 @@ def test_a_source_name_edited_into_config_json_that_add_refuses_is_a_warning(
     assert r"sources: long_term, daily_note, 'bad\x1b[2Jname', fine.name" in report["checked"]
     text = run(workspace, "doctor").stdout
     assert "\x1b" not in text and "1 warning" in text.splitlines()[-1]
+
+
+def test_a_source_too_wide_is_not_walked_for_the_index_staleness(workspace, isolated_home,
+                                                                 tmp_path, monkeypatch):
+    """Its finding said "not walked", but the staleness check of the index listed it all the
+    same: a hand-edited `/` root made doctor take minutes before it could say so. The
+    index's rows of that source are not called stale either."""
+    from miniclaw import doctor
+    from miniclaw.memory import sources
+
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    write(tmp_path, "elsewhere/CLAUDE.md", "# Notes\n\n- kept apart\n")
+    assert run(workspace, "memory", "index").returncode == 0
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(tmp_path),
+                                          "name": "above"})
+    listed = []
+    real = sources.listing
+    monkeypatch.setattr(sources, "listing",
+                        lambda source, ws: listed.append(source.name) or real(source, ws))
+    report = doctor.examine(workspace).to_dict()
+    assert "above" not in listed and {"long_term", "daily_note"} <= set(listed)
+    assert [f["path"] for f in report["findings"] if f["check"] == "index"] == []
+    assert [f["path"] for f in report["findings"] if f["check"] == "sources"] == [str(tmp_path)]
