@@ -361,8 +361,12 @@ def test_private_words_typed_in_a_query_or_message_never_come_out(tmp_path, data
                 else:
                     seen += [json.dumps(found.to_dict(), ensure_ascii=False),
                              search_text(found, Style(False)), " ".join(found.suggestions)]
-                built = await ContextBuilder(store, mode="bm25").build(text)
-                seen.append(json.dumps(built.to_dict(), ensure_ascii=False))
+                try:  # a message left empty is refused, its error the text it holds
+                    built = await ContextBuilder(store, mode="bm25").build(text)
+                except UsageError as exc:
+                    seen.append(str(exc))
+                else:
+                    seen.append(json.dumps(built.to_dict(), ensure_ascii=False))
         out, err = io.StringIO(), io.StringIO()
         chat = ChatSession.open(ws, EchoProvider(), out=out, err=err, mode="bm25",
                                 format_search=lambda found: search_text(found, Style(False)))
