@@ -12,11 +12,13 @@ its requests in and closes stdin loses the last answers. Here:
   usable one, else null. A malformed response from the client is never answered, and a blank
   line is no message;
 - the end of the input waits for the answers to the requests already read (those not
-  cancelled by the client), up to `DRAIN_SECONDS`.
+  cancelled by the client), up to `DRAIN_SECONDS`;
+- a client that closed its end (stdout) is written to no more, and the server ends quietly.
 
 Like the SDK, it keeps the wire on descriptors of its own and points fd 0 at /dev/null and fd
-1 at stderr, so stray output never reaches the client. Pipes, sockets and terminals are read
-and written by the event loop; anything else (a file) through worker threads, as the SDK does.
+1 at stderr, so stray output never reaches the client. Pipes, sockets and terminals (opened
+again: `_own`) are read and written by the event loop, each end chosen on its own; a file
+through worker threads, as the SDK does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import stat
 
 import anyio
@@ -31,35 +34,53 @@ from mcp import types
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-DRAIN_SECONDS = 30.0  # at the end of input, how long answers still due are waited for
+# At the end of input, how long answers still due are waited for; past it the SDK answers
+# them -32000 "Connection closed" (and the server still waits for their work to end).
+DRAIN_SECONDS = 30.0
 _MAX_LINE = 256 * 1024 * 1024  # as good as no limit (the SDK has none); past it, not read
 
 
 async def open_wire() -> tuple[Lines, LineWriter]:
-    """The client's lines (checked) and the writer of the answers, on descriptors of our own."""
-    wire_in, wire_out = os.dup(0), os.dup(1)
+    """The client's lines (checked) and the writer of the answers, on descriptors of our own,
+    each read or written by the event loop when it can wait on it, else by worker threads."""
+    (wire_in, loop_in), (wire_out, loop_out) = _own(os.dup(0)), _own(os.dup(1))
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    if all(_by_loop(fd) for fd in (wire_in, wire_out)):
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                     os.fdopen(wire_in, "rb", buffering=0))
+    loop = asyncio.get_running_loop()
+    if loop_out:
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0))
         writer = LineWriter(asyncio.StreamWriter(transport, protocol, None, loop))
+    else:
+        writer = LineWriter(anyio.wrap_file(os.fdopen(wire_out, "wb", buffering=0)))
+    if loop_in:
+        reader = asyncio.StreamReader(limit=_MAX_LINE)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                     os.fdopen(wire_in, "rb", buffering=0))
         return Lines(_PipeLines(reader), writer), writer
-    writer = LineWriter(anyio.wrap_file(os.fdopen(wire_out, "wb", buffering=0)))
     return Lines(anyio.wrap_file(os.fdopen(wire_in, "rb")), writer), writer
 
 
-def _by_loop(fd: int) -> bool:
-    """Whether the event loop can wait on it: a pipe, a socket or a terminal. A terminal read
-    by a worker thread kept the process alive after Ctrl-C, until a line was typed."""
+def _own(fd: int) -> tuple[int, bool]:
+    """(the descriptor to use, whether the event loop can wait on it): a pipe or a socket
+    as it is; a terminal opened again by its name, so that its file description is ours
+    alone (the event loop makes it non-blocking, and the one the shell and stderr share
+    stayed so after the server ended: `cat` then failed with "Resource temporarily
+    unavailable"). A terminal read by a worker thread kept the process alive after Ctrl-C
+    until a line was typed; a file is read and written by worker threads."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return fd, True
+    if not os.isatty(fd):
+        return fd, False
+    try:
+        mine = os.open(os.ttyname(fd), os.O_RDWR | os.O_NOCTTY)
+    except OSError:  # no name to open it by
+        return fd, False
+    os.close(fd)
+    return mine, True
 
 
 class _PipeLines:
@@ -84,49 +105,80 @@ class _PipeLines:
 
 class LineWriter:
     """Whole lines to the client, one at a time (the SDK's answers and ours share it), and the
-    ids of the requests they answer."""
+    requests still due an answer. A client that closed its end is written to no more: the
+    server then ends quietly (it ended with a traceback)."""
 
     def __init__(self, out) -> None:
         self.out = out  # an asyncio.StreamWriter, or an anyio AsyncFile of bytes
         self.lock = anyio.Lock()
-        self.due: set[int | str] = set()  # requests read and not yet answered
+        self.due: dict[int | str, int] = {}  # request id -> answers still due (ids may repeat)
         self.settled = asyncio.Event()  # set while nothing is due
         self.settled.set()
+        self.closed = False  # the client closed its end
 
-    async def write(self, text: str) -> None:
-        if self.due:
-            self._answered(text)
+    async def write(self, text: str, *, counted: bool = True) -> None:
+        """Write a line; an answer of the SDK's (`counted`) settles its request. Ours, to a
+        line that was no request, settles none (its id may be one still due)."""
+        if self.closed:
+            return
         data = text.encode("utf-8", errors="replace")
-        async with self.lock:
-            if isinstance(self.out, asyncio.StreamWriter):
-                self.out.write(data)
-            else:
-                await self.out.write(data)
+        try:
+            async with self.lock:
+                if isinstance(self.out, asyncio.StreamWriter):
+                    self.out.write(data)
+                else:
+                    await self.out.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.closed = True
+            return
+        if counted and self.due:
+            self.forget(_answered_id(text))
 
     async def flush(self) -> None:
-        async with self.lock:
-            if isinstance(self.out, asyncio.StreamWriter):
-                await self.out.drain()
-            else:
-                await self.out.flush()
+        if self.closed:
+            return
+        try:
+            async with self.lock:
+                if isinstance(self.out, asyncio.StreamWriter):
+                    await self.out.drain()
+                else:
+                    await self.out.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.closed = True
 
     def expect(self, request_id: int | str) -> None:
-        self.due.add(request_id)
+        self.due[request_id] = self.due.get(request_id, 0) + 1
         self.settled.clear()
 
-    def forget(self, request_id: int | str) -> None:
-        """A request that needs no answer any more (the client cancelled it)."""
-        self.due.discard(request_id)
+    def forget(self, request_id: object) -> None:
+        """One request of this id needs no answer any more (answered, or cancelled)."""
+        left = self.due.get(request_id, 0) - 1  # type: ignore[arg-type]
+        if left > 0:
+            self.due[request_id] = left  # type: ignore[index]
+        else:
+            self.due.pop(request_id, None)  # type: ignore[arg-type]
         if not self.due:
             self.settled.set()
 
-    def _answered(self, text: str) -> None:
-        try:
-            message = json.loads(text)
-        except ValueError:
-            return
-        if isinstance(message, dict) and "method" not in message:
-            self.forget(message.get("id"))
+
+_ANSWER_START = re.compile(r'\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)":')
+
+
+def _answered_id(text: str) -> object:
+    """The id of the request an outgoing line answers (None for a line that answers none: a
+    notification, a request to the client). Read from the line's start, as the SDK writes
+    an answer (`jsonrpc`, `id`, then `result` or `error`), not by parsing a whole answer
+    that may be megabytes; any other form is parsed whole."""
+    found = _ANSWER_START.match(text)
+    if found:
+        return json.loads(found.group(1))
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(message, dict) and "method" not in message:
+        return message.get("id")
+    return None
 
 
 class Lines:
@@ -142,6 +194,8 @@ class Lines:
 
     async def __anext__(self) -> str:
         async for raw in self.source:
+            if self.writer.closed:  # nobody reads the answers: the session is over
+                raise StopAsyncIteration
             line = raw.decode("utf-8", errors="replace")
             if not line.strip():
                 continue
@@ -149,10 +203,11 @@ class Lines:
             if answer is None:
                 return line
             if answer:
-                await self.writer.write(answer + "\n")
+                await self.writer.write(answer + "\n", counted=False)
                 await self.writer.flush()
-        with anyio.move_on_after(DRAIN_SECONDS):
-            await self.writer.settled.wait()
+        if not self.writer.closed:
+            with anyio.move_on_after(DRAIN_SECONDS):
+                await self.writer.settled.wait()
         raise StopAsyncIteration
 
     def _check(self, line: str) -> str | None:
@@ -160,15 +215,14 @@ class Lines:
         to answer with ("" for none)."""
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValueError:
+        except (ValueError, RecursionError):
             return error_answer(line, refused=True)
         if isinstance(message, types.JSONRPCRequest):
             self.writer.expect(message.id)
         elif isinstance(message, types.JSONRPCNotification):
-            if '"id"' in line:  # the SDK reads a request with a bad id as a notification
-                found = error_answer(line, refused=False)
-                if found:
-                    return found
+            found = error_answer(line, refused=False)  # the SDK reads a bad id as no id
+            if found:
+                return found
             if message.method == "notifications/cancelled" and isinstance(message.params, dict):
                 self.writer.forget(message.params.get("requestId"))
         return None
@@ -179,8 +233,8 @@ def error_answer(line: str, refused: bool) -> str:
     due: a malformed response, which is never answered, or a line found valid here that the
     SDK did not refuse)."""
     try:
-        message = json.loads(line)
-    except ValueError:
+        message = json.loads(line, parse_constant=_not_json)
+    except (ValueError, RecursionError):  # nested past Python's limit: not read as JSON
         return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
     if isinstance(message, list):
         return _error(None, INVALID_REQUEST,
@@ -206,6 +260,11 @@ def error_answer(line: str, refused: bool) -> str:
     else:
         return ""
     return _error(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+
+
+def _not_json(constant: str):
+    """NaN and Infinity, which Python's json reads and JSON has not."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> str:

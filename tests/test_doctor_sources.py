@@ -133,11 +133,17 @@ def test_a_source_too_wide_is_not_walked_for_the_index_staleness(workspace, isol
     from miniclaw import doctor
     from miniclaw.memory import sources
 
+    import sqlite3
+
+    from miniclaw import config
+
     write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
     write(tmp_path, "elsewhere/CLAUDE.md", "# Notes\n\n- kept apart\n")
-    assert run(workspace, "memory", "index").returncode == 0
     _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(tmp_path),
                                           "name": "above"})
+    assert run(workspace, "memory", "index").returncode == 0  # a search reads it all the same
+    with sqlite3.connect(config.index_path(workspace)) as conn:
+        assert conn.execute("SELECT count(*) FROM files WHERE source = 'above'").fetchone()[0]
     listed = []
     real = sources.listing
     monkeypatch.setattr(sources, "listing",

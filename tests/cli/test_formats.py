@@ -69,6 +69,10 @@ def test_a_writing_command_takes_format_too(runner: CliRunner, filled: Path, com
     done = run(runner, filled, *command, "--format", "json")
     assert done.exit_code == 0, done.stderr
     assert WRITERS[command] <= json.loads(done.stdout).keys()
+    if command[:2] != ("memory", "forget"):  # forgotten already: nothing left to forget
+        again = run(runner, filled, *command, "-f", "TEXT")
+        assert again.exit_code == 0 and again.stdout.strip()
+        assert not again.stdout.lstrip().startswith("{")
 
 
 def _stable(report: dict) -> dict:

@@ -169,6 +169,9 @@ MALFORMED = {  # a line -> the id and code of its answer, and what the message s
     '{"jsonrpc": "2.0", "method": 5}': (None, -32600, '"method" must be a string'),
     '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}': (None, -32600, '"id" must be a string or'),
     '{"jsonrpc": "2.0", "id": null, "method": "ping"}': (None, -32600, '"id" must be a string or'),
+    '{"jsonrpc": "2.0", "\\u0069d": 2.5, "method": "ping"}': (None, -32600, '"id" must be a'),
+    '{"jsonrpc": "2.0", "id": NaN, "method": "ping"}': (None, -32700, "not JSON"),
+    "[" * 100_000 + "]" * 100_000: (None, -32700, "not JSON"),  # json.loads: RecursionError
 }
 
 
@@ -222,27 +225,56 @@ def test_the_wire_from_and_to_files_is_checked_the_same(memories, tmp_path):
     assert [a["error"]["code"] for a in answers if "error" in a] == [-32700]
 
 
-def test_ctrl_c_ends_the_server_at_a_terminal(memories):
+@pytest.mark.parametrize("stdout", ["terminal", "file"])
+def test_ctrl_c_ends_the_server_at_a_terminal(memories, tmp_path, stdout):
     """stdin a terminal: a worker thread blocked reading it kept the process alive after
-    Ctrl-C until a line was typed; the event loop reads a terminal now."""
+    Ctrl-C until a line was typed; the event loop reads a terminal now (whatever stdout
+    is), on a description of its own: the terminal the shell shares is left blocking
+    (`cat` failed on it afterwards)."""
+    import fcntl
     import pty
     import select
     import signal
 
     master, slave = pty.openpty()
+    out = open(tmp_path / "answers", "w") if stdout == "file" else slave
     proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(memories), "mcp"],
-                            stdin=slave, stdout=slave, stderr=slave, close_fds=True, env=server_env())
-    os.close(slave)
+                            stdin=slave, stdout=out, stderr=slave, close_fds=True, env=server_env())
     seen = ""
     try:
         os.write(master, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
-        while '"result"' not in seen:
-            ready, _, _ = select.select([master], [], [], 30)
-            assert ready, seen
-            seen += os.read(master, 4096).decode()
+        answers = (lambda: seen) if stdout == "terminal" else \
+            (lambda: (tmp_path / "answers").read_text())
+        deadline = time.monotonic() + 30
+        while '"result"' not in answers():
+            assert time.monotonic() < deadline, seen
+            if select.select([master], [], [], 0.1)[0]:
+                seen += os.read(master, 4096).decode()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0, seen
+        assert not fcntl.fcntl(slave, fcntl.F_GETFL) & os.O_NONBLOCK
     finally:
         proc.kill()
         os.close(master)
+        os.close(slave)
+        if stdout == "file":
+            out.close()
     assert "Traceback" not in seen
+
+
+def test_a_client_that_closes_its_end_ends_the_server_quietly(memories):
+    """Nobody reads the answers any more: exit 0, no traceback (it was an ExceptionGroup
+    ending in ConnectionResetError)."""
+    proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(memories), "mcp"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=server_env())
+    proc.stdout.close()
+    with proc.stderr:
+        try:
+            proc.stdin.write("".join(f"{x}\n" for x in [*_handshake(), "not json", *(
+                json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}) for n in range(2, 40))]))
+            proc.stdin.close()
+        except BrokenPipeError:  # it ended before reading all of them
+            pass
+        errors = proc.stderr.read()
+    assert proc.wait(60) == 0 and "Traceback" not in errors, errors
