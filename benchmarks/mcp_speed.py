@@ -54,8 +54,14 @@ def _search(n: int, query: str) -> str:
                                       "arguments": {"query": query, "limit": 5}})
 
 
+# The mode of both sides: bm25, the library's default. The server's own default is `auto`
+# (hybrid where the model is installed), which on this fresh index embeds 32 texts a search.
+MODE = "bm25"
+
+
 def _start(ws: Path, env: dict) -> subprocess.Popen:
-    cmd = [str(Path(sys.executable).parent / "miniclaw"), "--workspace", str(ws), "mcp"]
+    cmd = [str(Path(sys.executable).parent / "miniclaw"), "--workspace", str(ws), "mcp",
+           "--mode", MODE]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env)
 
@@ -129,11 +135,11 @@ async def warm_pairs(store: MemoryStore, ws: Path, env: dict,
     proc.stdin.write(_opening() + _search(2, "warm up query"))
     proc.stdin.flush()
     _answer(proc, 2)
-    await store.search_memories("warm up query", limit=5, days=None)
+    await store.search_memories("warm up query", limit=5, days=None, mode=MODE)
     library, served = [], []
     for n, query in enumerate(queries, 3):
         start = time.perf_counter()
-        await store.search_memories(query, limit=5, days=None)
+        await store.search_memories(query, limit=5, days=None, mode=MODE)
         library.append(time.perf_counter() - start)
         start = time.perf_counter()
         proc.stdin.write(_search(n, query))
