@@ -18,7 +18,7 @@ It prints, after building the index once:
                 warm-up call: a line written on stdin to its answer read on stdout (no client
                 library in the way), and its ratio to the library p50
 
-Run (from the repo root): .venv/bin/python benchmarks/mcp_speed.py [--size L] [--queries 200]
+Run (from the repo root): .venv/bin/python benchmarks/mcp_speed.py [--size L] [--queries 200] [--mode bm25]
 Nothing touches the real home: the index and the cache are in a temporary directory.
 """
 
@@ -154,7 +154,11 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="L", choices=sorted(SIZES))
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--mode", default=MODE, help="both sides' search mode (default bm25; a "
+                    "semantic one embeds the fresh index's texts as it searches)")
     args = ap.parse_args()
+    global MODE
+    MODE = args.mode
     with tempfile.TemporaryDirectory(prefix="miniclaw-mcp-speed-") as tmp:
         base = Path(tmp)
         ws = base / "workspace"
