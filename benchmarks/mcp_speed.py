@@ -151,13 +151,13 @@ async def warm_pairs(store: MemoryStore, ws: Path, env: dict,
 
 
 async def main() -> None:
+    global MODE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="L", choices=sorted(SIZES))
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--mode", default=MODE, help="both sides' search mode (default bm25; a "
+    ap.add_argument("--mode", default="bm25", help="both sides' search mode (default bm25; a "
                     "semantic one embeds the fresh index's texts as it searches)")
     args = ap.parse_args()
-    global MODE
     MODE = args.mode
     with tempfile.TemporaryDirectory(prefix="miniclaw-mcp-speed-") as tmp:
         base = Path(tmp)
