@@ -84,8 +84,10 @@ def _own(fd: int) -> tuple[int, bool]:
 
 
 class _PipeLines:
-    """A pipe's (or terminal's) lines (bytes) by the event loop; a line past `_MAX_LINE` is one that cannot
-    be read (answered as not JSON)."""
+    """A pipe's (or terminal's) lines (bytes) by the event loop. A line past the reader's
+    limit (`_MAX_LINE`) is one line that cannot be read, answered once as not JSON: it is
+    skipped to its end (`readline` dropped only what it had buffered, and the rest of the
+    line came back as more lines, each answered)."""
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self.reader = reader
@@ -95,12 +97,25 @@ class _PipeLines:
 
     async def __anext__(self) -> bytes:
         try:
-            line = await self.reader.readline()
-        except ValueError:  # past the limit: what was read of it is gone
+            return await self.reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:  # the input ended (maybe mid-line)
+            if not end.partial:
+                raise StopAsyncIteration from None
+            return end.partial
+        except asyncio.LimitOverrunError:
+            await self._skip_line()
             return b"\0\n"
-        if not line:
-            raise StopAsyncIteration
-        return line
+
+    async def _skip_line(self) -> None:
+        """Drop the rest of an overlong line, its newline included (or up to the end)."""
+        while True:
+            try:
+                await self.reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as over:  # still no end within the limit
+                await self.reader.readexactly(max(over.consumed, 1))
+            except asyncio.IncompleteReadError:
+                return
 
 
 class LineWriter:

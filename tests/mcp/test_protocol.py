@@ -278,3 +278,24 @@ def test_a_client_that_closes_its_end_ends_the_server_quietly(memories):
             pass
         errors = proc.stderr.read()
     assert proc.wait(60) == 0 and "Traceback" not in errors, errors
+
+
+async def test_a_line_past_the_limit_is_one_line_skipped_to_its_end():
+    """asyncio's readline dropped only what it had buffered of an overlong line: the rest
+    came back as more lines, and the client got an error answer for each."""
+    from miniclaw.mcp_wire import _PipeLines
+
+    reader = asyncio.StreamReader(limit=16)
+    chunks = [b'{"a": 1}\n', b"x" * 10, b"y" * 30, b"z" * 50 + b'\n{"b": 2}\n',
+              b"w" * 40 + b"\n", b"tail"]
+
+    async def feed():
+        for chunk in chunks:
+            reader.feed_data(chunk)
+            await asyncio.sleep(0.01)
+        reader.feed_eof()
+
+    feeding = asyncio.ensure_future(feed())
+    lines = [line async for line in _PipeLines(reader)]
+    await feeding
+    assert lines == [b'{"a": 1}\n', b"\0\n", b'{"b": 2}\n', b"\0\n", b"tail"]
