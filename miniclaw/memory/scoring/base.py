@@ -16,6 +16,10 @@ statistics) and `term_score_sql`, the SQL expression of one term's contribution,
 (the term's count in the entry), `e.length` (the entry's length in terms) and `:avgdl` (the
 typical length: the median, see `index.corpus`).
 
+A retriever may say how many entries per source it brings to a search that ranks more
+than its results (`candidates`; the ranker's 50 without it): the vector retriever brings
+30, as deep a list as 50 on both dev sets and less to read and give context to.
+
 A mode may also set the stages' parameters: `neighbor_weights`, (offset, share) pairs for
 neighbour context in sequence sources (`neighbours.py`; offset -1 is the entry right
 before), and `date_weight`, the share of its score a matching entry gains when it is dated

@@ -63,6 +63,11 @@ STORED_BYTES = embedding.DIM * 2  # a vector as stored: bfloat16 (above)
 _FLOAT32_BYTES = embedding.DIM * 4  # as older indexes stored it: converted when read
 EMBED_PER_SEARCH = 32  # texts a search embeds before it ranks with what it has (~0.3 s)
 EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_missing`
+# Entries per source the cosine brings to a fusion (BM25 brings the ranker's 50): turn
+# recall@5 with 30, 40 and 50 within 0.003 on both dev sets (benchmarks/README.md, "int8
+# queries"), and a warm hybrid search on L ~2.5 ms shorter with 30 than with 50: fewer texts
+# to map to entries, to give neighbour context and to score by BM25 too.
+CANDIDATES = 30
 WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if too few pass)
 # A cosine below this is not a match: MiniLM put unrelated sentences at about -0.1 to 0.15 in
 # our tests, and without a floor every search would "find" every memory.
@@ -232,7 +237,7 @@ class _Awaited:
 def _query_vector(text: str):
     """A query's vector: embedding it is most of a warm hybrid search, and a chat or an agent
     asks the same question again."""
-    vector = embedding.load().embed([text])[0]
+    vector = embedding.load().embed_query(text)
     vector.flags.writeable = False
     return vector
 
@@ -245,6 +250,7 @@ class VectorRetriever:
     # a short turn's cosine takes context from its neighbours' (`neighbours.py`, by length)
     neighbours: ClassVar[bool] = True
     bounded: ClassVar[bool] = True  # a cosine means the same for every query: fused as it is
+    candidates: ClassVar[int] = CANDIDATES
     _query = _Awaited()
     _similar = _Awaited()
 
