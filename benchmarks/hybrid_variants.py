@@ -258,10 +258,26 @@ def weight(value: str) -> None:
 
 
 def candidates(value: str) -> None:
-    """entries per source and retriever before fusion (50)"""
+    """entries per source BM25 brings to the fusion (50)"""
     from miniclaw.memory import ranker
 
     ranker._CANDIDATES = int(value)
+
+
+def vcandidates(value: str) -> None:
+    """entries per source the cosine brings to the fusion (30)"""
+    from miniclaw.memory.scoring import semantic
+
+    semantic.VectorRetriever.candidates = int(value)
+
+
+def floatquery() -> None:
+    """the query embedded by the memories' graph (float products), as before 2026-11-27
+    night, not by the int8 query graph"""
+    from miniclaw.memory import embedding
+
+    cached = embedding.load()  # the vector cache (`install`): memories' vectors, by text
+    cached.embed_query = lambda text: cached.embed([text])[0]
 
 
 def floor(value: str) -> None:
@@ -634,7 +650,7 @@ def float32() -> None:
     semantic._float32 = lambda stored: np.frombuffer(stored, np.float32)
 
 
-VARIANTS = {f.__name__: f for f in (base, weight, candidates, floor, shift, cosbest, minmax,
+VARIANTS = {f.__name__: f for f in (base, weight, candidates, vcandidates, floatquery, floor, shift, cosbest, minmax,
                                     bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
                                     qstrip, timecue, longterms, nobmctx, prf, vprf, fbterms,
                                     fbdocs, ctxembed, bmmax, qonly, qonlyall, noqonly, float32)}

@@ -233,7 +233,7 @@ step("import_onnxruntime", lambda: __import__("onnxruntime"))
 # no `tokenizers` step: an ASCII query is split without it (embedding.ascii_ids)
 step("session", embedding.load)
 model = embedding.load()
-step("first_query", lambda: model.embed(["what did I plan for the trip?"]))
+step("first_query", lambda: model.embed_query("what did I plan for the trip?"))
 print(json.dumps(out))
 """
 

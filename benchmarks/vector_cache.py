@@ -29,9 +29,18 @@ class CachedEmbedder:
         self.hits = self.misses = 0
 
     def embed(self, texts: Sequence[str]):
+        return self._cached(texts, [hashlib.sha256(t.encode("utf-8")).digest() for t in texts],
+                            lambda model, todo: model.embed(todo))
+
+    def embed_query(self, text: str):
+        """A query's vector (the query graph's, `Embedder.embed_query`), cached apart from
+        the same text's vector as a memory."""
+        key = hashlib.sha256(b"query\0" + text.encode("utf-8")).digest()
+        return self._cached([text], [key], lambda model, todo: [model.embed_query(t) for t in todo])[0]
+
+    def _cached(self, texts: Sequence[str], keys: list[bytes], compute):
         import numpy as np
 
-        keys = [hashlib.sha256(t.encode("utf-8")).digest() for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         known: dict[bytes, bytes] = {}
         for start in range(0, len(keys), 500):
@@ -43,7 +52,7 @@ class CachedEmbedder:
         if todo:
             if self._model is None:
                 self._model = self._real_load()
-            vectors = self._model.embed([texts[i] for i in todo])
+            vectors = compute(self._model, [texts[i] for i in todo])
             rows = [(keys[i], vectors[n].tobytes()) for n, i in enumerate(todo)]
             self._db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?)", rows)
             self._db.commit()

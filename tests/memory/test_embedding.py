@@ -90,8 +90,9 @@ def test_a_question_is_closest_to_the_note_that_answers_it():
     vectors = model.embed(notes)
     for question, answer in (("what does Caroline do for work?", 0),
                              ("did I go hiking?", 2)):
-        scores = vectors @ model.embed([question])[0]
-        assert int(scores.argmax()) == answer, (question, scores)
+        for query in (model.embed([question])[0], model.embed_query(question)):
+            scores = vectors @ query
+            assert int(scores.argmax()) == answer, (question, scores)
 
 
 @needs_model
@@ -100,9 +101,10 @@ def test_a_question_is_closest_to_the_note_that_answers_it():
 def test_any_text_gives_a_finite_unit_row(text):
     import numpy as np
 
-    row = embedding.load().embed([text])[0]
-    assert np.isfinite(row).all()
-    assert abs(float(np.linalg.norm(row)) - 1.0) < 1e-4 or not row.any()
+    model = embedding.load()
+    for row in (model.embed([text])[0], model.embed_query(text)):
+        assert np.isfinite(row).all() and row.dtype == np.float32
+        assert abs(float(np.linalg.norm(row)) - 1.0) < 1e-4 or not row.any()
 
 
 @needs_model
