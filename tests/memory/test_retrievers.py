@@ -121,6 +121,35 @@ async def test_one_retriever_keeps_its_own_scores(store, workspace, hybrid):
     assert again.total == plain.total == 3
 
 
+async def test_each_retriever_brings_its_own_number_of_candidates(store, workspace,
+                                                                   monkeypatch):
+    """A retriever's `candidates` is how deep its list goes in a fusion (the vector's 30,
+    BM25 the ranker's 50 when it says nothing); never below the results asked for."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    asked: list[tuple[str, int]] = []
+
+    class Shallow(HashedEmbedding):
+        candidates = 2
+
+        def retrieve(self, index, source, request, k):
+            asked.append((self.name, k))
+            return super().retrieve(index, source, request, k)
+
+    bm25 = BM25Scorer()
+    monkeypatch.setattr(bm25, "retrieve", lambda *a: asked.append(("bm25", a[-1])) or
+                        BM25Scorer.retrieve(bm25, *a))
+    register_mode("shallow", lambda: SearchMode("shallow", (bm25, Shallow())))
+    try:
+        for limit, depth in ((1, 2), (4, 4)):
+            asked.clear()
+            found = await store.search("car repair", mode="shallow", limit=limit)
+            assert len(found.results) == limit
+            assert set(asked) == {("bm25", 50), ("hashed", depth)}
+    finally:
+        from miniclaw.memory import scoring
+        scoring._MODES.pop("shallow")
+
+
 async def test_filters_reach_every_retriever(store, workspace, hybrid):
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     fused = await store.search("automobile repair", mode=hybrid, exclude=["wash"])

@@ -64,8 +64,8 @@ _FLOAT32_BYTES = embedding.DIM * 4  # as older indexes stored it: converted when
 EMBED_PER_SEARCH = 32  # texts a search embeds before it ranks with what it has (~0.3 s)
 EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_missing`
 # Entries per source the cosine brings to a fusion (BM25 brings the ranker's 50): turn
-# recall@5 with 30, 40 and 50 within 0.003 on both dev sets (benchmarks/README.md, "int8
-# queries"), and a warm hybrid search on L ~2.5 ms shorter with 30 than with 50: fewer texts
+# recall@5 with 30 and 50 within 0.0001 on both dev sets (benchmarks/README.md, "Queries by
+# int8 products"), and a warm hybrid search on L ~2.5 ms shorter with 30 than with 50: fewer texts
 # to map to entries, to give neighbour context and to score by BM25 too.
 CANDIDATES = 30
 WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if too few pass)
