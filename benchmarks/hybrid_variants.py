@@ -650,8 +650,8 @@ def float32() -> None:
     semantic._float32 = lambda stored: np.frombuffer(stored, np.float32)
 
 
-VARIANTS = {f.__name__: f for f in (base, weight, candidates, vcandidates, floatquery, floor, shift, cosbest, minmax,
-                                    bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
+VARIANTS = {f.__name__: f for f in (base, weight, candidates, vcandidates, floatquery, floor,
+                                    shift, cosbest, minmax, bmsat, nonbvec, nbvec, nbvecshort, nbvecnojoin, nbvecprev,
                                     qstrip, timecue, longterms, nobmctx, prf, vprf, fbterms,
                                     fbdocs, ctxembed, bmmax, qonly, qonlyall, noqonly, float32)}
 

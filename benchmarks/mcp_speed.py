@@ -54,14 +54,9 @@ def _search(n: int, query: str) -> str:
                                       "arguments": {"query": query, "limit": 5}})
 
 
-# The mode of both sides: bm25, the library's default. The server's own default is `auto`
-# (hybrid where the model is installed), which on this fresh index embeds 32 texts a search.
-MODE = "bm25"
-
-
-def _start(ws: Path, env: dict) -> subprocess.Popen:
+def _start(ws: Path, env: dict, mode: str) -> subprocess.Popen:
     cmd = [str(Path(sys.executable).parent / "miniclaw"), "--workspace", str(ws), "mcp",
-           "--mode", MODE]
+           "--mode", mode]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env)
 
@@ -87,7 +82,7 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.stdout.close()
 
 
-def first_answers(ws: Path, env: dict, query: str) -> tuple[float, float, float]:
+def first_answers(ws: Path, env: dict, query: str, mode: str) -> tuple[float, float, float]:
     """(seconds to the initialize answer, to the first search's answer, to import the SDK
     in a bare process), medians."""
     to_init, to_search, sdk = [], [], []
@@ -97,7 +92,7 @@ def first_answers(ws: Path, env: dict, query: str) -> tuple[float, float, float]
                        check=True, env=env)
         sdk.append(time.perf_counter() - start)
         start = time.perf_counter()
-        proc = _start(ws, env)
+        proc = _start(ws, env, mode)
         proc.stdin.write(_opening() + _search(2, query))
         proc.stdin.flush()
         _answer(proc, 1)
@@ -127,19 +122,19 @@ def import_cpu(env: dict) -> dict[str, float]:
     return {name: statistics.median(seconds) for name, seconds in spent.items()}
 
 
-async def warm_pairs(store: MemoryStore, ws: Path, env: dict,
-                     queries: list[str]) -> tuple[list[float], list[float]]:
+async def warm_pairs(store: MemoryStore, ws: Path, env: dict, queries: list[str],
+                     mode: str) -> tuple[list[float], list[float]]:
     """Seconds of each query in this process's store and through the server, alternated
     (library, then server, same query), so that both see the same load on a noisy machine."""
-    proc = _start(ws, env)
+    proc = _start(ws, env, mode)
     proc.stdin.write(_opening() + _search(2, "warm up query"))
     proc.stdin.flush()
     _answer(proc, 2)
-    await store.search_memories("warm up query", limit=5, days=None, mode=MODE)
+    await store.search_memories("warm up query", limit=5, days=None, mode=mode)
     library, served = [], []
     for n, query in enumerate(queries, 3):
         start = time.perf_counter()
-        await store.search_memories(query, limit=5, days=None, mode=MODE)
+        await store.search_memories(query, limit=5, days=None, mode=mode)
         library.append(time.perf_counter() - start)
         start = time.perf_counter()
         proc.stdin.write(_search(n, query))
@@ -151,14 +146,14 @@ async def warm_pairs(store: MemoryStore, ws: Path, env: dict,
 
 
 async def main() -> None:
-    global MODE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="L", choices=sorted(SIZES))
     ap.add_argument("--queries", type=int, default=200)
+    # bm25 by default, the library's default; the server's own is `auto` (hybrid where the
+    # model is installed), which on this fresh index embeds 32 texts a search
     ap.add_argument("--mode", default="bm25", help="both sides' search mode (default bm25; a "
                     "semantic one embeds the fresh index's texts as it searches)")
     args = ap.parse_args()
-    MODE = args.mode
     with tempfile.TemporaryDirectory(prefix="miniclaw-mcp-speed-") as tmp:
         base = Path(tmp)
         ws = base / "workspace"
@@ -171,9 +166,9 @@ async def main() -> None:
         async with MemoryStore(ws) as store:
             await store.rebuild_index()
             time.sleep(2.1)  # files written under 2 s ago are re-checked by every search
-            to_init, to_search, sdk = first_answers(ws, env, queries[0])
+            to_init, to_search, sdk = first_answers(ws, env, queries[0], args.mode)
             cpu = import_cpu(env)
-            alone, served = await warm_pairs(store, ws, env, queries)
+            alone, served = await warm_pairs(store, ws, env, queries, args.mode)
     library = pct(alone, 0.5)
     p50, p95 = pct(served, 0.5), pct(served, 0.95)
     print(f"| {args.size} | library warm p50 {library * 1e3:.2f} ms | first answer "

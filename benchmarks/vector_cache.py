@@ -36,7 +36,8 @@ class CachedEmbedder:
         """A query's vector (the query graph's, `Embedder.embed_query`), cached apart from
         the same text's vector as a memory."""
         key = hashlib.sha256(b"query\0" + text.encode("utf-8")).digest()
-        return self._cached([text], [key], lambda model, todo: [model.embed_query(t) for t in todo])[0]
+        return self._cached([text], [key],
+                            lambda model, todo: [model.embed_query(t) for t in todo])[0]
 
     def _cached(self, texts: Sequence[str], keys: list[bytes], compute):
         import numpy as np

@@ -126,7 +126,7 @@ class LineWriter:
     def __init__(self, out) -> None:
         self.out = out  # an asyncio.StreamWriter, or an anyio AsyncFile of bytes
         self.lock = anyio.Lock()
-        self.due: dict[int | str, int] = {}  # request id -> answers still due (ids may repeat)
+        self.due: dict[object, int] = {}  # request id -> answers still due (ids may repeat)
         self.settled = asyncio.Event()  # set while nothing is due
         self.settled.set()
         self.closed = False  # the client closed its end
@@ -134,32 +134,28 @@ class LineWriter:
     async def write(self, text: str, *, counted: bool = True) -> None:
         """Write a line; an answer of the SDK's (`counted`) settles its request. Ours, to a
         line that was no request, settles none (its id may be one still due)."""
+        if await self._send(text.encode("utf-8", errors="replace")) and counted and self.due:
+            self.forget(_answered_id(text))
+
+    async def flush(self) -> None:
+        await self._send(None)
+
+    async def _send(self, data: bytes | None) -> bool:
+        """Write `data` (None: flush what is written); False once the client closed its end."""
         if self.closed:
-            return
-        data = text.encode("utf-8", errors="replace")
+            return False
+        stream = isinstance(self.out, asyncio.StreamWriter)
         try:
             async with self.lock:
-                if isinstance(self.out, asyncio.StreamWriter):
+                if data is None:
+                    await (self.out.drain() if stream else self.out.flush())
+                elif stream:
                     self.out.write(data)
                 else:
                     await self.out.write(data)
         except (BrokenPipeError, ConnectionResetError):
             self.closed = True
-            return
-        if counted and self.due:
-            self.forget(_answered_id(text))
-
-    async def flush(self) -> None:
-        if self.closed:
-            return
-        try:
-            async with self.lock:
-                if isinstance(self.out, asyncio.StreamWriter):
-                    await self.out.drain()
-                else:
-                    await self.out.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.closed = True
+        return not self.closed
 
     def expect(self, request_id: int | str) -> None:
         self.due[request_id] = self.due.get(request_id, 0) + 1
@@ -167,11 +163,11 @@ class LineWriter:
 
     def forget(self, request_id: object) -> None:
         """One request of this id needs no answer any more (answered, or cancelled)."""
-        left = self.due.get(request_id, 0) - 1  # type: ignore[arg-type]
+        left = self.due.get(request_id, 0) - 1
         if left > 0:
-            self.due[request_id] = left  # type: ignore[index]
+            self.due[request_id] = left
         else:
-            self.due.pop(request_id, None)  # type: ignore[arg-type]
+            self.due.pop(request_id, None)
         if not self.due:
             self.settled.set()
 

@@ -130,12 +130,10 @@ def test_a_source_too_wide_is_not_walked_for_the_index_staleness(workspace, isol
     """Its finding said "not walked", but the staleness check of the index listed it all the
     same: a hand-edited `/` root made doctor take minutes before it could say so. The
     index's rows of that source are not called stale either."""
-    from miniclaw import doctor
-    from miniclaw.memory import sources
-
     import sqlite3
 
-    from miniclaw import config
+    from miniclaw import config, doctor
+    from miniclaw.memory import sources
 
     write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
     write(tmp_path, "elsewhere/CLAUDE.md", "# Notes\n\n- kept apart\n")

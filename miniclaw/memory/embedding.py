@@ -65,9 +65,7 @@ MAX_TOKENS = 256  # the model's max_seq_length; longer texts are cut, as it was 
 # search) took ~6 ms instead of ~9-20 on 2 loaded cores, with the same CPU time. Not spinning
 # between runs: a spinning thread cost twice the CPU time here.
 THREADS = 2
-# The model's two graphs (`_session`): memories are embedded by the package's graph (float
-# products, the vectors an index keeps); queries by it rewritten with int8 products.
-TEXT_GRAPH, QUERY_GRAPH = "", "query"
+TEXT_GRAPH, QUERY_GRAPH = "", "query"  # the model's two graphs (above): memories', queries'
 BATCH = 8  # texts per model run: larger batches were slower per text here (benchmarks/README.md)
 VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
