@@ -76,7 +76,7 @@ def plant_every_problem(workspace: Path, home: Path, tmp_path: Path) -> Path:
     write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
     assert run(workspace, "memory", "index").returncode == 0
     (memory / "2026-02-01.md").write_bytes(b"# Daily Note\n\n## 09:00:00 UTC\n\nbad \xff byte\n")
-    write(workspace, "memory/2026-02-02.md", "## 09:00:00 UTC\n\nok\n\n<private>\nsecret pin 4321\n")
+    write(workspace, "memory/2026-02-02.md", "## 09:00:00 UTC\n\nok\n\n<private>\nsecret pin zebra-quartz\n")
     write(workspace, "memory/2026-02-03.md",
           "---\nMet Sam: about the budget, 40k approved\n---\n\n## 09:00:00 UTC\n\nhi\n")
     (memory / "2026-02-04.md").mkdir()  # not a regular file
@@ -89,7 +89,7 @@ def plant_every_problem(workspace: Path, home: Path, tmp_path: Path) -> Path:
         near.write(b"## 09:00:00 UTC\n\n" + b"word " * (3 * 1024 * 1024))
     # Named as `files.replace_bytes` names its temp file; and a user's own file it must spare.
     fd, temp = tempfile.mkstemp(prefix=".2026-02-01.md.", suffix=".tmp", dir=memory)
-    os.write(fd, b"a full copy, secret pin 4321\n")
+    os.write(fd, b"a full copy, secret pin zebra-quartz\n")
     os.close(fd)
     (memory / ".MEMORY.md.mine.tmp").write_text("the user's own\n")
     write(workspace, "memory/notes.md", "- not a memory file\n")
@@ -143,7 +143,7 @@ def test_every_planted_problem_is_a_finding_and_nothing_is_written(
     one(base_url, "error", "not reachable")
     one(str(tmp_path / "gone"), "error", "root folder is not reachable")
     one(None, "info", "not registered with Claude Code", str(isolated_home / ".claude.json"))
-    assert "4321" not in done.stdout + done.stderr  # private text never in the report
+    assert "zebra-quartz" not in done.stdout + done.stderr  # private text never in the report
     assert any(line.endswith(": 8 memory files") for line in report["checked"])
 
 

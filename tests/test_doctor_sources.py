@@ -37,7 +37,7 @@ def test_each_sources_files_are_checked_and_its_staleness_seen(workspace, isolat
     root = tmp_path / "app" / ".claude" / "memory"
     write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
     write(root, "patterns.md", "# Patterns\n- Use snake_case\n")
-    write(root, "progress.md", "# Progress\n- one\n<private>\n- secret pin 4321\n")
+    write(root, "progress.md", "# Progress\n- one\n<private>\n- secret pin zebra-quartz\n")
     (root / "bad.md").write_bytes(b"# Bad\n- caf\xe9\n")
     _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root), "name": "app"})
     register_mcp(isolated_home)
@@ -48,7 +48,7 @@ def test_each_sources_files_are_checked_and_its_staleness_seen(workspace, isolat
     assert "UTF-8" in found[(f"{root}/bad.md", "warning")]
     assert any(line.startswith("source app ") and line.endswith("3 files")
                for line in report["checked"])
-    assert "4321" not in json.dumps(report)
+    assert "zebra-quartz" not in json.dumps(report)
 
     write(root, "patterns.md", "# Patterns\n- Use snake_case\n- And kebab-case for files\n")
     stale = [f for f in _report(workspace)["findings"] if f["check"] == "index"]

@@ -81,7 +81,7 @@ async def test_what_an_unreadable_folder_held_is_not_served_from_the_index(
     assert found.results == [] and found.corrections == ()
     assert _indexed_paths(store) == set()
     said = json.dumps([w.to_dict() for w in found.warnings])
-    assert "zebra" not in said and "4321" not in said
+    assert "zebra" not in said
 
 
 async def test_an_unreadable_sessions_folder_is_a_warning_of_sessions_search(
