@@ -23,43 +23,88 @@ the floor (0.2): a turn that is no match is not brought in by a close one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 MAX_GAP_S = 30 * 60
 SHORT_TERMS = 20  # index terms (~200 characters) up to which a cosine takes full context
 
 
-def add_neighbour_scores(index, own: dict[int, float], filters,
-                         shares: tuple[tuple[int, float], ...],
-                         parts_of: Callable[[list[int]], dict[int, dict[str, float]]],
-                         source=None, bounded: bool = False,
-                         floor: float = 0.0) -> dict[int, float]:
+class Lookups:
+    """What the neighbour stages of one search of one source read from the index, read once:
+    each entry's neighbours, whether it passes the filters, its length, and each retriever's
+    parts of its score. In a fusion the stages ask about many of the same entries (BM25's
+    candidates and the cosine's are each other's neighbours, and BM25 gives context to the
+    cosine's candidates too): asked again, an entry is not read again. Within one search's
+    snapshot an entry's answers cannot change."""
+
+    def __init__(self, index, request, source, reach: int) -> None:
+        self.index, self.request, self.source, self.reach = index, request, source, reach
+        self._around: dict[int, list[tuple[int, int]]] = {}
+        self._passes: dict[int, bool] = {}
+        self._lengths: dict[int, int | None] = {}
+        self._parts: dict[int, dict[int, dict[str, float]]] = {}  # id(retriever) -> by entry
+
+    def around(self, entry_ids) -> dict[int, list[tuple[int, int]]]:
+        """(entry id, offset) of each entry's neighbours within `reach` (`index.neighbours`)."""
+        known = self._around
+        todo = [i for i in entry_ids if i not in known]
+        if todo:
+            known.update(self.index.neighbours(todo, self.reach, MAX_GAP_S))
+        return {i: known.get(i, []) for i in entry_ids}
+
+    def passing(self, entry_ids) -> list[int]:
+        """The entries that pass the search's filters, in the order given."""
+        known = self._passes
+        todo = [i for i in entry_ids if i not in known]
+        if todo:
+            kept = set(self.index.filter_ids(todo, self.request.filters, self.source))
+            known.update((i, i in kept) for i in todo)
+        return [i for i in entry_ids if known[i]]
+
+    def lengths(self, entry_ids) -> dict[int, int]:
+        known = self._lengths
+        todo = [i for i in entry_ids if i not in known]
+        if todo:
+            found = self.index.lengths(todo)
+            known.update((i, found.get(i)) for i in todo)
+        return {i: known[i] for i in entry_ids if known[i] is not None}
+
+    def parts(self, retriever, entry_ids) -> dict[int, dict[str, float]]:
+        """The retriever's score of each entry by part (`Retriever.parts`), asked once. (The
+        retrievers are the search's mode's: alive, so their ids are theirs alone.)"""
+        known = self._parts.setdefault(id(retriever), {})
+        todo = sorted({i for i in entry_ids if i not in known})
+        if todo:
+            known.update(retriever.parts(self.index, todo, self.request))
+        return {i: known.get(i, {}) for i in entry_ids}
+
+
+def add_neighbour_scores(lookups: Lookups, own: dict[int, float],
+                         shares: tuple[tuple[int, float], ...], retriever,
+                         bounded: bool = False, floor: float = 0.0) -> dict[int, float]:
     """The candidates' scores with neighbour shares added, and the neighbours that joined:
     the neighbour stage over any retriever's candidates of one sequence source.
 
     `own` holds the candidates' own scores; their neighbours that pass the filters and hold
-    a query word join the candidates. `shares` are (offset, share of that neighbour's
-    score); `parts_of` is the retriever's score of entries by part (`Retriever.parts`);
-    `source`, when given, is the candidates' source (neighbours share an entry's file);
-    `bounded` scores (a cosine) lend what is above the entry's own, by its length; a
-    neighbour joins only when its own score reaches `floor` (below, a cosine is no match).
-    Runs in a worker thread (it queries the index). Only a neighbour that holds a query
-    word can join, so only such newcomers have their own neighbours looked up (on long
-    conversations, looking up every neighbour's neighbours was most of a search's time).
+    a query word join the candidates. `lookups` reads the index for this search of the
+    source (neighbours share an entry's file; `Lookups`); `shares` are (offset, share of
+    that neighbour's score); the retriever's `parts` scores entries by part; `bounded` scores (a cosine) lend what is above the entry's own, by its
+    length; a neighbour joins only when its own score reaches `floor` (below, a cosine is
+    no match). Runs in a worker thread (it queries the index). Only a neighbour that holds
+    a query word can join, so only such newcomers have their own neighbours looked up (on
+    long conversations, looking up every neighbour's neighbours was most of a search's
+    time).
     """
     weight = dict(shares)
-    reach = max(abs(offset) for offset in weight)
     candidates = list(own)
-    around = index.neighbours(candidates, reach, MAX_GAP_S)
+    around = lookups.around(candidates)
     extra = {n for found in around.values() for n, _ in found} - own.keys()
-    parts = parts_of(sorted(extra | own.keys()))
-    newcomers = [i for i in index.filter_ids(sorted(extra), filters, source)
+    parts = lookups.parts(retriever, sorted(extra | own.keys()))
+    newcomers = [i for i in lookups.passing(sorted(extra))
                  if 0 < sum(parts[i].values()) >= floor]
-    around.update(index.neighbours(newcomers, reach, MAX_GAP_S))
+    around.update(lookups.around(newcomers))
     further = {n for i in newcomers for n, _ in around[i]} - parts.keys()
-    parts.update(parts_of(sorted(further)))
+    parts.update(lookups.parts(retriever, sorted(further)))
     boosted = dict(own)
-    shortness = _shortness(index, candidates + newcomers) if bounded else {}
+    shortness = _shortness(lookups, candidates + newcomers) if bounded else {}
     for entry_id in candidates + newcomers:
         mine = parts[entry_id]
         base = own[entry_id] if entry_id in own else sum(mine.values())
@@ -84,8 +129,8 @@ def _missing_part(theirs: dict[str, float], mine: dict[str, float]) -> float:
     return sum(value for term, value in theirs.items() if term not in mine)
 
 
-def _shortness(index, entry_ids: list[int]) -> dict[int, float]:
+def _shortness(lookups: Lookups, entry_ids: list[int]) -> dict[int, float]:
     """How much of its meaning each entry takes from its neighbours: 1 up to `SHORT_TERMS`
     index terms, less the longer it is (a bounded score's context, above)."""
     return {i: min(1.0, SHORT_TERMS / max(length, 1))
-            for i, length in index.lengths(entry_ids).items()}
+            for i, length in lookups.lengths(entry_ids).items()}

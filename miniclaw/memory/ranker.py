@@ -27,7 +27,7 @@ from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.database import IndexReplaced
 from miniclaw.memory.index import Filters, Place, SearchIndex
-from miniclaw.memory.neighbours import add_neighbour_scores
+from miniclaw.memory.neighbours import Lookups, add_neighbour_scores
 from miniclaw.memory.options import (DEFAULT_DAYS, DEFAULT_LIMIT, MAX_DAYS,  # noqa: F401
                                      MAX_LIMIT, SearchOptions, check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
@@ -228,21 +228,25 @@ class MemoryRanker:
         in a sequence source (runs in a worker thread). Phrases are checked here, on the
         entries' text, among up to `PHRASE_CANDIDATES` entries holding all their words:
         inside the ranking, so `-n 5` still gives five results when five match."""
+        lookups = Lookups(self.index, request, source,
+                          max(abs(offset) for offset, _ in mode.neighbor_weights)) \
+            if mode.neighbor_weights and source.sequence else None
         with self.index.snapshot():
-            found = [self._retrieve(source, mode, retriever, request, k, phrases)
+            found = [self._retrieve(source, mode, retriever, request, k, phrases, lookups)
                      for retriever, k in zip(mode.retrievers, ks)]
             if len(found) > 1:
-                found = self._score_all(mode, request, found, source)
+                found = self._score_all(mode, request, found, lookups)
             # one read for every retriever's candidates (they share most of them)
             places = self.index.places(sorted({i for scores, _ in found for i in scores}))
         return _Found(tuple(scores for scores, _ in found),
                       tuple(total for _, total in found), places)
 
-    def _retrieve(self, source, mode: SearchMode, retriever: Retriever, request: Request,
-                  k: int, phrases: tuple[tuple[str, ...], ...]
+    def _retrieve(self, source, mode: SearchMode, retriever: Retriever, request: Request, k: int,
+                  phrases: tuple[tuple[str, ...], ...], lookups: Lookups | None
                   ) -> tuple[dict[int, float], int]:
-        """(scores, entries matched) of one retriever in one source. Texts are read only
-        to check phrases; results read theirs at the end."""
+        """(scores, entries matched) of one retriever in one source, with neighbour context
+        when `lookups` is given (a sequence source). Texts are read only to check phrases;
+        results read theirs at the end."""
         fetch = max(k, PHRASE_CANDIDATES) if phrases else k
         found = retriever.retrieve(self.index, source, request, fetch)
         scores, total = found.scores, found.total
@@ -251,12 +255,10 @@ class MemoryRanker:
             kept = [i for i in scores if self._has_phrases(entries[i], phrases)]
             total = len(kept)
             scores = {i: scores[i] for i in kept[:k]}
-        if mode.neighbor_weights and scores and source.sequence and getattr(
-                retriever, "neighbours", True):
+        if lookups is not None and scores and getattr(retriever, "neighbours", True):
             before = scores
             scores = add_neighbour_scores(
-                self.index, scores, request.filters, mode.neighbor_weights,
-                lambda ids: retriever.parts(self.index, ids, request), source,
+                lookups, scores, mode.neighbor_weights, retriever,
                 bounded=getattr(retriever, "bounded", False),
                 floor=getattr(retriever, "min_similarity", 0.0))
             if phrases:  # neighbours that join must hold the phrases too
@@ -265,7 +267,8 @@ class MemoryRanker:
                           if i in before or self._has_phrases(joined[i], phrases)}
         return scores, total
 
-    def _score_all(self, mode: SearchMode, request: Request, found: list, source) -> list:
+    def _score_all(self, mode: SearchMode, request: Request, found: list,
+                   lookups: Lookups | None) -> list:
         """Each retriever's scores completed with the candidates only the others found, by
         its `parts()`: fusion compares an entry's scores, and being left out of a list cut
         at its best `k` is not a score of 0 (`scoring/fusion.py`). In a sequence source, an
@@ -277,14 +280,13 @@ class MemoryRanker:
         for retriever, (scores, total) in zip(mode.retrievers, found):
             missing = sorted(everyone - scores.keys())
             if missing:
-                parts = retriever.parts(self.index, missing, request)
+                parts = lookups.parts(retriever, missing) if lookups is not None \
+                    else retriever.parts(self.index, missing, request)
                 added = {i: sum(parts[i].values()) for i in missing}
                 matched = {i: score for i, score in added.items() if score > 0}
-                if matched and mode.neighbor_weights and source.sequence \
-                        and not getattr(retriever, "bounded", False):
-                    lifted = add_neighbour_scores(
-                        self.index, matched, request.filters, mode.neighbor_weights,
-                        lambda ids: retriever.parts(self.index, ids, request), source)
+                if matched and lookups is not None and not getattr(retriever, "bounded", False):
+                    lifted = add_neighbour_scores(lookups, matched, mode.neighbor_weights,
+                                                  retriever)
                     added.update((i, lifted[i]) for i in matched if i in lifted)
                 scores = {**scores, **added}
             out.append((scores, total))

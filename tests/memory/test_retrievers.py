@@ -380,3 +380,58 @@ async def test_a_retriever_without_counts_keeps_every_share(store, workspace, mo
     _replies(workspace, "a long way from here")
     found = await store.search("garage", mode="asking", limit=10)
     assert "Sam: where did the car go?" in [hit.content for hit in found.results]
+
+
+async def test_a_fused_search_asks_the_index_about_an_entry_once(store, workspace,
+                                                                 monkeypatch):
+    """In a sequence source, the neighbour stages of BM25, of the cosine, and BM25's context
+    for the cosine's candidates ask about many of the same entries: each entry's neighbours,
+    filter check and each retriever's parts are read once per search of a source
+    (`neighbours.Lookups`), and the scores are those of reading them every time."""
+    from miniclaw.memory import scoring
+    from miniclaw.memory.index import SearchIndex
+
+    bm25 = BM25Scorer()
+    monkeypatch.setitem(scoring._MODES, "fused", lambda: SearchMode(
+        "fused", (bm25, HashedEmbedding()), bm25.neighbor_weights))
+    turns = ["Sam: the car broke down", "Anna: call the garage", "Sam: which garage?",
+             "Anna: the one near the car wash", "Sam: repair booked", "Anna: tea later?",
+             "Sam: automobile fixed", "Anna: great news"]
+    write(workspace, "memory/2026-02-14.md", "# Daily Note - 2026-02-14\n" + "".join(
+        f"\n## 09:{n:02d}:00 UTC\n\n{turn}\n" for n, turn in enumerate(turns)))
+    from miniclaw.memory import neighbours, ranker
+
+    class ReadEveryTime(neighbours.Lookups):
+        """Lookups that keep nothing: each question read from the index again."""
+
+        def __getattribute__(self, name):
+            if name in ("around", "passing", "lengths", "parts"):
+                for kept in ("_around", "_passes", "_lengths", "_parts"):
+                    object.__getattribute__(self, kept).clear()
+            return object.__getattribute__(self, name)
+
+    monkeypatch.setattr(ranker, "Lookups", ReadEveryTime)
+    found = await store.search("car garage repair", mode="fused", explain=True, limit=8)
+    monkeypatch.setattr(ranker, "Lookups", neighbours.Lookups)
+    assert len(found.results) >= 5
+    asked: dict[str, list[int]] = {"neighbours": [], "filter_ids": [], "bm25": [], "hashed": []}
+    for name in ("neighbours", "filter_ids"):
+        real = getattr(SearchIndex, name)
+
+        def spy(self, entry_ids, *args, _real=real, _name=name, **kwargs):
+            asked[_name].extend(entry_ids)
+            return _real(self, entry_ids, *args, **kwargs)
+        monkeypatch.setattr(SearchIndex, name, spy)
+    for retriever in (BM25Scorer, HashedEmbedding):
+        real_parts = retriever.parts
+
+        def parts(self, index, entry_ids, request, _real=real_parts):
+            asked[self.name].extend(entry_ids)
+            return _real(self, index, entry_ids, request)
+        monkeypatch.setattr(retriever, "parts", parts)
+    again = await store.search("car garage repair", mode="fused", explain=True, limit=8)
+    assert all(asked[name] for name in ("neighbours", "bm25", "hashed")), asked
+    for name, ids in asked.items():
+        assert len(ids) == len(set(ids)), (name, ids)
+    assert [(h.content, h.score, h.explanation) for h in again.results] == \
+        [(h.content, h.score, h.explanation) for h in found.results]

@@ -369,9 +369,8 @@ def _float32(stored) -> object:
     """Stored bfloat16 bytes (one vector or many, one after another) as a float32 array."""
     import numpy as np
 
-    bits = np.frombuffer(stored, "<u2").astype(np.uint32)
-    bits <<= 16  # in place: a one-shot search's peak memory holds the matrix once
-    return bits.view(np.float32)
+    # in one pass, into the one new array: a one-shot search's peak memory holds the matrix once
+    return np.left_shift(np.frombuffer(stored, "<u2"), 16, dtype=np.uint32).view(np.float32)
 
 
 def _unpacked(value: bytes):
