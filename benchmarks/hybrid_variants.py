@@ -214,7 +214,6 @@ from __future__ import annotations
 
 import re
 import sys
-from types import SimpleNamespace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -437,10 +436,8 @@ def nobmctx() -> None:
     from miniclaw.memory import ranker
 
     score_all = ranker.MemoryRanker._score_all
-    not_sequence = SimpleNamespace(sequence=False)  # the context is only a sequence's
     ranker.MemoryRanker._score_all = \
-        lambda self, mode, request, found, source: score_all(self, mode, request, found,
-                                                             not_sequence)
+        lambda self, mode, request, found, lookups: score_all(self, mode, request, found, None)
 
 
 def _feedback(value: str, source_of) -> None:
@@ -465,11 +462,11 @@ def _feedback(value: str, source_of) -> None:
     BM25Scorer.weights = weighted
     search_source = ranker.MemoryRanker._search_source
 
-    def expanded(self, source, mode, request, k, phrases=()):
+    def expanded(self, source, mode, request, ks, phrases=()):
         extra.clear()
         if len(mode.retrievers) > 1:
             with self.index.snapshot():
-                top = source_of(self.index, mode.retrievers, source, request, k)
+                top = source_of(self.index, mode.retrievers, source, request, max(ks))
                 texts = self.index.entries(top)
             have = set(request.terms)
             counts: Counter = Counter()
@@ -487,7 +484,7 @@ def _feedback(value: str, source_of) -> None:
                 extra.update({t: beta * v / high for v, t in best})
                 stats = request.stats._replace(df={**request.stats.df, **df})
                 request = request._replace(terms=request.terms + tuple(extra), stats=stats)
-        return search_source(self, source, mode, request, k, phrases)
+        return search_source(self, source, mode, request, ks, phrases)
 
     ranker.MemoryRanker._search_source = expanded
 
@@ -537,10 +534,10 @@ def bmmax(value: str = "1") -> None:
     held: dict[str, float] = {}
     search_source = ranker.MemoryRanker._search_source
 
-    def noted(self, source, mode, request, k, phrases=()):
+    def noted(self, source, mode, request, ks, phrases=()):
         weights = BM25Scorer().weights(list(request.terms), request.stats)
         held["most"] = scale * sum(w for t, w in weights.items() if request.stats.df.get(t))
-        return search_source(self, source, mode, request, k, phrases)
+        return search_source(self, source, mode, request, ks, phrases)
 
     ranker.MemoryRanker._search_source = noted
 

@@ -85,14 +85,16 @@ def add_neighbour_scores(lookups: Lookups, own: dict[int, float],
 
     `own` holds the candidates' own scores; their neighbours that pass the filters and hold
     a query word join the candidates. `lookups` reads the index for this search of the
-    source (neighbours share an entry's file; `Lookups`); `shares` are (offset, share of
-    that neighbour's score); the retriever's `parts` scores entries by part; `bounded` scores (a cosine) lend what is above the entry's own, by its
-    length; a neighbour joins only when its own score reaches `floor` (below, a cosine is
-    no match). Runs in a worker thread (it queries the index). Only a neighbour that holds
-    a query word can join, so only such newcomers have their own neighbours looked up (on
-    long conversations, looking up every neighbour's neighbours was most of a search's
-    time).
+    source (`Lookups`: its `reach` must cover the offsets of `shares`); `shares` are
+    (offset, share of that neighbour's score); the retriever's `parts` scores entries by
+    part; `bounded` scores (a cosine) lend what is above the entry's own, by its length; a
+    neighbour joins only when its own score reaches `floor` (below, a cosine is no match).
+    Runs in a worker thread (it queries the index). Only a neighbour that holds a query
+    word can join, so only such newcomers have their own neighbours looked up (on long
+    conversations, looking up every neighbour's neighbours was most of a search's time).
     """
+    if max(abs(offset) for offset, _ in shares) > lookups.reach:
+        raise ValueError("neighbour shares reach further than the lookups read")
     weight = dict(shares)
     candidates = list(own)
     around = lookups.around(candidates)
