@@ -123,7 +123,7 @@ async def test_one_retriever_keeps_its_own_scores(store, workspace, hybrid):
 
 async def test_each_retriever_brings_its_own_number_of_candidates(store, workspace,
                                                                    monkeypatch):
-    """A retriever's `candidates` is how deep its list goes in a fusion (the vector's 30,
+    """A retriever's `candidates` is how deep its list goes in a fusion (the vector's 20,
     BM25 the ranker's 50 when it says nothing); never below the results asked for."""
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     asked: list[tuple[str, int]] = []

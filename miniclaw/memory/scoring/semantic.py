@@ -64,10 +64,11 @@ _FLOAT32_BYTES = embedding.DIM * 4  # as older indexes stored it: converted when
 EMBED_PER_SEARCH = 32  # texts a search embeds before it ranks with what it has (~0.3 s)
 EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_missing`
 # Entries per source the cosine brings to a fusion (BM25 brings the ranker's 50): turn
-# recall@5 with 30 and 50 within 0.0001 on both dev sets, and a warm hybrid search on L ~3 ms
-# shorter with 30 (benchmarks/README.md, "Queries by int8 products"): fewer texts to map to
-# entries, to give neighbour context and to score by BM25 too.
-CANDIDATES = 30
+# recall@5 with 20, 30 and 50 within 0.0002 on both dev sets, and a warm hybrid search on L
+# ~3 ms shorter with 30 than 50 and again with 20 than 30 (benchmarks/README.md, "Queries by
+# int8 products" and "Reading each entry once"): fewer texts to map to entries, to give
+# neighbour context and to score by BM25 too.
+CANDIDATES = 20
 WIDEN = 4  # texts looked at per candidate wanted, before the filters (more if too few pass)
 # A cosine below this is not a match: MiniLM put unrelated sentences at about -0.1 to 0.15 in
 # our tests, and without a floor every search would "find" every memory.
