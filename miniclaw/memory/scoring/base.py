@@ -18,7 +18,7 @@ typical length: the median, see `index.corpus`).
 
 A retriever may say how many entries per source it brings to a search that ranks more
 than its results (`candidates`; the ranker's 50 without it): the vector retriever brings
-30, as deep a list as 50 on both dev sets and less to read and give context to.
+20, as deep a list as 30 or 50 on both dev sets and less to read and give context to.
 
 A mode may also set the stages' parameters: `neighbor_weights`, (offset, share) pairs for
 neighbour context in sequence sources (`neighbours.py`; offset -1 is the entry right
