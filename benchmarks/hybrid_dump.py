@@ -45,14 +45,14 @@ def patch() -> None:
     score_all = ranker.MemoryRanker._score_all
     OWN: list = []
 
-    def own_lists(self, mode, request, found, source):
+    def own_lists(self, mode, found, lookups):
         OWN[:] = [dict(scores) for scores, _ in found]  # each retriever's, before completion
-        return score_all(self, mode, request, found, source)
+        return score_all(self, mode, found, lookups)
 
     ranker.MemoryRanker._score_all = own_lists
 
-    def kept(self, source, mode, request, k, phrases=()):
-        found = search_source(self, source, mode, request, k, phrases)
+    def kept(self, source, mode, request, ks, phrases=()):
+        found = search_source(self, source, mode, request, ks, phrases)
         ids = self.index.matching(source, request.filters)
         bm25, vec = mode.retrievers
         with self.index.snapshot():

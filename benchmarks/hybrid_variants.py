@@ -435,9 +435,11 @@ def nobmctx() -> None:
     neighbour context (hybrid before 2026-11-25 05:45: `MemoryRanker._score_all`)"""
     from miniclaw.memory import ranker
 
+    from miniclaw.memory.neighbours import Lookups
+
     score_all = ranker.MemoryRanker._score_all
-    ranker.MemoryRanker._score_all = \
-        lambda self, mode, request, found, lookups: score_all(self, mode, request, found, None)
+    ranker.MemoryRanker._score_all = lambda self, mode, found, lookups: score_all(
+        self, mode, found, Lookups(lookups.index, lookups.request, lookups.source, ()))
 
 
 def _feedback(value: str, source_of) -> None:

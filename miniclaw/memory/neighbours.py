@@ -28,52 +28,57 @@ SHORT_TERMS = 20  # index terms (~200 characters) up to which a cosine takes ful
 
 
 class Lookups:
-    """What the neighbour stages of one search of one source read from the index, read once:
-    each entry's neighbours, whether it passes the filters, its length, and each retriever's
-    parts of its score. In a fusion the stages ask about many of the same entries (BM25's
-    candidates and the cosine's are each other's neighbours, and BM25 gives context to the
-    cosine's candidates too): asked again, an entry is not read again. Within one search's
-    snapshot an entry's answers cannot change."""
+    """What one search of one source reads about its entries, read once: each entry's
+    neighbours, whether it passes the filters, its length, and each retriever's parts of its
+    score. In a fusion the stages ask about many of the same entries (BM25's candidates and
+    the cosine's are each other's neighbours, and each retriever scores the other's
+    candidates): asked again, an entry is not read again. Within one search's snapshot an
+    entry's answers cannot change. `context` says whether neighbour context applies (the
+    mode's `shares`, in a sequence source)."""
 
-    def __init__(self, index, request, source, reach: int) -> None:
-        self.index, self.request, self.source, self.reach = index, request, source, reach
+    def __init__(self, index, request, source, shares: tuple[tuple[int, float], ...]) -> None:
+        self.index, self.request, self.source = index, request, source
+        self.context = bool(shares) and source.sequence
+        self.reach = max((abs(offset) for offset, _ in shares), default=0)
         self._around: dict[int, list[tuple[int, int]]] = {}
         self._passes: dict[int, bool] = {}
         self._lengths: dict[int, int | None] = {}
         self._parts: dict[int, dict[int, dict[str, float]]] = {}  # id(retriever) -> by entry
 
+    @staticmethod
+    def _read(known: dict, entry_ids, read) -> None:
+        """Add to `known` what `read(ids)` says of the entries it does not hold yet."""
+        todo = [i for i in dict.fromkeys(entry_ids) if i not in known]
+        if todo:
+            known.update(read(todo))
+
     def around(self, entry_ids) -> dict[int, list[tuple[int, int]]]:
         """(entry id, offset) of each entry's neighbours within `reach` (`index.neighbours`)."""
-        known = self._around
-        todo = [i for i in entry_ids if i not in known]
-        if todo:
-            known.update(self.index.neighbours(todo, self.reach, MAX_GAP_S))
-        return {i: known.get(i, []) for i in entry_ids}
+        self._read(self._around, entry_ids,
+                   lambda ids: self.index.neighbours(ids, self.reach, MAX_GAP_S))
+        return {i: self._around.get(i, []) for i in entry_ids}
 
     def passing(self, entry_ids) -> list[int]:
         """The entries that pass the search's filters, in the order given."""
-        known = self._passes
-        todo = [i for i in entry_ids if i not in known]
-        if todo:
-            kept = set(self.index.filter_ids(todo, self.request.filters, self.source))
-            known.update((i, i in kept) for i in todo)
-        return [i for i in entry_ids if known[i]]
+        def read(ids):
+            kept = set(self.index.filter_ids(ids, self.request.filters, self.source))
+            return {i: i in kept for i in ids}
+        self._read(self._passes, entry_ids, read)
+        return [i for i in entry_ids if self._passes[i]]
 
     def lengths(self, entry_ids) -> dict[int, int]:
-        known = self._lengths
-        todo = [i for i in entry_ids if i not in known]
-        if todo:
-            found = self.index.lengths(todo)
-            known.update((i, found.get(i)) for i in todo)
-        return {i: known[i] for i in entry_ids if known[i] is not None}
+        def read(ids):
+            found = self.index.lengths(ids)
+            return {i: found.get(i) for i in ids}
+        self._read(self._lengths, entry_ids, read)
+        return {i: self._lengths[i] for i in entry_ids if self._lengths[i] is not None}
 
     def parts(self, retriever, entry_ids) -> dict[int, dict[str, float]]:
         """The retriever's score of each entry by part (`Retriever.parts`), asked once. (The
         retrievers are the search's mode's: alive, so their ids are theirs alone.)"""
         known = self._parts.setdefault(id(retriever), {})
-        todo = sorted({i for i in entry_ids if i not in known})
-        if todo:
-            known.update(retriever.parts(self.index, todo, self.request))
+        self._read(known, entry_ids,
+                   lambda ids: retriever.parts(self.index, sorted(ids), self.request))
         return {i: known.get(i, {}) for i in entry_ids}
 
 

@@ -228,25 +228,23 @@ class MemoryRanker:
         in a sequence source (runs in a worker thread). Phrases are checked here, on the
         entries' text, among up to `PHRASE_CANDIDATES` entries holding all their words:
         inside the ranking, so `-n 5` still gives five results when five match."""
-        lookups = Lookups(self.index, request, source,
-                          max(abs(offset) for offset, _ in mode.neighbor_weights)) \
-            if mode.neighbor_weights and source.sequence else None
+        lookups = Lookups(self.index, request, source, mode.neighbor_weights)
         with self.index.snapshot():
             found = [self._retrieve(source, mode, retriever, request, k, phrases, lookups)
                      for retriever, k in zip(mode.retrievers, ks)]
             if len(found) > 1:
-                found = self._score_all(mode, request, found, lookups)
+                found = self._score_all(mode, found, lookups)
             # one read for every retriever's candidates (they share most of them)
             places = self.index.places(sorted({i for scores, _ in found for i in scores}))
         return _Found(tuple(scores for scores, _ in found),
                       tuple(total for _, total in found), places)
 
     def _retrieve(self, source, mode: SearchMode, retriever: Retriever, request: Request, k: int,
-                  phrases: tuple[tuple[str, ...], ...], lookups: Lookups | None
+                  phrases: tuple[tuple[str, ...], ...], lookups: Lookups
                   ) -> tuple[dict[int, float], int]:
         """(scores, entries matched) of one retriever in one source, with neighbour context
-        when `lookups` is given (a sequence source). Texts are read only to check phrases;
-        results read theirs at the end."""
+        where it applies (`lookups.context`: a sequence source). Texts are read only to
+        check phrases; results read theirs at the end."""
         fetch = max(k, PHRASE_CANDIDATES) if phrases else k
         found = retriever.retrieve(self.index, source, request, fetch)
         scores, total = found.scores, found.total
@@ -255,7 +253,7 @@ class MemoryRanker:
             kept = [i for i in scores if self._has_phrases(entries[i], phrases)]
             total = len(kept)
             scores = {i: scores[i] for i in kept[:k]}
-        if lookups is not None and scores and getattr(retriever, "neighbours", True):
+        if lookups.context and scores and getattr(retriever, "neighbours", True):
             before = scores
             scores = add_neighbour_scores(
                 lookups, scores, mode.neighbor_weights, retriever,
@@ -267,8 +265,7 @@ class MemoryRanker:
                           if i in before or self._has_phrases(joined[i], phrases)}
         return scores, total
 
-    def _score_all(self, mode: SearchMode, request: Request, found: list,
-                   lookups: Lookups | None) -> list:
+    def _score_all(self, mode: SearchMode, found: list, lookups: Lookups) -> list:
         """Each retriever's scores completed with the candidates only the others found, by
         its `parts()`: fusion compares an entry's scores, and being left out of a list cut
         at its best `k` is not a score of 0 (`scoring/fusion.py`). In a sequence source, an
@@ -280,11 +277,10 @@ class MemoryRanker:
         for retriever, (scores, total) in zip(mode.retrievers, found):
             missing = sorted(everyone - scores.keys())
             if missing:
-                parts = lookups.parts(retriever, missing) if lookups is not None \
-                    else retriever.parts(self.index, missing, request)
+                parts = lookups.parts(retriever, missing)
                 added = {i: sum(parts[i].values()) for i in missing}
                 matched = {i: score for i, score in added.items() if score > 0}
-                if matched and lookups is not None and not getattr(retriever, "bounded", False):
+                if matched and lookups.context and not getattr(retriever, "bounded", False):
                     lifted = add_neighbour_scores(lookups, matched, mode.neighbor_weights,
                                                   retriever)
                     added.update((i, lifted[i]) for i in matched if i in lifted)

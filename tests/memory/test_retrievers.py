@@ -442,6 +442,8 @@ def test_neighbour_shares_beyond_what_the_lookups_read_are_refused(store):
     given shares reaching further would miss neighbours silently, so it is refused."""
     from miniclaw.memory.neighbours import Lookups, add_neighbour_scores
 
-    lookups = Lookups(store.index, None, None, reach=1)
+    daily = next(source for source in store.index.sources if source.sequence)
+    lookups = Lookups(store.index, None, daily, ((-1, 0.5), (1, 0.5)))
+    assert lookups.context and lookups.reach == 1
     with pytest.raises(ValueError, match="reach further"):
         add_neighbour_scores(lookups, {1: 1.0}, ((-2, 0.5), (-1, 0.5)), BM25Scorer())
