@@ -229,7 +229,7 @@ def step(label, work):
 out = {}
 from miniclaw.memory import embedding
 step("import_numpy", embedding.import_numpy)  # as the model's load imports it
-step("import_onnxruntime", lambda: __import__("onnxruntime"))
+step("import_onnxruntime", embedding.import_onnxruntime)  # telemetry off, as the load does
 # no `tokenizers` step: an ASCII query is split without it (embedding.ascii_ids)
 step("session", embedding.load)
 model = embedding.load()

@@ -216,21 +216,40 @@ def ascii_ids(text: str, vocab: dict[str, int]) -> list[int] | None:
 
 
 def import_numpy() -> None:
-    """Import numpy with OpenBLAS on one thread, unless this process set it otherwise (or
-    imported numpy already): starting its threads was a quarter of numpy's import (~35 ms of
-    CPU), and miniclaw's products are small ones it does not hand to BLAS (`_cosines`) or
-    that gain nothing from threads. The variable is put back, so child processes do not
-    inherit it."""
+    """Import numpy with OpenBLAS on one thread (unless this process set it otherwise):
+    starting its threads was a quarter of numpy's import (~35 ms of CPU), and miniclaw's
+    products are small ones it does not hand to BLAS (`_cosines`) or that gain nothing from
+    threads."""
+    _import_with("numpy", OPENBLAS_NUM_THREADS="1")
+
+
+def import_onnxruntime():
+    """onnxruntime, imported with its telemetry off (unless this process set it otherwise).
+    From 1.29 on it collects usage events on Linux and macOS too (the program's path, the
+    model's file name, sessions, run times, the machine), keeps a device id and an event
+    store in the user's cache (`Microsoft/DeveloperTools/.onnxruntime`) and sends them to
+    Microsoft: not for a private assistant's memory. `ORT_DISABLE_TELEMETRY=1` at import
+    turns all of it off for the process, and a one-shot hybrid search takes ~35 ms less
+    (benchmarks/README.md, "onnxruntime's telemetry")."""
+    import_numpy()
+    return _import_with("onnxruntime", ORT_DISABLE_TELEMETRY="1")
+
+
+def _import_with(module: str, **settings: str):
+    """Import `module` with these environment variables set where this process has not set
+    them (they are read at its import); they are put back after, so child processes do not
+    inherit them. A module imported already is returned as it is."""
+    import importlib
     import sys
 
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-        import numpy  # noqa: F401
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    added = {} if module in sys.modules else {
+        name: value for name, value in settings.items() if name not in os.environ}
+    os.environ.update(added)
     try:
-        import numpy  # noqa: F401
+        return importlib.import_module(module)
     finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _threads() -> int:
@@ -252,7 +271,7 @@ def optimized_model(source: Path, graph: str = TEXT_GRAPH) -> Path:
     """Where the optimized `graph` (`TEXT_GRAPH` or `QUERY_GRAPH`) of the model file `source`
     is saved: one folder per graph, model file, onnxruntime version and machine (a reinstall
     or an upgrade gets a new one)."""
-    import onnxruntime
+    onnxruntime = import_onnxruntime()
 
     stat = source.stat()
     key = f"{source.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{onnxruntime.__version__}|" \
@@ -291,7 +310,7 @@ def _session(source: Path, graph: str, threads: int):
     optimized and saved for the next process. A saved graph that does not load (damaged, cut
     short) is optimized and saved again; a cache that cannot be written only costs the next
     process the optimization again."""
-    import onnxruntime
+    onnxruntime = import_onnxruntime()
 
     with _MAKING:
         return _made_or_loaded(onnxruntime, source, graph, threads)

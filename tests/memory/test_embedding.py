@@ -208,6 +208,29 @@ def test_loads_and_embeds_with_the_network_cut(tmp_path):
     assert done.stdout.strip() == f"(1, {embedding.DIM})"
 
 
+@needs_model
+def test_onnxruntimes_telemetry_is_off_unless_the_user_turned_it_on(isolated_home):
+    """onnxruntime (1.29 on) keeps a device id and usage events in the user's cache and sends
+    them to Microsoft unless `ORT_DISABLE_TELEMETRY=1` at its import. miniclaw's load sets
+    it for that import only (a child process does not inherit it); a user's own setting
+    stands, and with telemetry on the device id shows where it would have been kept."""
+    code = ("import os\nfrom miniclaw.memory import embedding\n"
+            "embedding.load().embed(['a walk in the hills'])\n"
+            "print(os.environ.get('ORT_DISABLE_TELEMETRY'))")
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+
+    def load(**extra) -> tuple[str, list]:
+        home = isolated_home / "-".join(extra.values() or ["unset"])
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**env, **extra, "HOME": str(home),
+                                   "XDG_CACHE_HOME": str(home / ".cache")}, check=True)
+        return done.stdout.strip(), [p.name for p in home.rglob("*") if "Microsoft" in p.parts]
+
+    assert load() == ("None", [])
+    told, kept = load(ORT_DISABLE_TELEMETRY="0")
+    assert told == "0" and "deviceid" in kept
+
+
 _TEXTS = ["what did I plan for the trip?", "", "ok", "Caroline: I started at the adoption agency.",
           "Ünïcödé — naïve café, 東京 and emoji 🙂", "word " * 400, "3:15pm, 2026-11-25; #tag @me",
           "I walked the whole trail up the mountain this morning."]
