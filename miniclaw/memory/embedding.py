@@ -229,8 +229,8 @@ def import_onnxruntime():
     model's file name, sessions, run times, the machine), keeps a device id and an event
     store in the user's cache (`Microsoft/DeveloperTools/.onnxruntime`) and sends them to
     Microsoft: not for a private assistant's memory. `ORT_DISABLE_TELEMETRY=1` at import
-    turns all of it off for the process, and a one-shot hybrid search takes ~35 ms less
-    (benchmarks/README.md, "onnxruntime's telemetry")."""
+    turns all of it off for the process (nothing is created; a one-shot search's time is
+    the same within noise)."""
     import_numpy()
     return _import_with("onnxruntime", ORT_DISABLE_TELEMETRY="1")
 
