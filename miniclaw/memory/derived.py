@@ -36,8 +36,10 @@ def _checked(rows) -> dict:
     return out
 
 
-def _count_progress(conn, kind: str) -> tuple[int, int]:
-    done = conn.execute("SELECT COUNT(*) FROM derived WHERE kind = ?", (kind,)).fetchone()[0]
+def _count_progress(conn, kind: str, done: int | None = None) -> tuple[int, int]:
+    if done is None:
+        done = conn.execute("SELECT COUNT(*) FROM derived WHERE kind = ?",
+                            (kind,)).fetchone()[0]
     entries = conn.execute("SELECT value FROM meta WHERE key = 'entries'").fetchone()
     if entries is not None and entries[0] == str(done):
         return done, done
@@ -65,15 +67,20 @@ class DerivedData:
             raise IndexRowError("an entry's text hash in the index is damaged")
         return rows
 
-    def progress(self) -> tuple[int, int]:
+    def progress(self, done: int | None = None) -> tuple[int, int]:
         """(texts with a value of this kind, distinct texts indexed): how far along it is.
         Asked by every hybrid search, so cheap when complete: values are only ever kept for
         indexed texts, so as many values as entries (the sync's count) means one per text,
         and the distinct texts (3 ms on 16,000 entries) need not be counted. Counted again
         only when the index changed since this connection last counted (~0.7 ms on L, a
         warm search's): another connection's commit changes SQLite's `data_version`, this
-        one's own writes its `total_changes`."""
+        one's own writes its `total_changes`. `done` is the kind's count when the caller
+        has just read every value (`joined`): not counted again (a second pass over L's
+        12 MB of vectors, 15-20 ms of a one-shot search), and not kept (it was read by an
+        earlier statement, so another process may have added values since)."""
         def work(conn):
+            if done is not None:
+                return _count_progress(conn, self.kind, done)
             key = (id(conn), self.kind)
             seen = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
             with _PROGRESS_LOCK:

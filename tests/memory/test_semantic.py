@@ -202,6 +202,29 @@ async def test_a_damaged_vector_in_the_index_leaves_its_text_to_bm25(store, work
     assert dict(found.results[0].explanation)["vector"] == 0.0
 
 
+@needs_model
+async def test_a_processs_first_search_counts_the_vectors_by_reading_them(store, workspace,
+                                                                        monkeypatch):
+    """A process's first look reads every vector, and that is their count: the table is
+    not walked a second time to count them (on L, 15-20 ms of a one-shot hybrid search).
+    The search ranks as a process that had read them before."""
+    from miniclaw.memory import derived as derived_module
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    warm = await store.search("Lisbon flights", mode="hybrid", explain=True)
+    counts: list = []
+    count_progress = derived_module._count_progress
+    monkeypatch.setattr(derived_module, "_count_progress", lambda conn, kind, *done: (
+        counts.append(done[0] if done else None), count_progress(conn, kind, *done))[1])
+    monkeypatch.setattr(DerivedData, "count", lambda self: counts.append("count") or 0)
+    monkeypatch.setattr(semantic, "_TABLES", {})  # as a new process reads the index
+    first = await store.search("Lisbon flights", mode="hybrid", explain=True)
+    assert counts == [len(FACTS)]  # the values read, passed on: no COUNT of the table
+    assert [(h.content, h.score, h.explanation) for h in first.results] == \
+        [(h.content, h.score, h.explanation) for h in warm.results]
+    assert not first.warnings
+
+
 async def test_without_the_model_hybrid_runs_bm25_and_says_so(store, workspace, no_model):
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     plain = await store.search("Lisbon conference", mode="bm25")

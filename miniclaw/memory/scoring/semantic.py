@@ -131,22 +131,25 @@ class _Vectors:
         matrix.flags.writeable = False
         self.hashes, self.rows, self.matrix = hashes, dict(zip(hashes, range(len(hashes)))), matrix
 
-    def catch_up(self, index: SearchIndex, kind: str, stored: int | None = None) -> None:
+    def catch_up(self, index: SearchIndex, kind: str, stored: int | None = None) -> int:
         """Read the vectors stored since the last look (by this or another process): all of
         them in one statement at the first look, then only the new texts' (their hashes come
         from the table's index, so a look that finds nothing new reads no vector). `stored`
-        is the kind's count when the caller has just read it (counting L's takes ~1 ms)."""
+        is the kind's count when the caller has just read it (counting L's takes ~1 ms
+        warm); none is needed at the first look. Returns the kind's count as read."""
         from miniclaw.memory.derived import DerivedData
 
         derived = DerivedData(index, kind)
-        stored = derived.count() if stored is None else stored
-        if stored == self.stored:
-            return
-        if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
-            self.clear()
+        if self.hashes:
+            stored = derived.count() if stored is None else stored
+            if stored == self.stored:
+                return stored
+            if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
+                self.clear()
         if not self.hashes:
             hashes, values, others = derived.joined(STORED_BYTES)
             self.start(hashes, values)
+            stored = len(hashes) + len(others)  # the values read are the count
         else:
             known = self.rows
             others = derived.get([h for h in derived.hashes() if h not in known])
@@ -159,6 +162,7 @@ class _Vectors:
                 pass
         self.add({**others, **older})
         self.stored = stored
+        return stored
 
 
 _TABLES: dict[str, _Vectors] = {}  # index file -> its vectors, for the life of the process
@@ -293,11 +297,13 @@ class VectorRetriever:
 
         embedding.import_numpy()  # here, first: how numpy starts BLAS is set by its import
         vector = _background().submit(_query_vector, query.text)
-        done, total = DerivedData(index, embedding.NAME).progress()
+        self._table = table = _vectors(index)
+        with table.lock:  # a process's first look reads every vector, and so counts them
+            read = None if table.stored >= 0 else table.catch_up(index, embedding.NAME)
+        done, total = DerivedData(index, embedding.NAME).progress(read)
         if done < total:
             vector.result()  # the model, loaded by the thread, embeds the new texts here
             done, total = embed_missing(index, embedding.load(), self.embed_per_search)
-        self._table = table = _vectors(index)
         with table.lock:
             # complete, `done` is the kind's count just read: no second count
             table.catch_up(index, embedding.NAME, done if done == total else None)
