@@ -7,31 +7,13 @@ import gc
 import os
 import sys
 
+from miniclaw.collector import paused_for_imports
 
-def _is_program() -> bool:
-    """Whether this process is the `miniclaw` command (its console script, or `python -m
-    miniclaw`), not a program that imports the CLI (tests, an application)."""
-    main_module = sys.modules.get("__main__")
-    spec = getattr(main_module, "__spec__", None)
-    return ((spec is not None and spec.name == "miniclaw.__main__")
-            or os.path.basename(getattr(main_module, "__file__", None) or "") == "miniclaw")
-
-
-# Start-up of the command: the cyclic collector would walk the objects these imports make
-# (Typer's and click's classes and functions, ~10 ms of a one-shot command:
-# benchmarks/README.md) again and again and find no garbage. It is paused while they are
-# made, every object is then frozen (never walked again: they live as long as the process
-# anyway), and it runs as before. Not in a program that imports the CLI: freezing would
-# keep that program's garbage of cycles alive.
-_pause = _is_program() and gc.isenabled()
-if _pause:
-    gc.disable()
-try:
+# Start-up of the command: Typer's and click's objects live as long as the process, so the
+# cyclic collector is paused while they are made and they are then frozen (`collector.py`;
+# ~10 ms of a one-shot command: benchmarks/README.md).
+with paused_for_imports():
     from miniclaw.cli.app import app  # its commands (app.SUBCOMMANDS) are imported when named
-finally:
-    if _pause:
-        gc.freeze()
-        gc.enable()
 
 from miniclaw.interrupts import interrupts_not_lost  # noqa: E402 (after the collector's pause)
 

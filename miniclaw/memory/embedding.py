@@ -238,15 +238,21 @@ def import_onnxruntime():
 def _import_with(module: str, **settings: str):
     """Import `module` with these environment variables set where this process has not set
     them (they are read at its import); they are put back after, so child processes do not
-    inherit them. A module imported already is returned as it is."""
+    inherit them. Its objects live as long as the process: the cyclic collector does not
+    walk them in the `miniclaw` command (`collector.py`). A module imported already is
+    returned as it is."""
     import importlib
     import sys
 
-    added = {} if module in sys.modules else {
-        name: value for name, value in settings.items() if name not in os.environ}
+    if module in sys.modules:
+        return importlib.import_module(module)
+    from miniclaw.collector import paused_for_imports
+
+    added = {name: value for name, value in settings.items() if name not in os.environ}
     os.environ.update(added)
     try:
-        return importlib.import_module(module)
+        with paused_for_imports():
+            return importlib.import_module(module)
     finally:
         for name in added:
             os.environ.pop(name, None)
