@@ -75,9 +75,10 @@ class DerivedData:
         only when the index changed since this connection last counted (~0.7 ms on L, a
         warm search's): another connection's commit changes SQLite's `data_version`, this
         one's own writes its `total_changes`. `done` is the kind's count when the caller
-        has just read every value (`joined`): not counted again (a second pass over L's
-        12 MB of vectors, 15-20 ms of a one-shot search), and not kept (it was read by an
-        earlier statement, so another process may have added values since)."""
+        has just read every value (`joined`): not counted again (that count walked the
+        kind's index for 15-20 ms of a one-shot hybrid search on L, beside the model's
+        load), and not kept (it was read by an earlier statement, so another process may
+        have added values since)."""
         def work(conn):
             if done is not None:
                 return _count_progress(conn, self.kind, done)
