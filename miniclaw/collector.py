@@ -8,7 +8,11 @@ numpy's and onnxruntime's in a semantic search (one collection of 15-17 ms in a 
 hybrid search on L). So it is paused while they are made; every object is then frozen
 (moved where the collector never looks again) and it runs as before. Not in a program that
 imports miniclaw (tests, an application): freezing would keep that program's garbage of
-cycles alive. An object frozen is still freed when nothing refers to it any more.
+cycles alive. Nor, for imports made while a command runs (numpy's and onnxruntime's, at the
+first semantic search), in a long-lived command (chat, the MCP server): by then earlier
+turns may have left garbage of cycles the collector has not reached, and the freeze would
+keep it for the life of the process; only a one-shot command (`one_shot`) freezes them. An
+object frozen is still freed when nothing refers to it any more.
 """
 
 from __future__ import annotations
@@ -29,12 +33,30 @@ def is_program() -> bool:
             or os.path.basename(getattr(main_module, "__file__", None) or "") == "miniclaw")
 
 
+#: The collector's first threshold in a one-shot command (Python's default: 700).
+ONE_SHOT_GC_THRESHOLD = 20_000
+_one_shot = False
+
+
+def one_shot() -> None:
+    """This process is a one-shot read that ends with `os._exit` (the CLI's `FAST_EXIT`).
+    It imports the index, ranker and scoring modules and makes little garbage of cycles:
+    collections every 700 allocations walked those imports' objects through each generation
+    and freed next to nothing (~9 M instructions, 2% of a search on L beside three stores:
+    benchmarks/README.md). They still run, rarer, so memory stays bounded (the same peak RSS
+    on L); and imports made while it runs are frozen too (`paused_for_imports`)."""
+    global _one_shot
+    _one_shot = True
+    gc.set_threshold(ONE_SHOT_GC_THRESHOLD)
+
+
 @contextlib.contextmanager
-def paused_for_imports() -> Iterator[None]:
+def paused_for_imports(*, late: bool = False) -> Iterator[None]:
     """Pause the collector for the imports made inside, then freeze every object and resume
-    it (in the `miniclaw` command, and when the collector runs: a pause already on, from
-    another thread's imports, is left to that thread)."""
-    pause = is_program() and gc.isenabled()
+    it: in the `miniclaw` command, at its start-up or (`late`) in a one-shot command, and
+    when the collector runs (a pause already on, from another thread's imports, is left to
+    that thread)."""
+    pause = is_program() and gc.isenabled() and (_one_shot or not late)
     if pause:
         gc.disable()
     try:

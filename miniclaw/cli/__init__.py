@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import sys
 
-from miniclaw.collector import paused_for_imports
+from miniclaw.collector import one_shot, paused_for_imports
 
 # Start-up of the command: Typer's and click's objects live as long as the process, so the
 # cyclic collector is paused while they are made and they are then frozen (`collector.py`;
@@ -45,10 +44,6 @@ FAST_EXIT = frozenset({("search",), ("memory", "rank"), ("memory", "read"), ("me
                        ("memory", "status"), ("context",)})
 
 
-#: The collector's first threshold during a FAST_EXIT command (Python's default: 700).
-ONE_SHOT_GC_THRESHOLD = 20_000
-
-
 def main() -> None:
     """The console script: the whole app, its exit code, and nothing lost on the way out.
     Under a profiler or a coverage tracer it always exits normally, so that they can write
@@ -56,12 +51,7 @@ def main() -> None:
     watched = sys.gettrace() is not None or sys.getprofile() is not None
     fast = not watched and tuple(_command_path(sys.argv[1:])) in FAST_EXIT
     if fast:
-        # A one-shot read imports the index, ranker and scoring modules and makes little
-        # garbage of cycles: collections every 700 allocations walked those imports'
-        # objects through each generation and freed next to nothing (~9 M instructions,
-        # 2% of a search on L beside three stores: benchmarks/README.md). They still run,
-        # rarer, so memory stays bounded (the same peak RSS on L).
-        gc.set_threshold(ONE_SHOT_GC_THRESHOLD)
+        one_shot()  # the collector runs rarer (`collector.py`)
     try:
         with interrupts_not_lost():  # a Ctrl-C in a finalizer still ends the command
             app()

@@ -238,9 +238,9 @@ def import_onnxruntime():
 def _import_with(module: str, **settings: str):
     """Import `module` with these environment variables set where this process has not set
     them (they are read at its import); they are put back after, so child processes do not
-    inherit them. Its objects live as long as the process: the cyclic collector does not
-    walk them in the `miniclaw` command (`collector.py`). A module imported already is
-    returned as it is."""
+    inherit them. Its objects live as long as the process: in a one-shot `miniclaw`
+    command the cyclic collector does not walk them (`collector.py`). A module imported
+    already is returned as it is."""
     import importlib
     import sys
 
@@ -251,11 +251,12 @@ def _import_with(module: str, **settings: str):
     added = {name: value for name, value in settings.items() if name not in os.environ}
     os.environ.update(added)
     try:
-        with paused_for_imports():
+        with paused_for_imports(late=True):
             return importlib.import_module(module)
     finally:
-        for name in added:
-            os.environ.pop(name, None)
+        for name, value in added.items():
+            if os.environ.get(name) == value:  # not if another thread set it meanwhile
+                del os.environ[name]
 
 
 def _threads() -> int:

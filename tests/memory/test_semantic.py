@@ -352,6 +352,30 @@ def test_a_process_reads_vectors_stored_since_its_last_look(store, workspace):
     assert table.matrix is matrix  # nothing new: nothing read
 
 
+def test_a_look_that_found_no_usable_vector_reads_again_only_when_the_count_changes(
+        store, workspace, monkeypatch):
+    """A table with no row (every value damaged, or none stored yet) has still been looked
+    at: the next look counts and returns, as for a table with rows, and reads the values
+    again only once more were stored (review of 2026-11-28)."""
+    np = pytest.importorskip("numpy")
+    from miniclaw.memory.sync import content_hash
+
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:2])))
+    store.index.refresh()
+    derived = DerivedData(store.index, embedding.NAME)
+    derived.put({content_hash(FACTS[0]): b"\x01\x02"})  # damaged: no row
+    reads: list = []
+    joined = DerivedData.joined
+    monkeypatch.setattr(DerivedData, "joined",
+                        lambda self, size: reads.append(size) or joined(self, size))
+    table = semantic._Vectors()
+    assert table.catch_up(store.index, embedding.NAME) == 1 and not table.hashes
+    assert table.catch_up(store.index, embedding.NAME) == 1 and len(reads) == 1
+    derived.put({content_hash(FACTS[1]): semantic._packed(np.eye(1, embedding.DIM)[0])})
+    assert table.catch_up(store.index, embedding.NAME) == 2 and len(reads) == 2
+    assert table.hashes == [content_hash(FACTS[1])]
+
+
 def test_a_processs_first_look_holds_the_vectors_once(store, workspace):
     """The first look reads every vector (on L, 12 MB stored, 25 MB as the matrix): into
     one buffer, made the matrix in one step, not as one value per text and then their join,
@@ -420,9 +444,9 @@ def test_vectors_are_stored_in_half_the_bytes_and_an_older_indexs_float32_ones_c
 
 def test_an_older_indexs_vectors_are_converted_when_new_texts_were_embedded_first(
         store, workspace):
-    """A search embeds the texts without a vector before it reads the others (`prepare`):
-    its table is then started, and the float32 vectors read after must be converted and
-    stored too, not only in this process (review of 2026-11-27)."""
+    """Texts embedded by this process (`embed_missing`) before its first look start its
+    table: the float32 vectors read after must be converted and stored too, not only in
+    this process (review of 2026-11-27)."""
     np = pytest.importorskip("numpy")
     from miniclaw.memory.sync import content_hash
 

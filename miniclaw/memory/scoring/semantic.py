@@ -140,7 +140,7 @@ class _Vectors:
         from miniclaw.memory.derived import DerivedData
 
         derived = DerivedData(index, kind)
-        if self.hashes:
+        if self.hashes or self.stored >= 0:  # looked before (or rows added since: count)
             stored = derived.count() if stored is None else stored
             if stored == self.stored:
                 return stored
