@@ -33,11 +33,12 @@ class Lookups:
     score. In a fusion the stages ask about many of the same entries (BM25's candidates and
     the cosine's are each other's neighbours, and each retriever scores the other's
     candidates): asked again, an entry is not read again. Within one search's snapshot an
-    entry's answers cannot change. `context` says whether neighbour context applies (the
-    mode's `shares`, in a sequence source)."""
+    entry's answers cannot change. `shares` are the mode's (offset, share of that
+    neighbour's score); `context` says whether neighbour context applies (shares, in a
+    sequence source)."""
 
     def __init__(self, index, request, source, shares: tuple[tuple[int, float], ...]) -> None:
-        self.index, self.request, self.source = index, request, source
+        self.index, self.request, self.source, self.shares = index, request, source, shares
         self.context = bool(shares) and source.sequence
         self.reach = max((abs(offset) for offset, _ in shares), default=0)
         self._around: dict[int, list[tuple[int, int]]] = {}
@@ -82,25 +83,21 @@ class Lookups:
         return {i: known.get(i, {}) for i in entry_ids}
 
 
-def add_neighbour_scores(lookups: Lookups, own: dict[int, float],
-                         shares: tuple[tuple[int, float], ...], retriever,
+def add_neighbour_scores(lookups: Lookups, own: dict[int, float], retriever,
                          bounded: bool = False, floor: float = 0.0) -> dict[int, float]:
     """The candidates' scores with neighbour shares added, and the neighbours that joined:
     the neighbour stage over any retriever's candidates of one sequence source.
 
     `own` holds the candidates' own scores; their neighbours that pass the filters and hold
     a query word join the candidates. `lookups` reads the index for this search of the
-    source (`Lookups`: its `reach` must cover the offsets of `shares`); `shares` are
-    (offset, share of that neighbour's score); the retriever's `parts` scores entries by
-    part; `bounded` scores (a cosine) lend what is above the entry's own, by its length; a
+    source and holds the mode's shares (`Lookups`); the retriever's `parts` scores entries
+    by part; `bounded` scores (a cosine) lend what is above the entry's own, by its length; a
     neighbour joins only when its own score reaches `floor` (below, a cosine is no match).
     Runs in a worker thread (it queries the index). Only a neighbour that holds a query
     word can join, so only such newcomers have their own neighbours looked up (on long
     conversations, looking up every neighbour's neighbours was most of a search's time).
     """
-    if max(abs(offset) for offset, _ in shares) > lookups.reach:
-        raise ValueError("neighbour shares reach further than the lookups read")
-    weight = dict(shares)
+    weight = dict(lookups.shares)
     candidates = list(own)
     around = lookups.around(candidates)
     extra = {n for found in around.values() for n, _ in found} - own.keys()

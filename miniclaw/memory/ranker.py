@@ -256,7 +256,7 @@ class MemoryRanker:
         if lookups.context and scores and getattr(retriever, "neighbours", True):
             before = scores
             scores = add_neighbour_scores(
-                lookups, scores, mode.neighbor_weights, retriever,
+                lookups, scores, retriever,
                 bounded=getattr(retriever, "bounded", False),
                 floor=getattr(retriever, "min_similarity", 0.0))
             if phrases:  # neighbours that join must hold the phrases too
@@ -281,8 +281,7 @@ class MemoryRanker:
                 added = {i: sum(parts[i].values()) for i in missing}
                 matched = {i: score for i, score in added.items() if score > 0}
                 if matched and lookups.context and not getattr(retriever, "bounded", False):
-                    lifted = add_neighbour_scores(lookups, matched, mode.neighbor_weights,
-                                                  retriever)
+                    lifted = add_neighbour_scores(lookups, matched, retriever)
                     added.update((i, lifted[i]) for i in matched if i in lifted)
                 scores = {**scores, **added}
             out.append((scores, total))

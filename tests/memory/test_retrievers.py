@@ -435,15 +435,3 @@ async def test_a_fused_search_asks_the_index_about_an_entry_once(store, workspac
         assert len(ids) == len(set(ids)), (name, ids)
     assert [(h.content, h.score, h.explanation) for h in again.results] == \
         [(h.content, h.score, h.explanation) for h in found.results]
-
-
-def test_neighbour_shares_beyond_what_the_lookups_read_are_refused(store):
-    """The neighbours a search of a source reads reach as far as its mode's shares; a stage
-    given shares reaching further would miss neighbours silently, so it is refused."""
-    from miniclaw.memory.neighbours import Lookups, add_neighbour_scores
-
-    daily = next(source for source in store.index.sources if source.sequence)
-    lookups = Lookups(store.index, None, daily, ((-1, 0.5), (1, 0.5)))
-    assert lookups.context and lookups.reach == 1
-    with pytest.raises(ValueError, match="reach further"):
-        add_neighbour_scores(lookups, {1: 1.0}, ((-2, 0.5), (-1, 0.5)), BM25Scorer())
