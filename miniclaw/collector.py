@@ -50,6 +50,11 @@ def one_shot() -> None:
     gc.set_threshold(ONE_SHOT_GC_THRESHOLD)
 
 
+def is_one_shot() -> bool:
+    """Whether `one_shot` was called: the process ends when its one command has."""
+    return _one_shot
+
+
 @contextlib.contextmanager
 def paused_for_imports(*, late: bool = False) -> Iterator[None]:
     """Pause the collector for the imports made inside, then freeze every object and resume

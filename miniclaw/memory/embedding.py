@@ -404,10 +404,24 @@ def _outdated(suffix: str) -> bool:
     return False
 
 
-@functools.cache
+_LOADING = threading.Lock()
+
+
 def load() -> Embedder:
-    """The model, loaded once per process (long-lived processes pay the load once). Raises
+    """The model, loaded once per process (long-lived processes pay the load once) by the
+    first thread that asks: another asking meanwhile waits for that one. Raises
     `RuntimeError` with the reason when it is not installed."""
+    with _LOADING:
+        return _loaded()
+
+
+def is_loaded() -> bool:
+    """Whether this process has loaded the model."""
+    return _loaded.cache_info().currsize > 0
+
+
+@functools.cache
+def _loaded() -> Embedder:
     ok, why = available()
     if not ok:
         raise RuntimeError(why)

@@ -49,7 +49,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar
 
 from miniclaw.errors import SearchIndexError
-from miniclaw.memory import embedding
+from miniclaw.memory import embedding, forked_query
 from miniclaw.memory.hints import SearchWarning
 from miniclaw.memory.scoring.base import Candidates, Request
 from miniclaw.memory.scoring.bm25 import BM25Scorer
@@ -241,8 +241,11 @@ class _Awaited:
 @functools.lru_cache(maxsize=256)
 def _query_vector(text: str):
     """A query's vector: embedding it is most of a warm hybrid search, and a chat or an agent
-    asks the same question again."""
-    vector = embedding.load().embed_query(text)
+    asks the same question again. A one-shot command's was embedded by a child
+    (`forked_query.py`), unless that failed."""
+    vector = forked_query.result(text)
+    if vector is None:
+        vector = embedding.load().embed_query(text)
     vector.flags.writeable = False
     return vector
 
@@ -284,6 +287,12 @@ class VectorRetriever:
         a question takes context from it)."""
         return not asks_only(text)
 
+    def begin(self, query: Query) -> None:
+        """On the search's own thread, before any other: in a one-shot command, a child
+        starts loading the model and embedding the query on the other core
+        (`forked_query.py`)."""
+        forked_query.start(query.text)
+
     def prepare(self, index: SearchIndex, query: Query) -> tuple[SearchWarning, ...]:
         """After the sync, before the reads (no transaction open): embed the query and up to
         `embed_per_search` new texts, and read vectors stored since. A warning says how far
@@ -292,7 +301,8 @@ class VectorRetriever:
         The query is embedded (the model loaded, the first time) and the cosines computed by
         a background thread: onnxruntime and SQLite run without the GIL, so that overlaps
         the vectors' reading here and BM25's retrieval after; `retrieve` and `parts` wait
-        for it (`_Awaited`). Same work, same results, less waiting on two cores."""
+        for it (`_Awaited`). Same work, same results, less waiting on two cores. In a
+        one-shot command the thread only waits for the child that `begin` forked."""
         from miniclaw.memory.derived import DerivedData
 
         embedding.import_numpy()  # here, first: how numpy starts BLAS is set by its import
@@ -301,8 +311,7 @@ class VectorRetriever:
         with table.lock:  # a process's first look reads every vector, and so counts them
             read = None if table.stored >= 0 else table.catch_up(index, embedding.NAME)
         done, total = DerivedData(index, embedding.NAME).progress(read)
-        if done < total:
-            vector.result()  # the model, loaded by the thread, embeds the new texts here
+        if done < total:  # the model, loaded once whichever thread asks first
             done, total = embed_missing(index, embedding.load(), self.embed_per_search)
         with table.lock:
             # complete, `done` is the kind's count just read: no second count

@@ -1,0 +1,173 @@
+"""A one-shot command's query embedded by a forked child (miniclaw/memory/forked_query.py).
+
+A fork is only safe in a process of one thread, and pytest's are not: each case runs in a
+fresh interpreter of its own. The child's work (`_embedded`) is replaced where the case is
+about the pipe and the child's end, not the model; `needs_model` cases use the real one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from miniclaw.memory import embedding
+
+pytest.importorskip("numpy")
+
+_READY, _WHY = embedding.available()
+needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
+
+_HEAD = textwrap.dedent("""
+    import os, sys, threading, time
+    import numpy as np
+    from miniclaw import collector
+    from miniclaw.memory import embedding, forked_query as F
+    WANT = np.arange(embedding.DIM, dtype=np.float32)
+
+    def reaped(pid):
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        return False
+""")
+
+
+def _python(script, tmp_path) -> subprocess.CompletedProcess:
+    """`script` run in a fresh interpreter, with a home of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINICLAW_")}
+    env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "home" / ".cache"))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def _run(body: str, tmp_path) -> list[str]:
+    script = tmp_path / "case.py"
+    script.write_text(_HEAD + textwrap.dedent(body), encoding="utf-8")
+    done = _python(script, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    return done.stdout.split()
+
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the fork runs on Linux only")
+
+
+@linux_only
+def test_a_one_shot_process_gets_the_vector_its_child_sent_and_reaps_it(tmp_path):
+    """The child runs nothing of the parent's after its work, not even an exit hook."""
+    out = _run("""
+        import atexit
+        atexit.register(print, "exit-hook")
+        collector.one_shot()
+        F._embedded = lambda text: (WANT * len(text)).tobytes()
+        F.start("a walk")
+        pid = F._STARTED["a walk"][0]
+        vector = F.result("a walk")
+        print(pid != os.getpid(), np.array_equal(vector, WANT * 6), reaped(pid),
+              F.result("a walk"))
+    """, tmp_path)
+    assert out == ["True", "True", "True", "None", "exit-hook"]
+
+
+@linux_only
+@pytest.mark.parametrize("child", [
+    "raise RuntimeError('no model')",  # it fails: nothing sent
+    "return WANT.tobytes()[:700]",  # it sends less than a vector
+    "os._exit(3)",  # it dies
+])
+def test_a_child_that_sends_no_whole_vector_leaves_the_query_to_the_parent(tmp_path, child):
+    out = _run(f"""
+        collector.one_shot()
+        def child(text):
+            {child}
+        F._embedded = child
+        F.start("q")
+        pid = F._STARTED["q"][0]
+        print(F.result("q"), reaped(pid))
+    """, tmp_path)
+    assert out == ["None", "True"]
+
+
+@linux_only
+def test_a_child_that_sends_nothing_in_time_is_ended(tmp_path):
+    out = _run("""
+        collector.one_shot()
+        F.TIMEOUT = 0.5
+        F._embedded = lambda text: time.sleep(60)
+        F.start("q")
+        pid = F._STARTED["q"][0]
+        began = time.monotonic()
+        print(F.result("q"), reaped(pid), time.monotonic() - began < 10)
+    """, tmp_path)
+    assert out == ["None", "True", "True"]
+
+
+@pytest.mark.parametrize("setup", [
+    "pass",  # a long-lived process (chat, the MCP server, a program): no fork
+    "collector.one_shot(); threading.Thread(target=time.sleep, args=(30,), daemon=True).start()",
+    # `auto` loaded the model here already (a stand-in for it)
+    "collector.one_shot(); embedding.available = lambda: (True, ''); "
+    "embedding.Embedder = object; embedding.load()",
+])
+def test_no_child_where_a_fork_is_unsafe_or_pays_nothing(tmp_path, setup):
+    out = _run(f"""
+        {setup}
+        F._embedded = lambda text: WANT.tobytes()
+        F.start("q")
+        print(F._STARTED, F.result("q"))
+    """, tmp_path)
+    assert out == ["{}", "None"]
+
+
+@needs_model
+@linux_only
+def test_the_childs_vector_is_the_one_the_parent_would_embed_bit_for_bit(tmp_path):
+    out = _run("""
+        collector.one_shot()
+        text = "what does Caroline do for work?"
+        F.start(text)
+        sent = F.result(text)
+        mine = embedding.load().embed_query(text)
+        print(sent is not None and sent.tobytes() == mine.tobytes())
+    """, tmp_path)
+    assert out == ["True"]
+
+
+@needs_model
+@linux_only
+def test_a_one_shot_hybrid_search_takes_its_query_from_the_child(tmp_path):
+    """The `miniclaw` command's search forks at its start (one thread then, numpy imported)
+    and ranks as a process that embeds the query itself."""
+    from tests.conftest import long_term, write
+
+    workspace = tmp_path / "ws"
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", [
+        "Caroline started working at the adoption agency", "Tea with Sam on Sunday",
+        "Walked the Blue Ridge trail up to the summit with Dana"])))
+    search = f"""
+        sys.argv = ["miniclaw", "--workspace", {str(workspace)!r}, "memory", "rank",
+                    "what does Caroline do for work?", "--mode", "hybrid", "--json"]
+        result = F.result
+        def told(text):
+            print("forked" if text in F._STARTED else "not", file=sys.stderr)
+            return result(text)
+        F.result = told
+        if {{fork}} is False:
+            F.start = lambda text: None
+        from miniclaw.cli import main
+        main()
+    """
+    runs = []
+    for fork in (False, True):  # the first embeds the memories, so both find all the vectors
+        script = tmp_path / f"miniclaw-{fork}"
+        script.write_text(_HEAD + textwrap.dedent(search.replace("{fork}", str(fork))),
+                          encoding="utf-8")
+        runs.append(_python(script, tmp_path))
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr
+    assert [run.stderr.split() for run in runs] == [["not"], ["forked"]]
+    assert runs[0].stdout == runs[1].stdout and "adoption agency" in runs[1].stdout
