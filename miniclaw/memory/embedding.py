@@ -404,25 +404,20 @@ def _outdated(suffix: str) -> bool:
     return False
 
 
-_LOADING = threading.Lock()
-
-
-def load() -> Embedder:
-    """The model, loaded once per process (long-lived processes pay the load once) by the
-    first thread that asks: another asking meanwhile waits for that one. Raises
-    `RuntimeError` with the reason when it is not installed."""
-    with _LOADING:
-        return _loaded()
+_LOADED: list[Embedder] = []  # the model, once `load` has made it
 
 
 def is_loaded() -> bool:
     """Whether this process has loaded the model."""
-    return _loaded.cache_info().currsize > 0
+    return bool(_LOADED)
 
 
 @functools.cache
-def _loaded() -> Embedder:
+def load() -> Embedder:
+    """The model, loaded once per process (long-lived processes pay the load once). Raises
+    `RuntimeError` with the reason when it is not installed."""
     ok, why = available()
     if not ok:
         raise RuntimeError(why)
-    return Embedder()
+    _LOADED.append(Embedder())
+    return _LOADED[-1]

@@ -42,10 +42,10 @@ def model_here(monkeypatch):
     monkeypatch.setattr(embedding, "Embedder", FakeEmbedder)
     monkeypatch.setattr(scoring, "_unloadable", None)
     monkeypatch.setattr(FakeEmbedder, "built", 0)
-    embedding._loaded.cache_clear()
+    embedding.load.cache_clear()
     register_mode("hybrid", lambda: SearchMode("hybrid", (BM25Scorer(), HashedEmbedding())))
     yield FakeEmbedder
-    embedding._loaded.cache_clear()
+    embedding.load.cache_clear()
     scoring._MODES.clear()
     scoring._MODES.update(saved)
 

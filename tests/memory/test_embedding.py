@@ -25,7 +25,7 @@ needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not
 
 def test_missing_package_is_told_with_the_install_command(monkeypatch):
     monkeypatch.setattr(embedding, "_NEEDS", {"no_such_module_xyz": "no-such-package"})
-    monkeypatch.setattr(embedding, "_loaded", embedding._loaded.__wrapped__)
+    monkeypatch.setattr(embedding, "load", embedding.load.__wrapped__)
     ok, why = embedding.available()
     assert not ok
     assert "pip install 'miniclaw[semantic]'" in why and "no-such-package" in why

@@ -28,6 +28,13 @@ _HEAD = textwrap.dedent("""
     from miniclaw.memory import embedding, forked_query as F
     WANT = np.arange(embedding.DIM, dtype=np.float32)
 
+    class Stub:
+        # a stand-in model: a text's vector says its length
+        def embed_query(self, text):
+            return WANT * len(text)
+        def embed(self, texts):
+            return np.stack([WANT * -len(text) for text in texts])
+
     def reaped(pid):
         try:
             os.waitpid(pid, os.WNOHANG)
@@ -58,20 +65,57 @@ linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the fork runs o
 
 
 @linux_only
-def test_a_one_shot_process_gets_the_vector_its_child_sent_and_reaps_it(tmp_path):
-    """The child runs nothing of the parent's after its work, not even an exit hook."""
+def test_a_one_shot_process_gets_the_vectors_its_child_sent_and_reaps_it(tmp_path):
+    """The query's vector, then memories' texts on request; the child runs nothing of the
+    parent's after its work, not even an exit hook."""
     out = _run("""
         import atexit
         atexit.register(print, "exit-hook")
         collector.one_shot()
-        F._embedded = lambda text: (WANT * len(text)).tobytes()
+        embedding.load = Stub
         F.start("a walk")
-        pid = F._STARTED["a walk"][0]
+        pid = F._STARTED["a walk"].pid
         vector = F.result("a walk")
-        print(pid != os.getpid(), np.array_equal(vector, WANT * 6), reaped(pid),
-              F.result("a walk"))
+        texts = F.embedder("a walk").embed(["ok", "a trail", ""])
+        F.finish("a walk")
+        print(pid != os.getpid(), np.array_equal(vector, WANT * 6),
+              np.array_equal(texts, np.stack([WANT * -2, WANT * -7, WANT * 0])),
+              reaped(pid), F.embedder("a walk"), F.result("a walk"))
     """, tmp_path)
-    assert out == ["True", "True", "True", "None", "exit-hook"]
+    assert out == ["True", "True", "True", "True", "None", "None", "exit-hook"]
+
+
+@linux_only
+def test_a_search_that_asks_nothing_more_still_gets_the_query(tmp_path):
+    """`finish` may come before the query's vector is read (the sync found every vector
+    there): the child still answers it, then ends."""
+    out = _run("""
+        collector.one_shot()
+        embedding.load = Stub
+        F.start("q")
+        pid = F._STARTED["q"].pid
+        F.finish("q")
+        print(np.array_equal(F.result("q"), WANT), reaped(pid))
+    """, tmp_path)
+    assert out == ["True", "True"]
+
+
+@linux_only
+def test_a_child_that_fails_a_request_leaves_the_texts_to_the_parents_model(tmp_path):
+    out = _run("""
+        collector.one_shot()
+        class Failing(Stub):
+            def embed(self, texts):
+                raise RuntimeError("no text graph")
+        embedding.load = Failing
+        F.start("q")
+        pid = F._STARTED["q"].pid
+        F.result("q")
+        model = F.embedder("q")
+        embedding.load = Stub  # the parent's own model
+        print(np.array_equal(model.embed(["abc"]), [WANT * -3]), reaped(pid), F.embedder("q"))
+    """, tmp_path)
+    assert out == ["True", "True", "None"]
 
 
 @linux_only
@@ -87,7 +131,7 @@ def test_a_child_that_sends_no_whole_vector_leaves_the_query_to_the_parent(tmp_p
             {child}
         F._embedded = child
         F.start("q")
-        pid = F._STARTED["q"][0]
+        pid = F._STARTED["q"].pid
         print(F.result("q"), reaped(pid))
     """, tmp_path)
     assert out == ["None", "True"]
@@ -100,7 +144,7 @@ def test_a_child_that_sends_nothing_in_time_is_ended(tmp_path):
         F.TIMEOUT = 0.5
         F._embedded = lambda text: time.sleep(60)
         F.start("q")
-        pid = F._STARTED["q"][0]
+        pid = F._STARTED["q"].pid
         began = time.monotonic()
         print(F.result("q"), reaped(pid), time.monotonic() - began < 10)
     """, tmp_path)
@@ -112,7 +156,7 @@ def test_a_child_that_sends_nothing_in_time_is_ended(tmp_path):
     "collector.one_shot(); threading.Thread(target=time.sleep, args=(30,), daemon=True).start()",
     # `auto` loaded the model here already (a stand-in for it)
     "collector.one_shot(); embedding.available = lambda: (True, ''); "
-    "embedding.Embedder = object; embedding.load()",
+    "embedding.Embedder = Stub; embedding.load()",
 ])
 def test_no_child_where_a_fork_is_unsafe_or_pays_nothing(tmp_path, setup):
     out = _run(f"""
@@ -142,7 +186,8 @@ def test_the_childs_vector_is_the_one_the_parent_would_embed_bit_for_bit(tmp_pat
 @linux_only
 def test_a_one_shot_hybrid_search_takes_its_query_from_the_child(tmp_path):
     """The `miniclaw` command's search forks at its start (one thread then, numpy imported)
-    and ranks as a process that embeds the query itself."""
+    and ranks as a process that embeds the query itself; the first search's child embeds
+    the memories too, and the process loads no model of its own."""
     from tests.conftest import long_term, write
 
     workspace = tmp_path / "ws"
@@ -157,17 +202,23 @@ def test_a_one_shot_hybrid_search_takes_its_query_from_the_child(tmp_path):
             print("forked" if text in F._STARTED else "not", file=sys.stderr)
             return result(text)
         F.result = told
+        load, parent = embedding.load, os.getpid()
+        def loaded():
+            print("load-parent" if os.getpid() == parent else "load-child", file=sys.stderr)
+            return load()
+        embedding.load = loaded
         if {{fork}} is False:
             F.start = lambda text: None
         from miniclaw.cli import main
         main()
     """
     runs = []
-    for fork in (False, True):  # the first embeds the memories, so both find all the vectors
+    for fork in (True, False):  # the first (its child) embeds the memories, the second none
         script = tmp_path / f"miniclaw-{fork}"
         script.write_text(_HEAD + textwrap.dedent(search.replace("{fork}", str(fork))),
                           encoding="utf-8")
         runs.append(_python(script, tmp_path))
-    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr
-    assert [run.stderr.split() for run in runs] == [["not"], ["forked"]]
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    assert [set(run.stderr.split()) for run in runs] == [{"forked", "load-child"},
+                                                         {"not", "load-parent"}]
     assert runs[0].stdout == runs[1].stdout and "adoption agency" in runs[1].stdout

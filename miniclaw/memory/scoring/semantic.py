@@ -302,7 +302,8 @@ class VectorRetriever:
         a background thread: onnxruntime and SQLite run without the GIL, so that overlaps
         the vectors' reading here and BM25's retrieval after; `retrieve` and `parts` wait
         for it (`_Awaited`). Same work, same results, less waiting on two cores. In a
-        one-shot command the thread only waits for the child that `begin` forked."""
+        one-shot command the thread only waits for the child that `begin` forked, which
+        embeds the new texts too."""
         from miniclaw.memory.derived import DerivedData
 
         embedding.import_numpy()  # here, first: how numpy starts BLAS is set by its import
@@ -311,8 +312,11 @@ class VectorRetriever:
         with table.lock:  # a process's first look reads every vector, and so counts them
             read = None if table.stored >= 0 else table.catch_up(index, embedding.NAME)
         done, total = DerivedData(index, embedding.NAME).progress(read)
-        if done < total:  # the model, loaded once whichever thread asks first
-            done, total = embed_missing(index, embedding.load(), self.embed_per_search)
+        if done < total:
+            vector.result()  # the query's first: the model that embedded it embeds the texts
+            model = forked_query.embedder(query.text) or embedding.load()
+            done, total = embed_missing(index, model, self.embed_per_search)
+        forked_query.finish(query.text)
         with table.lock:
             # complete, `done` is the kind's count just read: no second count
             table.catch_up(index, embedding.NAME, done if done == total else None)
