@@ -51,12 +51,28 @@ _COUNT = struct.Struct("<I")  # a request's bytes, an answer's rows
 class _Child:
     """A forked child that embeds: the query first, then memories' texts on request. Its
     answers are read until both the query's vector was (`result`) and the parent asked
-    its last (`finish`); it ends by itself when its requests close."""
+    its last (`finish`); it ends by itself when its requests close, and a thread of the
+    parent's reaps it then (nobody waits for its exit)."""
 
     def __init__(self, pid: int, answers: int, requests: int) -> None:
         self.pid, self.answers, self.requests = pid, answers, requests
-        self.lock = threading.Lock()  # the query's thread and the search's ask in turn
-        self.failed = self.sent = self.finished = False
+        # its state, between the query's thread, the search's and the reaper; an answer is
+        # read by one thread at a time without it (the search asks after the query's came)
+        self.lock = threading.Lock()
+        self.failed = self.sent = self.finished = self.ended = False
+        threading.Thread(target=self._reap, name="miniclaw-reaper", daemon=True).start()
+
+    def _reap(self) -> None:
+        try:  # it ended: a zombie until reaped, so its pid stays its own for `fail`'s kill
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:  # reaped already (SIGCHLD ignored by the program)
+            pass
+        with self.lock:
+            self.ended = True
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
 
     def read(self, size: int) -> bytes | None:
         """`size` bytes of its answer, or None (it ended, or kept silent for `TIMEOUT`)."""
@@ -74,38 +90,33 @@ class _Child:
         """The texts' vectors as a memory's (as `Embedder.embed`), or None when it failed."""
         import numpy as np
 
-        with self.lock:
-            if self.failed or self.finished:  # (`embedder` gives no model then)
-                return None
-            request = json.dumps(texts).encode()
-            try:
-                _write(self.requests, _COUNT.pack(len(request)) + request)
-            except OSError:
-                return self.fail()
-            head = self.read(_COUNT.size)
-            rows = _COUNT.unpack(head)[0] if head else 0
-            data = self.read(rows * _ROW) if rows == len(texts) else None
-            if data is None:
-                return self.fail()
-            return np.frombuffer(data, dtype=np.float32).reshape(rows, embedding.DIM)
+        if self.failed or self.finished:  # (`embedder` gives no model then)
+            return None
+        request = json.dumps(texts).encode()
+        try:
+            _write(self.requests, _COUNT.pack(len(request)) + request)
+        except OSError:
+            return self.fail()
+        head = self.read(_COUNT.size)
+        rows = _COUNT.unpack(head)[0] if head else 0
+        data = self.read(rows * _ROW) if rows == len(texts) else None
+        if data is None:
+            return self.fail()
+        return np.frombuffer(data, dtype=np.float32).reshape(rows, embedding.DIM)
 
     def fail(self) -> None:
         """It answered short or not in time: ended, its work left to the parent."""
-        if not self.failed and self.answers >= 0:
+        with self.lock:
+            if self.failed:
+                return
             self.failed = True
-            os.kill(self.pid, signal.SIGKILL)
-            self.close()
+            if not self.ended:
+                os.kill(self.pid, signal.SIGKILL)
+            self._close(requests=not self.finished, answers=True)
 
-    def close(self) -> None:
-        """Its pipes closed and it reaped (its requests closed, it ends at once)."""
-        for end in (self.requests, self.answers):
-            if end >= 0:
-                os.close(end)
-        self.requests = self.answers = -1
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:  # reaped already (SIGCHLD ignored by the program)
-            pass
+    def _close(self, *, requests: bool, answers: bool) -> None:
+        for end in ([self.requests] if requests else []) + ([self.answers] if answers else []):
+            os.close(end)
 
 
 class _Model:
@@ -188,19 +199,17 @@ def result(text: str):
     """The vector a child sent for `text` (waited for), or None when no child was started
     for it or it sent no whole vector (it is then ended)."""
     child = _STARTED.get(text)
-    if child is None:
+    if child is None or child.failed or child.sent:
+        return None
+    data = child.read(_ROW)
+    if data is None:
+        log.debug("the query's child sent no vector: embedded here")
+        child.fail()
         return None
     with child.lock:
-        if child.failed or child.sent:
-            return None
-        data = child.read(_ROW)
-        if data is None:
-            log.debug("the query's child sent no vector: embedded here")
-            child.fail()
-            return None
         child.sent = True
         if child.finished:
-            child.close()
+            child._close(requests=False, answers=True)
     import numpy as np
 
     return np.frombuffer(data, dtype=np.float32)
@@ -222,8 +231,4 @@ def finish(text: str) -> None:
         if child.finished or child.failed:
             return
         child.finished = True
-        if child.sent:
-            child.close()
-        else:
-            os.close(child.requests)
-            child.requests = -1
+        child._close(requests=True, answers=child.sent)
