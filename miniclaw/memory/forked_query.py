@@ -14,15 +14,17 @@ Only where a fork is safe and pays:
 - Linux (on macOS a fork without exec is unsafe once system frameworks are loaded);
 - a one-shot command (`collector.one_shot`): a long-lived one (chat, the MCP server) loads
   the model once and keeps it;
-- one thread in the process: a fork copies only the calling thread, and a lock another
-  thread held would stay held in the child;
+- one thread in the process, native ones counted (`/proc/self/task`): a fork copies only
+  the calling thread, and a lock another thread held would stay held in the child;
 - a process that has not loaded the model (`auto` loads it to know it can);
 - after numpy's import (`start` imports it): the child would import it again, +90 ms of CPU.
 
 The child runs nothing of the parent's but the model: it ends with `os._exit` (no exit hook,
-no buffer or connection of the parent's touched), and Ctrl-C ends it quietly. Any failure
-(no fork, a child that dies, answers short or not within `TIMEOUT`) leaves the parent to
-embed with its own model, as it did before.
+no buffer or connection of the parent's touched), its standard streams are /dev/null (a
+shell reading the command's output never waits for it), and Ctrl-C ends it quietly (unless
+the parent ignores it). Any failure (no pipe, thread or fork, a child that dies, answers
+short or not within `TIMEOUT`, for reading or for writing) leaves the parent to embed with
+its own model, as it did before.
 """
 
 from __future__ import annotations
@@ -49,17 +51,15 @@ _COUNT = struct.Struct("<I")  # a request's bytes, an answer's rows
 
 
 class _Child:
-    """A forked child that embeds: the query first, then memories' texts on request. Its
-    answers are read until both the query's vector was (`result`) and the parent asked
-    its last (`finish`); it ends by itself when its requests close, and a thread of the
-    parent's reaps it then (nobody waits for its exit)."""
+    """A forked child that embeds: the query first, then memories' texts on request. It
+    ends by itself when its requests close (`finish`), and a thread of the parent's reaps
+    it then (nobody waits for its exit). An answer is read by one thread at a time: the
+    search asks for texts only after the query's vector came."""
 
     def __init__(self, pid: int, answers: int, requests: int) -> None:
         self.pid, self.answers, self.requests = pid, answers, requests
-        # its state, between the query's thread, the search's and the reaper; an answer is
-        # read by one thread at a time without it (the search asks after the query's came)
-        self.lock = threading.Lock()
-        self.failed = self.sent = self.finished = self.ended = False
+        self.lock = threading.Lock()  # its state, between the parent's threads
+        self.failed = self.sent = self.ended = False
         threading.Thread(target=self._reap, name="miniclaw-reaper", daemon=True).start()
 
     def _reap(self) -> None:
@@ -74,11 +74,17 @@ class _Child:
             except ChildProcessError:
                 pass
 
+    def _wait(self, fd: int, event: int) -> bool:
+        """Whether `fd` is ready for `event` within `TIMEOUT`."""
+        poll = select.poll()
+        poll.register(fd, event)
+        return bool(poll.poll(TIMEOUT * 1000))
+
     def read(self, size: int) -> bytes | None:
         """`size` bytes of its answer, or None (it ended, or kept silent for `TIMEOUT`)."""
         data = b""
         while len(data) < size:
-            if not select.select([self.answers], [], [], TIMEOUT)[0]:
+            if self.answers < 0 or not self._wait(self.answers, select.POLLIN):
                 return None
             chunk = os.read(self.answers, size - len(data))
             if not chunk:
@@ -86,37 +92,54 @@ class _Child:
             data += chunk
         return data
 
+    def ask(self, data: bytes) -> bool:
+        """Whether the request was written whole within `TIMEOUT` (it may not read it)."""
+        os.set_blocking(self.requests, False)
+        while data:
+            if self.requests < 0 or not self._wait(self.requests, select.POLLOUT):
+                return False
+            data = data[os.write(self.requests, data):]
+        return True
+
     def embed(self, texts: list[str]):
         """The texts' vectors as a memory's (as `Embedder.embed`), or None when it failed."""
         import numpy as np
 
-        if self.failed or self.finished:  # (`embedder` gives no model then)
-            return None
         request = json.dumps(texts).encode()
         try:
-            _write(self.requests, _COUNT.pack(len(request)) + request)
-        except OSError:
-            return self.fail()
-        head = self.read(_COUNT.size)
-        rows = _COUNT.unpack(head)[0] if head else 0
-        data = self.read(rows * _ROW) if rows == len(texts) else None
-        if data is None:
-            return self.fail()
-        return np.frombuffer(data, dtype=np.float32).reshape(rows, embedding.DIM)
+            if self.ask(_COUNT.pack(len(request)) + request):
+                head = self.read(_COUNT.size)
+                if head and _COUNT.unpack(head)[0] == len(texts):
+                    data = self.read(len(texts) * _ROW)
+                    if data is not None:
+                        return np.frombuffer(data, dtype=np.float32).reshape(-1, embedding.DIM)
+        except OSError as exc:
+            log.debug("the model's child failed: %s", exc)
+        self.fail()
+        return None
 
     def fail(self) -> None:
-        """It answered short or not in time: ended, its work left to the parent."""
+        """It failed (answered short or not in time): ended, its work left to the parent."""
         with self.lock:
-            if self.failed:
-                return
-            self.failed = True
-            if not self.ended:
-                os.kill(self.pid, signal.SIGKILL)
-            self._close(requests=not self.finished, answers=True)
+            if not self.failed:
+                self.failed = True
+                if not self.ended:
+                    try:
+                        os.kill(self.pid, signal.SIGKILL)
+                    except ProcessLookupError:  # reaped already (SIGCHLD ignored)
+                        pass
+            self.close_requests()
+            self.close_answers()
 
-    def _close(self, *, requests: bool, answers: bool) -> None:
-        for end in ([self.requests] if requests else []) + ([self.answers] if answers else []):
-            os.close(end)
+    def close_requests(self) -> None:
+        if self.requests >= 0:
+            os.close(self.requests)
+            self.requests = -1
+
+    def close_answers(self) -> None:
+        if self.answers >= 0:
+            os.close(self.answers)
+            self.answers = -1
 
 
 class _Model:
@@ -128,7 +151,7 @@ class _Model:
         self.child = child
 
     def embed(self, texts):
-        vectors = self.child.embed(list(texts))
+        vectors = None if self.child.failed else self.child.embed(list(texts))
         return embedding.load().embed(texts) if vectors is None else vectors
 
 
@@ -138,31 +161,45 @@ _STARTED: dict[str, _Child] = {}  # query text -> its child
 def start(text: str) -> None:
     """Fork a child that loads the model and embeds `text` as a query, where that is safe
     and pays (above); else do nothing."""
-    if not (sys.platform == "linux" and collector.is_one_shot()
-            and threading.active_count() == 1) or text in _STARTED or embedding.is_loaded():
+    if not (sys.platform == "linux" and collector.is_one_shot()) or text in _STARTED \
+            or embedding.is_loaded():
         return
     embedding.import_numpy()
-    answers, answered = os.pipe()
-    asked, requests = os.pipe()
+    if len(os.listdir("/proc/self/task")) != 1:  # another thread, Python's or native (BLAS's)
+        return
+    ends: list[int] = []
     try:
+        answers, answered = os.pipe()
+        ends += (answers, answered)
+        asked, requests = os.pipe()
+        ends += (asked, requests)
         pid = os.fork()
-    except OSError as exc:  # no memory or process left for it: the parent embeds
-        log.debug("no child for the query's embedding: %s", exc)
-        for end in (answers, answered, asked, requests):
+    except OSError as exc:  # no descriptor, memory or process left: the parent embeds
+        log.debug("no child for the model: %s", exc)
+        for end in ends:
             os.close(end)
         return
     if pid == 0:
         _child(text, asked, answered, (answers, requests))
     os.close(answered)
     os.close(asked)
-    _STARTED[text] = _Child(pid, answers, requests)
+    try:
+        _STARTED[text] = _Child(pid, answers, requests)
+    except RuntimeError as exc:  # no thread to reap it: it ends at once, unanswered
+        log.debug("no reaper for the model's child: %s", exc)
+        os.close(answers)
+        os.close(requests)
 
 
 def _child(text: str, asked: int, answered: int, parents: tuple[int, int]) -> NoReturn:
     code = 1
     try:
         gc.disable()  # it lives ~0.1 s: a collection would only copy the parent's pages
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it with the parent, quietly
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it with the parent
+        null = os.open(os.devnull, os.O_RDWR)
+        for stream in (0, 1, 2):
+            os.dup2(null, stream)
         for end in parents:
             os.close(end)
         _write(answered, _embedded(text))
@@ -201,15 +238,15 @@ def result(text: str):
     child = _STARTED.get(text)
     if child is None or child.failed or child.sent:
         return None
-    data = child.read(_ROW)
+    try:
+        data = child.read(_ROW)
+    except OSError as exc:
+        log.debug("the model's child failed: %s", exc)
+        data = None
     if data is None:
-        log.debug("the query's child sent no vector: embedded here")
         child.fail()
         return None
-    with child.lock:
-        child.sent = True
-        if child.finished:
-            child._close(requests=False, answers=True)
+    child.sent = True
     import numpy as np
 
     return np.frombuffer(data, dtype=np.float32)
@@ -218,17 +255,14 @@ def result(text: str):
 def embedder(text: str) -> _Model | None:
     """The child started for `text` as a model for memories' texts, if there is one."""
     child = _STARTED.get(text)
-    return None if child is None or child.failed or child.finished else _Model(child)
+    return None if child is None or child.failed or child.requests < 0 else _Model(child)
 
 
 def finish(text: str) -> None:
     """Nothing more to ask of `text`'s child: its requests close, and it ends after its
-    answer (`result` still reads the query's vector if it has not yet)."""
+    answers (`result` still reads the query's vector if it has not yet; the answers' end is
+    left open, to the process's exit)."""
     child = _STARTED.get(text)
-    if child is None:
-        return
-    with child.lock:
-        if child.finished or child.failed:
-            return
-        child.finished = True
-        child._close(requests=True, answers=child.sent)
+    if child is not None:
+        with child.lock:
+            child.close_requests()

@@ -23,14 +23,16 @@ needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not
 
 _HEAD = textwrap.dedent("""
     import os, sys, threading, time
-    import numpy as np
     from miniclaw import collector
     from miniclaw.memory import embedding, forked_query as F
+    embedding.import_numpy()  # as the search does: BLAS on one thread, no other to fork past
+    import numpy as np
     WANT = np.arange(embedding.DIM, dtype=np.float32)
 
     class Stub:
         # a stand-in model: a text's vector says its length
         def embed_query(self, text):
+            print("child-out", flush=True)  # to /dev/null: never the command's output
             return WANT * len(text)
         def embed(self, texts):
             return np.stack([WANT * -len(text) for text in texts])
@@ -139,6 +141,52 @@ def test_a_child_that_sends_no_whole_vector_leaves_the_query_to_the_parent(tmp_p
 
 
 @linux_only
+def test_a_child_that_fails_where_the_program_ignores_sigchld_leaves_the_query_to_it(tmp_path):
+    """With SIGCHLD ignored a child that ends is gone at once: ending it again is no error
+    (review of 2026-11-28)."""
+    out = _run("""
+        import signal
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        collector.one_shot()
+        F._Child._reap = lambda self: None  # its reaper too late to say it ended
+        def child(text):
+            os._exit(1)
+        F._embedded = child
+        F.start("q")
+        time.sleep(0.3)
+        print(F.result("q"))
+    """, tmp_path)
+    assert out == ["None"]
+
+
+@linux_only
+def test_a_child_works_past_descriptor_1024_and_keeps_an_ignored_ctrl_c_ignored(tmp_path):
+    """`select` refuses descriptors from 1024 on (`poll` does not), and a program that
+    ignores SIGINT (a script's `cmd &`) has a child that ignores it too."""
+    out = _run("""
+        import resource, signal
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 2048:
+            print("skip"); sys.exit()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+        held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        collector.one_shot()
+        embedding.load = Stub
+        sent = F._embedded
+        F._embedded = lambda text: time.sleep(0.5) or sent(text)
+        F.start("q")
+        child = F._STARTED["q"]
+        time.sleep(0.1)
+        os.kill(child.pid, signal.SIGINT)
+        print(child.answers >= 1024, np.array_equal(F.result("q"), WANT))
+    """, tmp_path)
+    if out == ["skip"]:
+        pytest.skip("this machine allows fewer than 2,048 descriptors")
+    assert out == ["True", "True"]
+
+
+@linux_only
 def test_a_child_that_sends_nothing_in_time_is_ended(tmp_path):
     out = _run("""
         collector.one_shot()
@@ -204,8 +252,9 @@ def test_a_one_shot_hybrid_search_takes_its_query_from_the_child(tmp_path):
             return result(text)
         F.result = told
         load, parent = embedding.load, os.getpid()
-        def loaded():
-            print("load-parent" if os.getpid() == parent else "load-child", file=sys.stderr)
+        def loaded():  # the child's standard streams are /dev/null: a file of its own
+            with open(__file__ + ".loads", "a") as loads:
+                print("parent" if os.getpid() == parent else "child", file=loads)
             return load()
         embedding.load = loaded
         if {{fork}} is False:
@@ -220,6 +269,8 @@ def test_a_one_shot_hybrid_search_takes_its_query_from_the_child(tmp_path):
                           encoding="utf-8")
         runs.append(_python(script, tmp_path))
     assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
-    assert [set(run.stderr.split()) for run in runs] == [{"forked", "load-child"},
-                                                         {"not", "load-parent"}]
+    assert [run.stderr.split() for run in runs] == [["forked"], ["not"]]
+    loads = [set((tmp_path / f"miniclaw-{fork}.loads").read_text().split())
+             for fork in (True, False)]
+    assert loads == [{"child"}, {"parent"}]
     assert runs[0].stdout == runs[1].stdout and "adoption agency" in runs[1].stdout

@@ -311,12 +311,14 @@ class VectorRetriever:
         self._table = table = _vectors(index)
         with table.lock:  # a process's first look reads every vector, and so counts them
             read = None if table.stored >= 0 else table.catch_up(index, embedding.NAME)
-        done, total = DerivedData(index, embedding.NAME).progress(read)
-        if done < total:
-            vector.result()  # the query's first: the model that embedded it embeds the texts
-            model = forked_query.embedder(query.text) or embedding.load()
-            done, total = embed_missing(index, model, self.embed_per_search)
-        forked_query.finish(query.text)
+        try:
+            done, total = DerivedData(index, embedding.NAME).progress(read)
+            if done < total:
+                vector.result()  # the query's first: the model that embedded it embeds texts
+                model = forked_query.embedder(query.text) or embedding.load()
+                done, total = embed_missing(index, model, self.embed_per_search)
+        finally:
+            forked_query.finish(query.text)
         with table.lock:
             # complete, `done` is the kind's count just read: no second count
             table.catch_up(index, embedding.NAME, done if done == total else None)
