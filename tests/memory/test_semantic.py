@@ -269,8 +269,16 @@ def test_cli_shows_the_mode_that_ran_when_hybrid_cannot(workspace):
     assert data["mode"] == "bm25" and data["degraded"]["requested"] == "hybrid"
 
 
-def _imported(workspace, mode: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "miniclaw",
+_IN_ONE_PROCESS = ("import sys\nfrom miniclaw.memory import forked_query\n"
+                   "forked_query.start = lambda text: None\n"
+                   "sys.argv = ['miniclaw', *sys.argv[1:]]\nfrom miniclaw.cli import main\nmain()")
+
+
+def _imported(workspace, mode: str, one_process: bool = False) -> set[str]:
+    """The modules a `memory rank` imports; with `one_process`, without the child a one-shot
+    search forks for the model (`forked_query.py`), as chat and the MCP server search."""
+    program = ["-c", _IN_ONE_PROCESS] if one_process else ["-m", "miniclaw"]
+    done = subprocess.run([sys.executable, "-X", "importtime", *program,
                            "--workspace", str(workspace), "memory", "rank", "Lisbon",
                            "--mode", mode], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "NO_COLOR": "1"})
@@ -292,9 +300,21 @@ def test_a_semantic_search_loads_the_model(workspace):
     """The first search embeds the memories (`tokenizers` splits a batch) and rewrites the
     query graph (onnx, once: it is saved); the next, its vectors all there, needs neither."""
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
-    assert {"numpy", "onnxruntime", "tokenizers", "onnx"} <= _imported(workspace, "hybrid")
-    later = _imported(workspace, "hybrid")
+    assert {"numpy", "onnxruntime", "tokenizers", "onnx"} <= _imported(workspace, "hybrid",
+                                                                        one_process=True)
+    later = _imported(workspace, "hybrid", one_process=True)
     assert "onnxruntime" in later and not later & {"tokenizers", "onnx"}
+
+
+@needs_model
+@pytest.mark.skipif(sys.platform != "linux", reason="the child is forked on Linux only")
+def test_a_one_shot_semantic_search_leaves_the_model_to_its_child(workspace):
+    """The `miniclaw` command's process imports numpy (its vectors) and none of the model's
+    libraries: the child it forks loads the model, embeds the query and the memories."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    for _ in range(2):  # the first embeds the memories, the second only the query
+        imported = _imported(workspace, "hybrid")
+        assert "numpy" in imported and not imported & {"onnxruntime", "tokenizers", "onnx"}
 
 
 @needs_model
