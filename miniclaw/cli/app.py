@@ -341,14 +341,30 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     async def in_one_thread() -> T:
         from concurrent.futures import ThreadPoolExecutor
 
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(1, thread_name_prefix="miniclaw-cli"))
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(1, thread_name_prefix="miniclaw-cli"))
+        loop.set_exception_handler(not_the_ctrl_c_race)
         return await coro
 
     try:
         return asyncio.run(in_one_thread())
     finally:  # Ctrl-C before the loop started it: closed, not "never awaited" on stderr
         coro.close()
+
+
+def not_the_ctrl_c_race(loop, context: dict) -> None:
+    """The event loop's handler of errors in callbacks: asyncio's own (a message and a
+    traceback on stderr), but for one race. A Ctrl-C's handler cancels the command's
+    task at once; when that lands between asyncio checking that the awaited worker's
+    future is not cancelled and setting its result (`futures._chain_future`, Python
+    3.11), the setting raises InvalidStateError in a callback, though nothing failed: the
+    command ends with 130 as for any Ctrl-C, and that traceback is not printed."""
+    import asyncio
+
+    if isinstance(context.get("exception"), asyncio.InvalidStateError) \
+            and "_chain_future" in repr(context.get("handle")):
+        return
+    loop.default_exception_handler(context)
 
 
 def use_color(stream=None) -> bool:

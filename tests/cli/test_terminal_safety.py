@@ -140,3 +140,36 @@ def test_colour_keeps_its_own_codes_and_nothing_else(text, spans):
         for code in codes:
             shown = shown.replace(code, "")
         assert not CONTROL.search(shown)
+
+
+@pytest.mark.parametrize("exception, where, printed", [
+    ("InvalidStateError", "_chain_future.<locals>._set_state", False),  # the Ctrl-C race
+    ("InvalidStateError", "elsewhere", True),
+    ("RuntimeError", "_chain_future.<locals>._set_state", True),
+])
+def test_the_ctrl_c_race_of_asyncios_future_chain_is_the_one_callback_error_not_printed(
+        caplog, exception, where, printed):
+    """Python 3.11's asyncio: a Ctrl-C cancelling the command between a worker's result
+    arriving and being set raised InvalidStateError in a callback, and its traceback was
+    printed though the command ended as any Ctrl-C does (seen once in
+    tests/reliability/test_index_safety.py under load). Every other error of a callback is
+    printed as asyncio prints it."""
+    import asyncio
+
+    from miniclaw.cli.app import not_the_ctrl_c_race
+
+    def callback() -> None:
+        pass
+
+    callback.__qualname__ = where
+    loop = asyncio.new_event_loop()
+    try:
+        handle = asyncio.Handle(callback, (), loop)
+        error = (asyncio.InvalidStateError if exception == "InvalidStateError"
+                 else RuntimeError)("invalid state")
+        with caplog.at_level("ERROR", logger="asyncio"):
+            not_the_ctrl_c_race(loop, {"message": f"Exception in callback {handle!r}",
+                                       "exception": error, "handle": handle})
+    finally:
+        loop.close()
+    assert bool(caplog.records) is printed
