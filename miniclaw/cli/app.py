@@ -346,10 +346,20 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         loop.set_exception_handler(not_the_ctrl_c_race)
         return await coro
 
+    main = in_one_thread()
+    loop = None
     try:
-        return asyncio.run(in_one_thread())
-    finally:  # Ctrl-C before the loop started it: closed, not "never awaited" on stderr
+        loop = asyncio.new_event_loop()
+        with asyncio.Runner(loop_factory=lambda: loop) as runner:
+            return runner.run(main)
+    finally:
+        # A Ctrl-C can land before the loop runs the command (inside the Runner's set-up,
+        # before its task exists), and the Runner then closes neither: the coroutines would
+        # be "never awaited" and the loop "unclosed" on stderr. Closing twice is harmless.
+        main.close()
         coro.close()
+        if loop is not None:
+            loop.close()
 
 
 def not_the_ctrl_c_race(loop, context: dict) -> None:

@@ -703,14 +703,13 @@ def test_ctrl_c_before_the_loop_starts_a_command_closes_its_coroutine(monkeypatc
 
     from miniclaw.cli.app import run
 
-    def interrupted(main):
-        main.close()  # the loop's own coroutine, never started
+    def interrupted(runner, main):  # before the Runner made the task that runs `main`
         raise KeyboardInterrupt
 
     async def work() -> None:
         pass
 
-    monkeypatch.setattr(asyncio, "run", interrupted)
+    monkeypatch.setattr(asyncio.Runner, "run", interrupted)
     coro = work()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
