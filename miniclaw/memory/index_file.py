@@ -2,8 +2,9 @@
 it can prove is its own index.
 
 Proof is one of: the file is in miniclaw's cache folder (miniclaw names those), its SQLite
-header carries `APPLICATION_ID`, it is empty (nothing to lose), or it is an earlier
-miniclaw's index (an SQLite file without an id whose `meta` table holds miniclaw's keys).
+header carries `APPLICATION_ID` (in the file, or, for a new index not yet checkpointed, in
+its WAL), it is empty (nothing to lose), or it is an earlier miniclaw's index (an SQLite file
+without an id whose `meta` table holds miniclaw's keys).
 Anything else at the index path (a note, another program's database, a FIFO, a device, a
 folder) is refused with a `UsageError`, and so is any path inside the workspace: the index
 is a cache of the workspace, never part of it. Nothing is touched before the checks pass.
@@ -70,10 +71,13 @@ def check_header(path: Path, fd: int) -> bool:
 
 
 def claim(conn: sqlite3.Connection, path: Path, is_damage) -> None:
-    """Accept an SQLite file without miniclaw's id only when it has no table or is an
-    earlier miniclaw's index; it then becomes one. One whose tables cannot even be read is
-    not proven to be an index: refused, never reset."""
+    """Accept an SQLite file without miniclaw's id in the file when its database has the id
+    (a new index's header is in the WAL until a checkpoint: its maker still has it open),
+    has no table, or is an earlier miniclaw's index; it then becomes one. One whose tables
+    cannot even be read is not proven to be an index: refused, never reset."""
     try:
+        if conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+            return
         tables = {row[0] for row in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         ours = not tables or ("meta" in tables and conn.execute(

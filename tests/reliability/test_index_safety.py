@@ -204,6 +204,41 @@ def test_a_shared_index_file_refuses_a_second_workspace(env, ws, tmp_path):
     assert b"zqotherworkspacezq" not in index.read_bytes()
 
 
+_JUST_MADE = textwrap.dedent("""
+    import json, os, subprocess, sys
+    from miniclaw.memory.database import IndexDatabase
+    ws, other_command = sys.argv[1], sys.argv[2:]
+    database = IndexDatabase(os.environ["MINICLAW_INDEX"], ws)
+    database.connection()  # the schema made and committed (to the WAL), nothing indexed
+    with open(database.path, "rb") as file:
+        id_in_the_file = int.from_bytes(file.read(100)[68:72], "big")
+    other = subprocess.run(other_command, capture_output=True, text=True)
+    database.close()
+    print(json.dumps({"id_in_the_file": id_in_the_file, "code": other.returncode,
+                      "stderr": other.stderr, "stdout": other.stdout}))
+""")
+
+
+def test_a_new_index_at_an_explicit_path_is_shared_while_its_maker_has_it_open(env, ws, tmp_path):
+    """A new index's header (with miniclaw's id) stays in the WAL until a checkpoint: while
+    the process that made it had it open and had not checkpointed (its first build still
+    running), any other process read an id of 0 in the file and refused the index ("not a
+    miniclaw search index", exit 2): four first searches started together failed so."""
+    import json
+
+    index = tmp_path / "explicit.sqlite3"
+    command = [PYTHON, "-m", "miniclaw", "--workspace", str(ws), "memory", "rank", "-q",
+               "bread", "--json"]
+    done = subprocess.run([PYTHON, "-c", _JUST_MADE, str(ws), *command],
+                          env={**env, "MINICLAW_INDEX": str(index)}, cwd=str(REPO),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["id_in_the_file"] == 0  # the case: the id only in the WAL
+    assert report["code"] == 0, report["stderr"]
+    assert [h["content"] for h in rank_json(report["stdout"])["results"]] == ["bread and butter"]
+
+
 # -- stopping a search half-way ----------------------------------------------------------
 
 def _large_workspace(folder: Path, notes: int = 300, per_note: int = 12) -> None:
