@@ -38,6 +38,20 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """miniclaw's byte-code written once, as an installed package has it. The suite starts
+    hundreds of miniclaw processes, and with PYTHONDONTWRITEBYTECODE set (as on a fresh
+    machine here) each compiled the package from source again. Once, by the main process
+    (pytest-xdist's workers have `workerinput`)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    import compileall
+
+    import miniclaw
+
+    compileall.compile_dir(Path(miniclaw.__file__).parent, quiet=2)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
