@@ -231,7 +231,7 @@ def visible_record(line: str) -> str:
         places = _string_places(record)
         if not any(may_hold_private(text) for _, _, text in places):
             return line
-        visible = iter(_without_tags([part for _, _, text in places
+        visible = iter(without_tags([part for _, _, text in places
                                       for part in text.split("\n")]))
         for container, key, text in places:  # the record is ours: changed in place
             shown = "\n".join(next(visible) for _ in text.split("\n"))
@@ -421,7 +421,7 @@ def redact_lines(lines: list[str]) -> list[str]:
     """The lines with every private part removed, same count and order."""
     if is_private_file(lines):
         return [""] * len(lines)
-    return _without_tags(lines)
+    return without_tags(lines)
 
 
 def visible_typed(text: str) -> str:
@@ -434,15 +434,16 @@ def visible_typed(text: str) -> str:
     tag is left (removing a part may join the two halves of a new tag), so that applying it
     twice changes nothing."""
     while may_hold_private(text):
-        visible = "\n".join(_without_tags(text.split("\n"))).strip()
+        visible = "\n".join(without_tags(text.split("\n"))).strip()
         if visible == text:
             break
         text = visible
     return text
 
 
-def _without_tags(lines: list[str]) -> list[str]:
-    """The lines less what the `<private>` tags hide (not front matter), same count."""
+def without_tags(lines: list[str]) -> list[str]:
+    """The lines less what the `<private>` tags hide (not front matter), same count: for a
+    format that reads front matter its own way (ConKeeper's), after the tags."""
     out: list[str] = []
     depth = 0
     for line, tags in zip(lines, _line_tags(lines)):
