@@ -9,8 +9,10 @@ whether `--days` limits it (`windowed`) and whether its entries are a sequence t
 neighbour context (`sequence`), and carries its own `label` for people.
 
 A root is a folder of the workspace, or a folder outside it that the caller names in an
-explicit allow-list (`check_roots`). Symlinks are followed only when they resolve inside
-the source's root; only regular files are read.
+explicit allow-list (`check_roots`). Symlinks to files are followed only when they resolve
+inside the source's root; a link to a folder below the root is never entered, whether a
+walk meets it or a source names a path through it (`linked_folder`); only regular files
+are read.
 """
 
 from __future__ import annotations
@@ -115,6 +117,22 @@ def stat_in_workspace(path: str, workspace: Path | str) -> os.stat_result | None
     except (OSError, ValueError):
         return None
     return st if stat.S_ISREG(st.st_mode) else None
+
+
+def linked_folder(root: str | os.PathLike[str], relative: str) -> bool:
+    """Whether a folder on the way from the root to a file (root-relative, forward
+    slashes) is a link, or cannot be looked at: what a walk never enters. A source that
+    builds a path (EF Memory's `.memory/events.jsonl`) checked only its last step, so a
+    `.memory` linked out of the root was read."""
+    folder = os.fspath(root)
+    for part in relative.split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        try:
+            if stat.S_ISLNK(os.lstat(folder).st_mode):
+                return True
+        except (OSError, ValueError):
+            return True
+    return False
 
 
 class FileSource:
@@ -274,10 +292,12 @@ class FileSource:
         if path is None:
             return None
         root, _, outside = self._layout(workspace)
+        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
+        if "/" in relative and linked_folder(root, relative):
+            return None
         st = stat_in_workspace(absolute, outside or workspace)
         if st is None:
             return None
-        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
         return SourceFile(self.name, path, absolute, st.st_size, st.st_mtime_ns, st.st_ino,
                           self.day(relative), str(outside) if outside else None)
 

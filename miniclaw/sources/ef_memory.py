@@ -273,19 +273,21 @@ class StartupCheck(NamedTuple):
 
 
 def startup_check(project: Path, now: datetime) -> StartupCheck:
-    """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware)."""
+    """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware).
+    Read as a search reads it: no folder link followed, a file link only within the
+    project, regular files of bounded size (`_read`)."""
     from miniclaw.memory.privacy import visible_text
+    from miniclaw.memory.sources import linked_folder
 
-    events = project / ".memory" / "events.jsonl"
-    try:
-        text = visible_text(events.read_text(encoding="utf-8", errors="replace"), per_line=True)
-    except OSError:
-        text = ""
+    events = project / EVENTS
+    text = visible_text(_read(project, EVENTS), per_line=True)
     latest, damaged = read_events(text)
     active = [_entry(event, str(events), number).meta for number, event in latest.values()
               if event.get("deprecated") is not True]
     lines = sum(1 for line in text.split("\n") if line.strip())
-    ages = sorted(_draft_age(path, now) for path in sorted((project / ".memory/drafts").glob("*.json")))
+    drafts = [] if linked_folder(project, ".memory/drafts/x") else sorted(
+        (project / ".memory/drafts").glob("*.json"))
+    ages = sorted(_draft_age(project, path, now) for path in drafts)
     pending = [age for age in ages if age <= DRAFT_EXPIRE_DAYS]
     return StartupCheck(
         total_entries=len(active), pending_drafts=len(pending),
@@ -299,14 +301,32 @@ def startup_check(project: Path, now: datetime) -> StartupCheck:
         damaged_lines=len(damaged))
 
 
-def _draft_age(path: Path, now: datetime) -> int:
+def _read(project: Path, relative: str) -> str:
+    """A file of the store as text ("" when it is not there or not to be read): through no
+    folder link, a file link only within the project, a regular file (a FIFO would hang,
+    a link to /dev/zero eat the memory) of at most the size a search reads."""
+    from miniclaw.errors import MiniclawError
+    from miniclaw.memory import files
+    from miniclaw.memory.sources import linked_folder
+
+    if linked_folder(project, relative):
+        return ""
+    try:
+        raw = files.read_bytes(project / relative, project, relative)
+    except MiniclawError:  # unreadable, a link out of the project, not a regular file
+        return ""
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def _draft_age(project: Path, path: Path, now: datetime) -> int:
     """Whole days since a draft was captured (`_meta.capture_timestamp`; else its mtime)."""
     try:
-        stamp = json.loads(path.read_text(encoding="utf-8"))["_meta"]["capture_timestamp"]
+        draft = json.loads(_read(project, str(path.relative_to(project))))
+        stamp = draft["_meta"]["capture_timestamp"]
         captured = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
         if captured.tzinfo is None:
             captured = captured.replace(tzinfo=now.tzinfo)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         try:
             captured = datetime.fromtimestamp(path.stat().st_mtime, now.tzinfo)
         except OSError:

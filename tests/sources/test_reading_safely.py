@@ -264,3 +264,50 @@ def test_doctor_does_not_ask_to_edit_a_transcript_that_quotes_the_tag(tmp_path, 
     doctor = _run(workspace, "doctor")
     assert "never closed" not in doctor.stdout and "</private>" not in doctor.stdout
     assert ClaudeCodeSource().line_records
+
+
+# -- links out of a source's root (issue 38) ----------------------------------------------
+
+def test_an_ef_memory_folder_linked_out_of_the_root_is_not_read(tmp_path, workspace,
+                                                                isolated_home):
+    """A project whose `.memory` is a link to a folder outside every allowed root: EF
+    Memory built `.memory/events.jsonl` and checked only its last step, so the events
+    there were indexed and served (and counted by doctor's startup check)."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "drafts").mkdir(parents=True)
+    (elsewhere / "events.jsonl").write_text(_event("lesson-s-00000001", f"Walrus {SECRET}")
+                                            + "\n", encoding="utf-8")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".memory").symlink_to(elsewhere, target_is_directory=True)
+    _configure(isolated_home, workspace, {"kind": "ef_memory", "root": str(project)})
+    found, _ = _rank(workspace, "walrus")
+    assert found["results"] == [] and SECRET not in json.dumps(found)
+    doctor = _run(workspace, "doctor")
+    assert "EF Memory: 0 entries" in doctor.stdout and SECRET not in doctor.stdout
+    source = EFMemorySource(root=str(project))
+    assert source.files(workspace) == []
+    assert source.file(workspace, str(project / ".memory" / "events.jsonl")) is None
+
+
+@pytest.mark.parametrize("kind, layout", [
+    ("conkeeper", "notes/a.md"), ("mnemonic", "_semantic/decisions/a.memory.md"),
+    ("claude_code", "-p/s1.jsonl"), ("ef_memory", ".memory/events.jsonl")])
+def test_no_source_reads_a_file_through_a_folder_linked_out_of_its_root(tmp_path, workspace,
+                                                                        kind, layout):
+    """Every source, whether it walks its root or names a path: a folder on the way that is
+    a link (here to a folder outside the root) is never entered, by the listing or by
+    `file()` (what the index's watch asks for a changed path)."""
+    from miniclaw.memory.sources import kind_class
+
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    first, rest = layout.split("/", 1)
+    (outside / rest).parent.mkdir(parents=True)
+    (outside / rest).write_text("{}\n" if layout.endswith("jsonl") else "- x\n",
+                                encoding="utf-8")
+    root.mkdir()
+    (root / first).symlink_to(outside, target_is_directory=True)
+    source = kind_class(kind)(root=str(root), name=kind)
+    assert source.files(workspace) == []
+    assert source.file(workspace, str(root / layout)) is None
