@@ -347,7 +347,7 @@ def listing(source: MemorySource,
     found_folders: list[tuple[str, str]] = []
     token = _UNLISTED.set(found_folders)
     try:
-        found = source.files(workspace)
+        found = one_name_each(source.files(workspace))
     finally:
         _UNLISTED.reset(token)
     if not found and not found_folders:  # nothing listed: a root that is not there?
@@ -367,6 +367,37 @@ def listing(source: MemorySource,
         said.setdefault(shown, f"cannot read the folder {shown}: {reason}; the memory files "
                                "in it are not searched until it can be read")
     return found, list(said.items())
+
+
+def one_name_each(files: list[SourceFile]) -> list[SourceFile]:
+    """A source's files, each file once whatever its names: a link to another file of the
+    root, or a hard link, is one file (by device and inode, `_identities`), kept under its
+    own name (not a link), else the first name in order. Read under both, every search
+    showed the same memory twice. The common case (no inode twice) costs one set."""
+    if len({found.inode for found in files}) == len(files):
+        return files
+    chosen: dict[object, SourceFile] = {}
+    for found, key in zip(files, _identities(files)):
+        kept = chosen.get(key)
+        if kept is None or (_is_link(kept.absolute), kept.path) > (_is_link(found.absolute),
+                                                                   found.path):
+            chosen[key] = found
+    kept_ids = {id(found) for found in chosen.values()}
+    return [found for found in files if id(found) in kept_ids]
+
+
+def is_alias(path: str) -> bool:
+    """Whether a file may be another name of a file listed under its own (a symlink, or a
+    hard link): the index then lists the source again rather than trust one name."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISLNK(st.st_mode) or st.st_nlink > 1
+
+
+def _is_link(path: str) -> bool:
+    return os.path.islink(path)
 
 
 def in_unlisted(path: str, folders: Iterable[tuple[str, str]]) -> bool:

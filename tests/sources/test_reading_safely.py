@@ -311,3 +311,54 @@ def test_no_source_reads_a_file_through_a_folder_linked_out_of_its_root(tmp_path
     source = kind_class(kind)(root=str(root), name=kind)
     assert source.files(workspace) == []
     assert source.file(workspace, str(root / layout)) is None
+
+
+# -- one file, one entry set (issue 38) -----------------------------------------------------
+
+@pytest.mark.parametrize("how", ["symlink", "hard link"])
+def test_a_file_under_two_names_of_one_root_is_indexed_once(tmp_path, workspace, isolated_home,
+                                                            how):
+    """A ConKeeper file that is a link to another file of the same root (or a hard link):
+    every search showed the same memory twice, under two paths. Kept under its own name."""
+    root = tmp_path / "ck" / ".claude" / "memory"
+    (root / "decisions").mkdir(parents=True)
+    (root / "decisions" / "notes.md").write_text("- The walrus statue moved to the pier.\n",
+                                                 encoding="utf-8")
+    link = root / "a-first-name.md"
+    if how == "symlink":
+        link.symlink_to(root / "decisions" / "notes.md")
+    else:
+        os.link(root / "decisions" / "notes.md", link)
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root)})
+    found, _ = _rank(workspace, "walrus statue")
+    paths = [r["path"] for r in found["results"]]
+    expected = f"{root}/decisions/notes.md" if how == "symlink" else f"{root}/a-first-name.md"
+    assert paths == [expected]
+    assert _run(workspace, "memory", "status", "--json").exit_code == 0
+
+
+def test_a_hard_link_made_while_a_store_watches_is_not_a_second_copy(tmp_path, workspace):
+    """A long-lived store (MCP server, chat) watches its folders and re-reads only the
+    paths that changed: a hard link made then to a file it has was indexed as a second
+    file (a new symlink already made the watch look at everything)."""
+    import asyncio
+
+    from miniclaw.memory import MemoryStore
+    from miniclaw.memory.sources import SOURCES
+    from miniclaw.sources.conkeeper import ConKeeperSource
+    from tests.conftest import NOW
+
+    root = tmp_path / "ck"
+    root.mkdir()
+    (root / "notes.md").write_text("- The walrus statue moved to the pier.\n", encoding="utf-8")
+
+    async def run() -> list[str]:
+        async with MemoryStore(workspace, sources=(*SOURCES, ConKeeperSource(root=str(root))),
+                               roots=[str(root)], now=lambda: NOW) as store:
+            for _ in range(3):  # the second refresh starts the watch
+                await store.search_memories("walrus", days=None)
+            assert store.index._watch is not None and store.index._watch.active
+            os.link(root / "notes.md", root / "again.md")
+            return [hit.path for hit in await store.search_memories("walrus", days=None)]
+
+    assert asyncio.run(run()) == [f"{root}/again.md"]  # one file: the first of its names
