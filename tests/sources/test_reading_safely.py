@@ -362,3 +362,20 @@ def test_a_hard_link_made_while_a_store_watches_is_not_a_second_copy(tmp_path, w
             return [hit.path for hit in await store.search_memories("walrus", days=None)]
 
     assert asyncio.run(run()) == [f"{root}/again.md"]  # one file: the first of its names
+
+
+@settings(max_examples=150, deadline=None)
+@given(fields=st.dictionaries(st.sampled_from(
+    ["type", "role", "content", "message", "timestamp", "sessionId", "session_id", "cwd",
+     "isMeta", "isSidechain", "isApiErrorMessage", "recall", "interrupted"]), _json_values),
+    message=st.dictionaries(st.sampled_from(["model", "content", "role"]), _json_values))
+def test_a_transcript_record_of_any_shape_reads_without_error(fields, message):
+    """Both transcript formats, every field the readers look at with any JSON value (a
+    message's content blocks too): entries or nothing, never an exception."""
+    for record in (fields, {**fields, "message": message},
+                   {**fields, "message": {**message, "content": [fields, message]}}):
+        line = json.dumps(record)
+        for source in (TranscriptSource(), ClaudeCodeSource(sidechains=True)):
+            for entry in read_entries(source, line + "\n" + line, "s.jsonl"):
+                assert isinstance(entry.text, str) and entry.text
+            source.warning(line, "s.jsonl")
