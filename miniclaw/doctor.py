@@ -225,7 +225,8 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
         link_root = source.link_root(workspace) if hasattr(source, "link_root") else workspace
         for source_file in found:
             report.findings.extend(_check_file(Path(source_file.absolute), link_root,
-                                               source_file.path))
+                                               source_file.path,
+                                               records=getattr(source, "line_records", False)))
         health = getattr(source, "health", None)  # a format's own check (EF Memory's startup)
         if health is not None:
             severity, message, fix_it = health(workspace)
@@ -253,8 +254,10 @@ def _is_temp_file(name: str) -> bool:
     return match is not None and any(source.owns(match.group(1)) for source in SOURCES)
 
 
-def _check_file(path: Path, workspace: Path, rel: str) -> list[Finding]:
-    """What may keep one memory file from being read, or hide part of it."""
+def _check_file(path: Path, workspace: Path, rel: str, *, records: bool = False) -> list[Finding]:
+    """What may keep one memory file from being read, or hide part of it. `records`: a file
+    of one JSON record per line (another tool's store, a transcript), whose tags apply per
+    record: an unclosed one hides the rest of its record only, nothing to fix in the file."""
     from miniclaw.memory import files
     from miniclaw.memory.parsing import split_lines
     from miniclaw.memory.privacy import front_matter_warning, unclosed_private_line
@@ -291,7 +294,7 @@ def _check_file(path: Path, workspace: Path, rel: str) -> list[Finding]:
         found.append(finding("warning", hidden.removeprefix(f"{rel}: "),
                              "move the notes below the closing --- (or remove the block)"))
     lines = split_lines(text)
-    opened = unclosed_private_line(lines)
+    opened = None if records else unclosed_private_line(lines)
     if opened is not None:
         found.append(finding("warning", f"the <private> on line {opened} is never closed: "
                              "everything after it is hidden and new notes are refused",

@@ -51,8 +51,8 @@ from typing import NamedTuple
 
 from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.memory.entry import NO_META, Entry, Meta
-from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, in_unlisted, listing,
-                                     read_once, read_twice_warnings)
+from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, in_unlisted, is_alias,
+                                     listing, read_once, read_twice_warnings)
 from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")
@@ -353,6 +353,8 @@ class SearchIndex:
                     if found is not None:
                         disk.append(found)
                         seen.add(name)
+        if any(is_alias(found.absolute) for found in disk):  # maybe a file known by another
+            return self._look(conn, None)  # name: the whole listing keeps one (`listing`)
         known = self._known(conn, paths)
         return (*self._todo(disk, known), known, None)
 

@@ -192,19 +192,73 @@ def visible_text(text: str, keep_front_matter: bool = False, per_line: bool = Fa
     parses a file (`sources.read_entries`); most files come back unchanged, unsplit.
     `keep_front_matter`: a format whose metadata is its front matter (mnemonic) gets it,
     private parts still removed (a `private: true` file is still hidden whole).
-    `per_line`: one record per line (JSON Lines): each line is redacted on its own, so an
-    unclosed tag hides the rest of its record, not every later record."""
+    `per_line`: one record per line (JSON Lines): each record is redacted on its own
+    (`visible_record`), so an unclosed tag hides the rest of its record, not every later
+    record."""
+    if per_line:
+        if not may_hold_private(text) and not _ESCAPED_LESS_THAN.search(text):
+            return text
+        lines = text.removeprefix("\ufeff").split("\n")
+        return "\n".join(visible_record(line) for line in lines)
     if not starts_front_matter([first_line(text)]) and not may_hold_private(text):
         return text
     lines = text.removeprefix("\ufeff").split("\n")
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    if per_line:
-        return "\n".join(redact_lines([line])[0] if may_hold_private(line) else line
-                         for line in lines)
     skip = 0 if keep_front_matter else front_matter_end(lines)  # as the writers see it
     lines = redact_lines(lines)
     lines[:skip] = [""] * skip
     return "\n".join(lines)
+
+
+# A `<` (or a character folding to one) spelled as a JSON escape: `\u003c`, `\uff1c`, ...
+_ESCAPED_LESS_THAN = re.compile(r"\\u(?:003[cC]|226[eE]|[fF][eE]64|[fF][fF]1[cC])")
+
+
+def visible_record(line: str) -> str:
+    """One JSON Lines record as every reader may see it. A record that reads as JSON keeps
+    its shape: the tag rules run over its strings in order, as the lines of one text, so a
+    block may span two fields and an unclosed `<private>` hides every later string of the
+    record (fail closed within it), never another record. A line that is not JSON (or too
+    deeply nested to read) is redacted as text: cut by a tag, it no longer reads as JSON and
+    its reader skips it (fail closed). Tags spelled with JSON escapes count once decoded."""
+    line = line.removesuffix("\r")
+    if not may_hold_private(line) and not _ESCAPED_LESS_THAN.search(line):
+        return line
+    import json
+
+    try:
+        record = json.loads(line)
+        places = _string_places(record)
+        if not any(may_hold_private(text) for _, _, text in places):
+            return line
+        visible = iter(without_tags([part for _, _, text in places
+                                      for part in text.split("\n")]))
+        for container, key, text in places:  # the record is ours: changed in place
+            shown = "\n".join(next(visible) for _ in text.split("\n"))
+            if container is None:
+                record = shown
+            else:
+                container[key] = shown
+        return json.dumps(record, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return redact_lines([line])[0] if may_hold_private(line) else line
+
+
+def _string_places(value: object) -> list[tuple[object, object, str]]:
+    """(container, key, string) of every string of a JSON value (keys left out), in the
+    order the record writes them; walked with a stack, not recursion (a record may be
+    nested a thousand levels). The container is None for a value that is a string."""
+    found: list[tuple[object, object, str]] = []
+    stack: list[tuple[object, object, object]] = [(None, None, value)]
+    while stack:
+        container, key, item = stack.pop()
+        if isinstance(item, str):
+            found.append((container, key, item))
+        elif isinstance(item, dict):
+            stack.extend((item, k, v) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((item, i, v) for i, v in reversed(list(enumerate(item))))
+    return found
 
 
 def open_depth(text: str) -> int:
@@ -367,7 +421,7 @@ def redact_lines(lines: list[str]) -> list[str]:
     """The lines with every private part removed, same count and order."""
     if is_private_file(lines):
         return [""] * len(lines)
-    return _without_tags(lines)
+    return without_tags(lines)
 
 
 def visible_typed(text: str) -> str:
@@ -380,15 +434,16 @@ def visible_typed(text: str) -> str:
     tag is left (removing a part may join the two halves of a new tag), so that applying it
     twice changes nothing."""
     while may_hold_private(text):
-        visible = "\n".join(_without_tags(text.split("\n"))).strip()
+        visible = "\n".join(without_tags(text.split("\n"))).strip()
         if visible == text:
             break
         text = visible
     return text
 
 
-def _without_tags(lines: list[str]) -> list[str]:
-    """The lines less what the `<private>` tags hide (not front matter), same count."""
+def without_tags(lines: list[str]) -> list[str]:
+    """The lines less what the `<private>` tags hide (not front matter), same count: for a
+    format that reads front matter its own way (ConKeeper's), after the tags."""
     out: list[str] = []
     depth = 0
     for line, tags in zip(lines, _line_tags(lines)):

@@ -9,8 +9,10 @@ whether `--days` limits it (`windowed`) and whether its entries are a sequence t
 neighbour context (`sequence`), and carries its own `label` for people.
 
 A root is a folder of the workspace, or a folder outside it that the caller names in an
-explicit allow-list (`check_roots`). Symlinks are followed only when they resolve inside
-the source's root; only regular files are read.
+explicit allow-list (`check_roots`). Symlinks to files are followed only when they resolve
+inside the source's root; a link to a folder below the root is never entered, whether a
+walk meets it or a source names a path through it (`linked_folder`); only regular files
+are read.
 """
 
 from __future__ import annotations
@@ -115,6 +117,22 @@ def stat_in_workspace(path: str, workspace: Path | str) -> os.stat_result | None
     except (OSError, ValueError):
         return None
     return st if stat.S_ISREG(st.st_mode) else None
+
+
+def linked_folder(root: str | os.PathLike[str], relative: str) -> bool:
+    """Whether a folder on the way from the root to a file (root-relative, forward
+    slashes) is a link, or cannot be looked at: what a walk never enters. A source that
+    builds a path (EF Memory's `.memory/events.jsonl`) checked only its last step, so a
+    `.memory` linked out of the root was read."""
+    folder = os.fspath(root)
+    for part in relative.split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        try:
+            if stat.S_ISLNK(os.lstat(folder).st_mode):
+                return True
+        except (OSError, ValueError):
+            return True
+    return False
 
 
 class FileSource:
@@ -274,10 +292,12 @@ class FileSource:
         if path is None:
             return None
         root, _, outside = self._layout(workspace)
+        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
+        if "/" in relative and linked_folder(root, relative):
+            return None
         st = stat_in_workspace(absolute, outside or workspace)
         if st is None:
             return None
-        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
         return SourceFile(self.name, path, absolute, st.st_size, st.st_mtime_ns, st.st_ino,
                           self.day(relative), str(outside) if outside else None)
 
@@ -327,7 +347,7 @@ def listing(source: MemorySource,
     found_folders: list[tuple[str, str]] = []
     token = _UNLISTED.set(found_folders)
     try:
-        found = source.files(workspace)
+        found = one_name_each(source.files(workspace))
     finally:
         _UNLISTED.reset(token)
     if not found and not found_folders:  # nothing listed: a root that is not there?
@@ -347,6 +367,37 @@ def listing(source: MemorySource,
         said.setdefault(shown, f"cannot read the folder {shown}: {reason}; the memory files "
                                "in it are not searched until it can be read")
     return found, list(said.items())
+
+
+def one_name_each(files: list[SourceFile]) -> list[SourceFile]:
+    """A source's files, each file once whatever its names: a link to another file of the
+    root, or a hard link, is one file (by device and inode, `_identities`), kept under its
+    own name (not a link), else the first name in order. Read under both, every search
+    showed the same memory twice. The common case (no inode twice) costs one set."""
+    if len({found.inode for found in files}) == len(files):
+        return files
+    chosen: dict[object, SourceFile] = {}
+    for found, key in zip(files, _identities(files)):
+        kept = chosen.get(key)
+        if kept is None or (_is_link(kept.absolute), kept.path) > (_is_link(found.absolute),
+                                                                   found.path):
+            chosen[key] = found
+    kept_ids = {id(found) for found in chosen.values()}
+    return [found for found in files if id(found) in kept_ids]
+
+
+def is_alias(path: str) -> bool:
+    """Whether a file may be another name of a file listed under its own (a symlink, or a
+    hard link): the index then lists the source again rather than trust one name."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISLNK(st.st_mode) or st.st_nlink > 1
+
+
+def _is_link(path: str) -> bool:
+    return os.path.islink(path)
 
 
 def in_unlisted(path: str, folders: Iterable[tuple[str, str]]) -> bool:

@@ -319,7 +319,7 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
     `head` being the file's first line."""
     from miniclaw.memory import appends
     from miniclaw.memory.privacy import open_depth
-    from miniclaw.memory.sources import redacted_entries
+    from miniclaw.memory.sources import redacted_entries, source_warning
 
     try:
         opened = _open(source_file, workspace)
@@ -338,7 +338,9 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
         start = appends.resume(fd, st, tail)
         head, _ = decode(appends.head(fd), source_file.path)
         end, lines = (start.offset, start.lines) if start else (0, 0)
-        depth = start.private_depth if start else 0
+        # One record per line: a tag never spans two, so no part starts inside a block.
+        per_line = getattr(source, "line_records", False)
+        depth = start.private_depth if start and not per_line else 0
         append = start is not None
         warning = None
         for raw, lines_before, end in appends.parts(fd, st.st_size, start):
@@ -347,11 +349,13 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
             if depth:  # the part starts inside a private block: it stays hidden
                 text, shift = appends.reopened(text, max(depth, 0)), lines_before - 1
             entries = [] if depth < 0 else redacted_entries(
-                source.name, lambda visible: source.parse_part(visible, source_file.path, head), text)
+                source.name, lambda visible: source.parse_part(visible, source_file.path, head), text,
+                per_line=per_line)
+            warning = warning or source_warning(source, text, source_file.path)
             if shift:
                 entries = [e._replace(line_start=e.line_start + shift, line_end=e.line_end + shift)
                            for e in entries]
-            depth = depth if depth < 0 else open_depth(text)
+            depth = depth if depth < 0 or per_line else open_depth(text)
             lines = lines_before + raw.count(b"\n")
             # Where this part ends, stored with it: a read cut short (a parse worker that
             # died) goes on from there.

@@ -53,8 +53,11 @@ def redact(text: str) -> str:
     starting with `</private>` (both tag lines hidden; unclosed: to the end; code fences do
     not matter). Front matter that is not private becomes empty lines too (metadata, not
     memories), in place of miniclaw's reading of it (which hides `private: trueish`).
-    Hidden lines become empty, so line numbers stay those of the file."""
-    from miniclaw.memory.privacy import redact_lines
+    miniclaw's tags are read on the whole file first, front matter included, as in every
+    format: a `<private>` opened in the front matter (`title: Notes <private>`) hides the
+    body up to its `</private>`. Hidden lines become empty, so line numbers stay those of
+    the file."""
+    from miniclaw.memory.privacy import without_tags
 
     if "private" not in text.lower() and not text.startswith(("---", "\ufeff---")):
         return text
@@ -74,8 +77,9 @@ def redact(text: str) -> str:
         if block:
             hidden.add(number)
             block = not _CLOSE.match(line)
-    mine = redact_lines([""] * front + lines[front:])  # miniclaw's tags, nesting and all
-    return "\n".join("" if number in hidden else line for number, line in enumerate(mine))
+    mine = without_tags(lines)  # miniclaw's tags, nesting and all, on the whole file
+    return "\n".join("" if number in hidden or number < front else line
+                     for number, line in enumerate(mine))
 
 
 def _day(text: str | None) -> Date | None:

@@ -3,9 +3,12 @@
 One JSON object per line; updates and deprecations are appended, so the LAST line per
 `id` wins and a winning `deprecated: true` hides the entry. Blank lines, git conflict
 markers, lines that are not JSON objects and lines without an id are skipped; the file then
-carries a warning that counts them by line number (never their text). Privacy applies to
-each line on its own (`line_records`): a record with an unclosed `<private>` loses the rest
-of its line, no longer reads as JSON and is skipped as damaged (fail closed). Drafts
+carries a warning that counts them by line number (never their text). A line whose fields
+are not of their JSON type (`severity` a list, `content` a string: `_SHAPE`) is damaged
+too: it is skipped, never the reason a search fails. Privacy applies to each record on its
+own (`line_records`, `privacy.visible_record`): the tags hide what they enclose in the
+entry's strings, and an unclosed `<private>` the rest of that entry (fail closed), never a
+later line; an entry that only mentions the tag is kept, less what the tag hides. Drafts
 (`.memory/drafts/`) and compaction archives (`.memory/archive/`) are never read. The root
 is the project folder (source paths in entries are relative to it).
 
@@ -43,6 +46,10 @@ _CONFLICT = LazyPattern(r"^(<{7}|={7}|>{7})(\s|$)")
 # `commit <hex>`, `PR #12` and free text are not files.
 _NOT_A_FILE = LazyPattern(r"^(commit\s+[0-9a-f]{7,40}|PR\s*#\d+)$", re.IGNORECASE)
 _SEVERITY_ORDER = {"S1": 0, "S2": 1, "S3": 2}
+# The JSON type of each field an entry is read from (null or absent is always allowed).
+_SHAPE = {**dict.fromkeys(("type", "classification", "severity", "title", "rule",
+                           "implication", "created_at", "last_verified"), str),
+          **dict.fromkeys(("content", "source", "tags"), list), "deprecated": bool}
 
 
 class EFMemorySource(FileSource):
@@ -83,15 +90,17 @@ class EFMemorySource(FileSource):
             return None
         shown = ", ".join(map(str, damaged[:10])) + (", ..." if len(damaged) > 10 else "")
         return (f"{path}: {len(damaged)} damaged line{'s' if len(damaged) > 1 else ''} "
-                f"skipped (line {shown}): not a JSON entry with an id, or cut by a "
-                "<private> tag")
+                f"skipped (line {shown}): not a JSON entry with an id and fields of their "
+                "types")
 
     @staticmethod
     def priority(meta) -> int:
         """Order among entries of equal relevance: Hard S1, S2, S3, Hard without severity,
         then Soft the same way."""
         hard = meta.get("classification") == "Hard"
-        return (0 if hard else 4) + _SEVERITY_ORDER.get(meta.get("severity"), 3)
+        severity = meta.get("severity")
+        return (0 if hard else 4) + _SEVERITY_ORDER.get(severity if isinstance(severity, str)
+                                                        else None, 3)
 
     def notes(self, meta, workspace: Path, today: Date) -> tuple[str, ...]:
         """What to say of an entry as it is shown: `[Stale?]`, `[Source may be outdated]`."""
@@ -117,7 +126,8 @@ def read_events(text: str) -> tuple[dict[str, tuple[int, dict]], list[int]]:
             event = json.loads(line)
         except (ValueError, RecursionError):
             event = None
-        if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not event["id"]:
+        if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not event["id"] \
+                or not _well_shaped(event):
             damaged.append(number)
             continue
         latest.pop(event["id"], None)  # keep file order of the winning lines
@@ -125,14 +135,21 @@ def read_events(text: str) -> tuple[dict[str, tuple[int, dict]], list[int]]:
     return latest, damaged
 
 
+def _well_shaped(event: dict) -> bool:
+    """Whether each field an entry is read from has its JSON type, or is null."""
+    return all(isinstance(event.get(key), kind) or event.get(key) is None
+               for key, kind in _SHAPE.items())
+
+
 def _entry(event: dict, path: str, number: int) -> Entry:
     title, rule, implication = (_text(event.get(key)) for key in ("title", "rule", "implication"))
     content = [_text(item) for item in event.get("content") or [] if _text(item)] \
         if isinstance(event.get("content"), list) else []
     classification = "Hard" if str(event.get("classification", "")).lower() == "hard" else "Soft"
-    severity = event.get("severity") if event.get("severity") in _SEVERITY_ORDER else None
+    severity = _text(event.get("severity"))
+    severity = severity if severity in _SEVERITY_ORDER else None
     kind = _text(event.get("type")).lower()
-    sources = [s for s in event.get("source") or [] if isinstance(s, str)] \
+    sources = [s for s in event.get("source") or [] if isinstance(s, str) and s.strip()] \
         if isinstance(event.get("source"), list) else []
     tags = [t for t in event.get("tags") or [] if isinstance(t, str)] \
         if isinstance(event.get("tags"), list) else []
@@ -256,19 +273,21 @@ class StartupCheck(NamedTuple):
 
 
 def startup_check(project: Path, now: datetime) -> StartupCheck:
-    """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware)."""
+    """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware).
+    Read as a search reads it: no folder link followed, a file link only within the
+    project, regular files of bounded size (`_read`)."""
     from miniclaw.memory.privacy import visible_text
+    from miniclaw.memory.sources import linked_folder
 
-    events = project / ".memory" / "events.jsonl"
-    try:
-        text = visible_text(events.read_text(encoding="utf-8", errors="replace"), per_line=True)
-    except OSError:
-        text = ""
+    events = project / EVENTS
+    text = visible_text(_read(project, EVENTS), per_line=True)
     latest, damaged = read_events(text)
     active = [_entry(event, str(events), number).meta for number, event in latest.values()
               if event.get("deprecated") is not True]
     lines = sum(1 for line in text.split("\n") if line.strip())
-    ages = sorted(_draft_age(path, now) for path in sorted((project / ".memory/drafts").glob("*.json")))
+    drafts = [] if linked_folder(project, ".memory/drafts/x") else sorted(
+        (project / ".memory/drafts").glob("*.json"))
+    ages = sorted(_draft_age(project, path, now) for path in drafts)
     pending = [age for age in ages if age <= DRAFT_EXPIRE_DAYS]
     return StartupCheck(
         total_entries=len(active), pending_drafts=len(pending),
@@ -282,14 +301,32 @@ def startup_check(project: Path, now: datetime) -> StartupCheck:
         damaged_lines=len(damaged))
 
 
-def _draft_age(path: Path, now: datetime) -> int:
+def _read(project: Path, relative: str) -> str:
+    """A file of the store as text ("" when it is not there or not to be read): through no
+    folder link, a file link only within the project, a regular file (a FIFO would hang,
+    a link to /dev/zero eat the memory) of at most the size a search reads."""
+    from miniclaw.errors import MiniclawError
+    from miniclaw.memory import files
+    from miniclaw.memory.sources import linked_folder
+
+    if linked_folder(project, relative):
+        return ""
+    try:
+        raw = files.read_bytes(project / relative, project, relative)
+    except MiniclawError:  # unreadable, a link out of the project, not a regular file
+        return ""
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def _draft_age(project: Path, path: Path, now: datetime) -> int:
     """Whole days since a draft was captured (`_meta.capture_timestamp`; else its mtime)."""
     try:
-        stamp = json.loads(path.read_text(encoding="utf-8"))["_meta"]["capture_timestamp"]
+        draft = json.loads(_read(project, str(path.relative_to(project))))
+        stamp = draft["_meta"]["capture_timestamp"]
         captured = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
         if captured.tzinfo is None:
             captured = captured.replace(tzinfo=now.tzinfo)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         try:
             captured = datetime.fromtimestamp(path.stat().st_mtime, now.tzinfo)
         except OSError:

@@ -3,8 +3,10 @@
 Two formats share this reading (the `claude_code` kind subclasses `TranscriptSource`):
 miniclaw's own `sessions/<id>.jsonl` (`{"role", "content", "timestamp", "session_id"}`,
 chat/transcript.py) and Claude Code's projects folder. A file is JSON lines appended in
-time order; a line that is not a JSON object (cut short, or blanked by a `<private>` span,
-`sources.read_entries`) is skipped. What is left out is what the reference transcript
+time order, one record per line (`line_records`: privacy applies to each record on its own,
+so a tool result quoting an unclosed `<private>` hides the rest of that record only). A line
+that is not a JSON object (cut short while written) is skipped; one nested too deeply to
+read is skipped with a warning (`warning`). What is left out is what the reference transcript
 search leaves out (shared/formats/FORMATS.md section 4), per message: text of 10
 characters or less, acknowledgements ("ok", "thanks"), system noise (IDE and shell
 wrappers, interrupted requests, API errors), and what an earlier recall printed or quoted
@@ -90,17 +92,46 @@ def is_noise(text: str) -> bool:
 
 def records(text: str) -> Iterator[tuple[int, dict]]:
     """(1-based line number, record) for each line that is a JSON object."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.startswith("{"):
+            record = _record(line)
+            if isinstance(record, dict):
+                yield number, record
+
+
+def _record(line: str) -> object:
+    """A line's JSON value; None when it does not read: cut short, or nested too deeply for
+    the decoder (a tool result 1,500 levels deep made every search fail)."""
     import json  # only when a transcript changed: not at every CLI start
 
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+#: Fewer brackets than this cannot nest deeply enough to fail the decoder (its limit is the
+#: interpreter's recursion limit, 1,000, less the frames already used): only lines with more
+#: are decoded again to be told apart by `TranscriptSource.warning`.
+_DEEP_BRACKETS = 400
+
+
+def too_deep(text: str) -> list[int]:
+    """The numbers of the lines that are JSON objects too deeply nested to read."""
+    if text.count("{") + text.count("[") < _DEEP_BRACKETS:  # most parts: two scans in C
+        return []
+    import json
+
+    out = []
     for number, line in enumerate(text.split("\n"), 1):
-        if not line.startswith("{"):
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            yield number, record
+        if line.startswith("{") and line.count("{") + line.count("[") >= _DEEP_BRACKETS:
+            try:
+                json.loads(line)
+            except RecursionError:
+                out.append(number)
+            except ValueError:
+                pass
+    return out
 
 
 def is_fork(text: str) -> bool:
@@ -108,12 +139,8 @@ def is_fork(text: str) -> bool:
     first = text.split("\n", 1)[0]
     if '"queue-operation"' not in first:
         return False
-    import json
-
-    try:
-        return json.loads(first).get("type") == "queue-operation"
-    except (ValueError, AttributeError):
-        return False
+    record = _record(first)
+    return isinstance(record, dict) and record.get("type") == "queue-operation"
 
 
 def message_entry(text: str, path: str, line: int, *, session: str, role: str,
@@ -157,6 +184,7 @@ class TranscriptSource(FileSource):
     label = "Chat Transcript"
     sequence = True  # turns of a conversation: neighbour context applies
     append_only = True  # a transcript only grows: an append is read from its old end
+    line_records = True  # one JSON record per line: privacy redacts each on its own
     root = SESSIONS_DIR
 
     def owns(self, relative: str) -> bool:
@@ -190,6 +218,15 @@ class TranscriptSource(FileSource):
             if entry is not None:
                 entries.append(entry)
         return entries
+
+    def warning(self, text: str, path: str) -> str | None:
+        """Lines skipped because they nest too deeply to read (by number, never their text)."""
+        deep = too_deep(text)
+        if not deep:
+            return None
+        shown = ", ".join(map(str, deep[:10])) + (", ..." if len(deep) > 10 else "")
+        return (f"{path}: {len(deep)} record{'s' if len(deep) > 1 else ''} nested too deeply "
+                f"to read skipped (line {shown}); the rest is searched")
 
     def record_entry(self, record: dict, path: str, line: int, session: str) -> Entry | None:
         """A miniclaw record: only what the user typed and what the assistant answered

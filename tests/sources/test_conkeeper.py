@@ -207,6 +207,27 @@ def test_front_matter_privacy_is_conkeepers(text, hidden):
     assert ("secret" not in texts) == hidden
 
 
+def test_a_tag_opened_in_the_front_matter_hides_the_body_up_to_its_close(tmp_path, workspace,
+                                                                          isolated_home):
+    """`title: Notes <private>` in a ConKeeper file's front matter, closed in the body: the
+    reader blanked the front matter before the tag rules ran, so the text the tag hides was
+    searched (the same file as a miniclaw memory file was hidden). Tags are read on the
+    whole file first, in every format."""
+    root = tmp_path / "ck" / ".claude" / "memory"
+    root.mkdir(parents=True)
+    text = ("---\ntitle: Notes <private>\n---\n\n- The vault code is 7-2-9 marmoset\n\n"
+            "</private>\n\n- The harbour ferry leaves at noon marmoset\n")
+    (root / "notes.md").write_text(text, encoding="utf-8")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root)})
+    run = _cli(workspace, "memory", "rank", "-q", "marmoset", "--json", "--days", "36500")
+    assert run.returncode == 0, run.stderr
+    assert [r["content"] for r in json.loads(run.stdout)["results"]] == [
+        "The harbour ferry leaves at noon marmoset"]
+    assert "vault" not in run.stdout
+    entries = read_entries(SOURCES[0], text, "memory/MEMORY.md")  # as a miniclaw file
+    assert "vault" not in " ".join(e.text for e in entries)
+
+
 @pytest.mark.parametrize("lines", [
     ["<private>", "secret", "</private>", "shown"],
     ["   <private>", "secret", "\t</private>", "shown"],
@@ -230,14 +251,26 @@ _OPEN = st.sampled_from(["<private>", "  <private>", "\t<private>", "<private>x<
 _CLOSE = st.sampled_from(["</private>", "  </private>", "</private> after"])
 
 
+_FRONT_OPEN = st.sampled_from(["<private>", "< PRIVATE >", '<private reason="x">', "<private"])
+
+
 @st.composite
 def _conkeeper_file(draw):
     """A ConKeeper file of plain lines, private blocks (some left open) and, sometimes, a
-    front matter saying `private: true` in one of its spellings."""
+    front matter saying `private: true` in one of its spellings, or a front matter that
+    opens a `<private>` in a value (`title: Notes <private>`), closed in the body or never:
+    the secret follows it, in the front matter or in the body (issue 37)."""
     lines: list[str] = []
-    if draw(st.booleans()):
+    front = draw(st.sampled_from(["none", "private", "tag"]))
+    if front == "private":
         flag = draw(st.sampled_from(["true", "True", "'true'", '"TRUE"']))
         lines += ["---", f"private: {flag}", "---", SECRET]
+    elif front == "tag":
+        key = draw(st.sampled_from(["title", "tags", "summary", "Notes"]))
+        lines += ["---", f"{key}: {draw(_PLAIN)} {draw(_FRONT_OPEN)}"]
+        lines += draw(st.sampled_from([[], [f"  {SECRET}"], [f"other: {SECRET}"]]))
+        lines += ["---", "- " + draw(_PLAIN) + SECRET + draw(_PLAIN)]
+        lines += draw(st.sampled_from([[], [draw(_CLOSE)], [f"- {SECRET}", draw(_CLOSE)]]))
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["plain", "block", "open", "category"]))
         if kind == "plain":

@@ -79,16 +79,27 @@ async def test_the_fixture_store_latest_line_wins_and_deprecated_is_hidden(works
             "archive" not in hit.path for hit in await store.search_memories(title, days=None))
 
 
-async def test_lines_a_tag_cuts_are_skipped_with_a_warning_not_their_text(workspace, project):
-    """Two fixture entries mention `<private>` in their content: miniclaw's privacy hides
-    the rest of each such line (one record), which then is not JSON: skipped, warned, and
-    no later record is lost (the deprecation on line 11 still applies)."""
+async def test_entries_that_mention_the_tag_are_kept_less_what_it_hides(workspace, project):
+    """Two fixture entries mention `<private>` in their content (2 of 9 in a real store,
+    issue 39): the tag rules apply to each entry's text, fail closed within the entry
+    (everything after the unclosed tag in that record is hidden), not to the JSON line.
+    Before, each line was cut, no longer read as JSON, was dropped, and every command
+    warned of 2 damaged lines."""
     async with _store(workspace, project) as store:
         results = await store.search("private", days=None)
-        assert results.results == []
-        [warning] = results.warnings
-        assert warning.params["path"] == f"{project}/.memory/events.jsonl"
-        assert "2 damaged lines skipped (line 8, 9)" in warning.params["message"]
+        assert not results.warnings
+        by_id = {hit.meta["id"]: hit for hit in results.results}
+        assert set(by_id) == {"lesson-inc009-0a8c1e45", "risk-conkeeper-eed4311c"}
+        leak = by_id["lesson-inc009-0a8c1e45"]
+        assert leak.content == ("Private ADR leaked into memory search results\n"
+                                "An ADR with private: true in its front matter appeared in "
+                                "search output\nThe reader only looked for")
+        assert leak.meta["rule"] is None and leak.meta["source"] == []  # after the tag
+        fenced = by_id["risk-conkeeper-eed4311c"]
+        assert fenced.content == ("Private tags inside code fences are stripped too\n"
+                                  "ConKeeper treats")
+        # What follows the tag in the record is not found; later records are whole.
+        assert await store.search_memories("harmless documentation", days=None) == []
         assert await store.search_memories("normalised merge", days=None)  # line 10
 
 
@@ -207,7 +218,10 @@ def test_the_kind_is_registered():
     assert getattr(__import__(module, fromlist=[name]), name) is EFMemorySource
 
 
-def test_the_cli_searches_a_configured_store_and_warns(workspace, project, tmp_path):
+def test_the_cli_searches_a_configured_store_and_says_nothing_of_its_tags(workspace, project,
+                                                                        tmp_path):
+    """The fixture store's entries that mention `<private>` are read (less what it hides):
+    before, every command printed "2 damaged lines skipped" (issue 39)."""
     config_home = tmp_path / "mchome"
     config_home.mkdir()
     (config_home / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
@@ -222,13 +236,15 @@ def test_the_cli_searches_a_configured_store_and_warns(workspace, project, tmp_p
     out = json.loads(run.stdout)
     assert [r["meta"]["id"] for r in out["results"]] == [
         "lesson-inc007-a1868b83", "lesson-legacy_index-a20d57a5", "fact-pr41-734a0d29"]
-    assert "damaged lines skipped" in run.stderr and "Traceback" not in run.stderr
+    assert run.stderr == ""
 
 
 def test_the_startup_check_counts_as_efm_does(project):
     """expected/startup-2026-03-15.txt: pending_drafts=1 drafts_expired=1
     oldest_draft_age_days=2 stale_entries=2 source_warnings=1 merge_markers=0. miniclaw sees
-    7 entries, not 9: two lines are cut by `<private>` (privacy), hence waste 12/7."""
+    the 9 entries too (waste 12/9), but two mention `<private>`: the rest of each record is
+    hidden (fail closed), their dates with it, and an undated entry counts as 999 days old
+    (EFM's rule), hence 4 stale entries."""
     from datetime import datetime, timezone
 
     from miniclaw.sources.ef_memory import startup_check
@@ -236,12 +252,12 @@ def test_the_startup_check_counts_as_efm_does(project):
     before = sorted(p.name for p in (project / ".memory/drafts").iterdir())
     check = startup_check(project, datetime(2026, 3, 15, tzinfo=timezone.utc))
     assert check._asdict() == {
-        "total_entries": 7, "pending_drafts": 1, "drafts_expired": 1,
-        "oldest_draft_age_days": 2, "stale_entries": 2, "source_warnings": 1,
-        "waste_ratio": 1.71, "merge_markers": 0, "damaged_lines": 2}
+        "total_entries": 9, "pending_drafts": 1, "drafts_expired": 1,
+        "oldest_draft_age_days": 2, "stale_entries": 4, "source_warnings": 1,
+        "waste_ratio": 1.33, "merge_markers": 0, "damaged_lines": 0}
     assert check.hint().startswith(
         "EF Memory: 1 drafts past 7 days (EF Memory's startup deletes them), 1 pending "
-        "(oldest: 2d, review: /memory-save) / 1 source warnings / 2 stale entries (>90d)")
+        "(oldest: 2d, review: /memory-save) / 1 source warnings / 4 stale entries (>90d)")
     assert sorted(p.name for p in (project / ".memory/drafts").iterdir()) == before  # read-only
     edge = project / ".memory/events.jsonl"
     edge.write_text((project / ".memory/events.edge.jsonl").read_text(), encoding="utf-8")
