@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,9 +27,6 @@ from miniclaw import config
 SEVERITIES = ("info", "warning", "error")
 MODEL_TIMEOUT_S = 2.0
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
-# The temporary file of `files.replace_bytes` (mkstemp: 8 random characters) beside the
-# note it replaces: `.MEMORY.md.k3j2h1q_.tmp`.
-_TEMP_FILE = re.compile(r"^\.(.+\.md)\.[a-z0-9_]{8}\.tmp$")
 
 
 @dataclass(frozen=True)
@@ -152,9 +148,12 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
                                        _readable_fix(memory, writes=True)))
         return
     count = 0
+    from miniclaw.memory.files import leftovers
+
+    ours = {path.name for path in leftovers(memory)}  # proved ours: never a user's own .tmp
     for name in names:
         rel = f"{config.MEMORY_DIR}/{name}"
-        if _is_temp_file(name):
+        if name in ours:
             report.findings.append(Finding(
                 "warning", "file", rel,
                 "a leftover temporary file of an interrupted write (a full copy of a note, "
@@ -243,14 +242,6 @@ def _readable_fix(folder: Path | str, *, writes: bool) -> str:
     mode = "u+rwx" if writes else "u+rx"
     return (f"let your user read it: `chmod {mode} {folder}` (or `chown` it to your user if "
             "another one owns it)")
-
-
-def _is_temp_file(name: str) -> bool:
-    """A temp file our writers make for a memory file (never a user's own `.tmp` file)."""
-    from miniclaw.memory.sources import SOURCES
-
-    match = _TEMP_FILE.match(name)
-    return match is not None and any(source.owns(match.group(1)) for source in SOURCES)
 
 
 def _check_file(path: Path, workspace: Path, rel: str) -> list[Finding]:
@@ -621,7 +612,7 @@ def fix(workspace: Path, report: Report) -> list[str]:
     """Do what cannot lose data for the findings of `report`; returns what was done."""
     done = []
     temps = [f.path for f in report.findings if f.check == "file" and f.path
-             and _is_temp_file(f.path.rpartition("/")[2])]
+             and f.message.startswith("a leftover temporary file")]
     if temps:
         done.extend(_remove_temp_files(workspace, temps))
     index = [f for f in report.findings if f.check == "index"]
@@ -631,18 +622,19 @@ def fix(workspace: Path, report: Report) -> list[str]:
 
 
 def _remove_temp_files(workspace: Path, temps: list[str]) -> list[str]:
-    """Remove leftover temp files, under the write lock: no writer owns one then."""
+    """Remove the leftover temp files the report listed, under the write lock (no writer
+    owns one then), each proved ours again there (`files.leftovers`)."""
     from miniclaw.memory import files
 
     done = []
-    with files.locked(workspace / config.MEMORY_DIR):
-        for rel in temps:
-            path = workspace / rel
-            with contextlib.suppress(FileNotFoundError):
-                if path.is_symlink() or not path.is_file():
-                    continue
-                path.unlink()
-                done.append(f"removed {rel}")
+    memory = workspace / config.MEMORY_DIR
+    with files.locked(memory):
+        for path in files.leftovers(memory):
+            rel = f"{config.MEMORY_DIR}/{path.name}"
+            if rel in temps:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    done.append(f"removed {rel}")
     return done
 
 
