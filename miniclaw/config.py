@@ -187,13 +187,50 @@ def config_path() -> Path:
 
 
 def _config_text() -> str | None:
-    path = config_path()
+    """config.json's text (None: there is none), read through the shared safe open: a FIFO
+    there hung every command, a link to /dev/zero ate the memory."""
+    return settings_text(config_path())
+
+
+def settings_text(path: Path) -> str | None:
+    """The text of a JSON settings file people edit (config.json, ~/.claude.json), None when
+    there is none; a link is followed, but only to a regular file of at most 16 MB."""
+    from miniclaw.memory import files
+
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
+        raw = files.read_bytes(path, None, path.name)
+    except files.NotMemoryFileError:
+        raise UsageError(f"{path} is not a regular file under 16 MB (a FIFO, a device, a "
+                         "folder or a huge file): replace it with a JSON file, or remove it"
+                         ) from None
+    except files.MemoryFileError as exc:
+        raise UsageError(f"{exc} ({path}): let your user read it (chmod u+rw), or remove "
+                         "it") from None
+    if raw is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (a bad byte at offset {exc.start}): "
+                         "save it as UTF-8, or remove it") from None
+
+
+def parse_settings(text: str, path: Path) -> Any:
+    """The JSON value of a settings file's text; anything `json` refuses (bad syntax,
+    nesting too deep, a number too long) is a UsageError naming the file."""
+    import json  # only when there are settings to read: searches start faster without
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg}); fix or remove it") from None
+    except RecursionError:
+        raise UsageError(f"{path} nests too deeply to be read as JSON; fix or remove it"
+                         ) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise UsageError(f"{path} cannot be read as JSON ({str(exc).partition(':')[0]}); "
+                         "fix or remove it") from None
 
 
 def load_config(text: str | None = None, *, warn: bool = True) -> dict[str, Any]:
@@ -203,12 +240,7 @@ def load_config(text: str | None = None, *, warn: bool = True) -> dict[str, Any]
     text = _config_text() if text is None else text
     if text is None:
         return {}
-    import json  # only when there are settings to read: searches start faster without
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                         f"{exc.msg}); fix or remove it") from exc
+    data = parse_settings(text, path)
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold one JSON object, like {{\"llm\": {{...}}}}")
     if warn:
