@@ -311,7 +311,7 @@ def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) 
 def _check_index_file(workspace: Path, report: Report, usable: bool,
                       sources: tuple) -> str | None:
     from miniclaw.errors import UsageError
-    from miniclaw.memory import index_file
+    from miniclaw.memory import files, index_file
 
     path = config.index_path(workspace)
     shown = str(path)
@@ -332,8 +332,12 @@ def _check_index_file(workspace: Path, report: Report, usable: bool,
         return f"index {shown}: not built yet"
     wal = _size(f"{path}-wal")
     line = f"index {shown}: {_human(st.st_size)}, WAL {_human(wal)}"
-    with open(path, "rb") as handle:
-        header = handle.read(100)
+    try:  # checked as a regular file above, but it may be swapped for a FIFO since
+        header = files.read_head(path, 100, shown) or b""
+    except (OSError, files.MemoryFileError) as exc:
+        finding("error", f"cannot be read: {getattr(exc, 'strerror', None) or exc}",
+                "set MINICLAW_INDEX to a regular file you can read")
+        return
     if header and not header.startswith(b"SQLite format 3\x00"):
         finding("error", "not an SQLite file: miniclaw will not use it",
                 "delete it if it is a damaged index, or set MINICLAW_INDEX to another file")
@@ -549,18 +553,19 @@ def _servers(data: object, cwd: Path) -> list[dict]:
 
 
 def _check_mcp(report: Report, cwd: Path) -> None:
-    import json
+    from miniclaw.errors import UsageError
 
     looked = claude_config_files(cwd)
     registered = []
     for path in looked:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as exc:
-            report.findings.append(Finding("warning", "mcp", str(path), f"cannot be read: "
-                                           f"{getattr(exc, 'strerror', None) or exc}",
+        try:  # the shared safe open: a FIFO or a link to /dev/zero there is a finding
+            text = config.settings_text(path)
+            if text is None:
+                continue
+            data = config.parse_settings(text, path)
+        except UsageError as exc:
+            report.findings.append(Finding("warning", "mcp", str(path),
+                                           str(exc).removeprefix(f"{path} "),
                                            "fix the file (Claude Code reads it too)"))
             continue
         for server in _servers(data, cwd):
@@ -675,13 +680,12 @@ def _rebuild_index(workspace: Path, findings: list[Finding]) -> list[str]:
 
 def _provably_ours(path: Path) -> bool:
     """In miniclaw's cache folder, or carrying miniclaw's application id in its header."""
-    from miniclaw.memory import index_file
+    from miniclaw.memory import files, index_file
 
     if path.parent == config.cache_dir():
         return True
     try:
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-    except OSError:
+        header = files.read_head(path, 100) or b""
+    except (OSError, files.MemoryFileError):  # a FIFO is not ours
         return False
     return int.from_bytes(header[68:72], "big") == index_file.APPLICATION_ID

@@ -184,7 +184,7 @@ def _inside(path: Path, root: str | Path) -> bool:
 def read_head(path: str | Path, count: int, name: str | None = None) -> bytes | None:
     """The first `count` bytes of a regular file (a symlink followed), None when there is
     none: a header check (an index file's) that a FIFO cannot hang. OSError, or
-    `NotMemoryFileError` for what is not a regular file."""
+    `NotMemoryFileError` (a MemoryFileError) for what is not a regular file."""
     try:
         fd, _, _ = open_in_workspace(Path(path), None, name=name)
     except FileNotFoundError:

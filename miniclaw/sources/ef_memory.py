@@ -256,19 +256,23 @@ class StartupCheck(NamedTuple):
 
 
 def startup_check(project: Path, now: datetime) -> StartupCheck:
-    """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware)."""
+    """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware).
+    Its files are read as every reader reads (`files.read_bytes`): a FIFO, a device or a
+    link out of the project is a MemoryFileError or UsageError, never a hang."""
+    from miniclaw.memory import files
     from miniclaw.memory.privacy import visible_text
 
     events = project / ".memory" / "events.jsonl"
-    try:
-        text = visible_text(events.read_text(encoding="utf-8", errors="replace"), per_line=True)
-    except OSError:
-        text = ""
+    raw = files.read_bytes(events, project, EVENTS)
+    text = visible_text(files.decode(raw, EVENTS, memory_file=False)[0], per_line=True
+                        ) if raw else ""
     latest, damaged = read_events(text)
     active = [_entry(event, str(events), number).meta for number, event in latest.values()
               if event.get("deprecated") is not True]
     lines = sum(1 for line in text.split("\n") if line.strip())
-    ages = sorted(_draft_age(path, now) for path in sorted((project / ".memory/drafts").glob("*.json")))
+    drafts = sorted((project / ".memory/drafts").glob("*.json"))
+    ages = sorted(age for age in (_draft_age(path, project, now) for path in drafts)
+                  if age is not None)
     pending = [age for age in ages if age <= DRAFT_EXPIRE_DAYS]
     return StartupCheck(
         total_entries=len(active), pending_drafts=len(pending),
@@ -282,14 +286,22 @@ def startup_check(project: Path, now: datetime) -> StartupCheck:
         damaged_lines=len(damaged))
 
 
-def _draft_age(path: Path, now: datetime) -> int:
-    """Whole days since a draft was captured (`_meta.capture_timestamp`; else its mtime)."""
+def _draft_age(path: Path, project: Path, now: datetime) -> int | None:
+    """Whole days since a draft was captured (`_meta.capture_timestamp`; else its mtime);
+    None for what is no draft (a FIFO, a device, a link out of the project: not read)."""
+    from miniclaw.errors import MiniclawError
+    from miniclaw.memory import files
+
     try:
-        stamp = json.loads(path.read_text(encoding="utf-8"))["_meta"]["capture_timestamp"]
+        raw = files.read_bytes(path, project, path.name)
+    except MiniclawError:
+        return None
+    try:
+        stamp = json.loads(raw or b"")["_meta"]["capture_timestamp"]
         captured = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
         if captured.tzinfo is None:
             captured = captured.replace(tzinfo=now.tzinfo)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         try:
             captured = datetime.fromtimestamp(path.stat().st_mtime, now.tzinfo)
         except OSError:
@@ -302,7 +314,13 @@ def doctor_finding(project: Path) -> tuple[str, str, str]:
     doctor`: info when healthy, else a warning with EFM's hint line."""
     from datetime import timezone
 
-    check = startup_check(project, datetime.now(timezone.utc))
+    from miniclaw.errors import MiniclawError
+
+    try:
+        check = startup_check(project, datetime.now(timezone.utc))
+    except MiniclawError as exc:  # events.jsonl is a FIFO, a device, a link out, unreadable
+        return ("warning", f"EF Memory: not checked: {exc}",
+                f"make {EVENTS} a regular file in the project (not a link out of it)")
     if check.healthy:
         return "info", check.hint(), "nothing to do"
     return ("warning", check.hint(), "review drafts with /memory-save, re-verify stale "
