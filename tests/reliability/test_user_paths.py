@@ -209,3 +209,112 @@ def test_doctor_reads_an_index_header_through_the_safe_open(workspace: Path, iso
         assert "Traceback" not in done.stderr and done.returncode == 1, done.stderr
         assert any(f["check"] == "index" and f["severity"] == "error"
                    for f in json.loads(done.stdout)["findings"])
+
+
+def test_index_prune_skips_a_fifo_in_the_cache_folder(workspace: Path, isolated_home: Path):
+    """`index prune` read the header of each *.sqlite3 in the cache with a plain open():
+    a FIFO there hung it."""
+    cache = isolated_home / ".cache" / "miniclaw"
+    cache.mkdir(parents=True)
+    os.mkfifo(cache / "stray.sqlite3")
+    done = run(workspace, "index", "prune", "--dry-run")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert (cache / "stray.sqlite3").exists()
+
+
+def test_a_transcript_path_planted_as_a_fifo_is_refused_not_waited_on(tmp_path: Path):
+    """The chat's transcript was opened with a plain os.open(O_WRONLY): a FIFO at its path
+    blocked the chat forever (no reader)."""
+    script = (
+        "import asyncio, os, sys\n"
+        "from datetime import datetime, timezone\n"
+        "from miniclaw.chat.transcript import Transcript\n"
+        "from miniclaw.errors import MemoryFileError\n"
+        f"folder = {str(tmp_path / 'sessions')!r}\n"
+        "os.makedirs(folder)\n"
+        "os.mkfifo(os.path.join(folder, 's1.jsonl'))\n"
+        "try:\n"
+        "    asyncio.run(Transcript(folder, 's1').append('user', 'hi', datetime.now(timezone.utc)))\n"
+        "except MemoryFileError as exc:\n"
+        "    print('refused:', exc)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=40)
+    assert done.stdout.startswith("refused:") and "not a regular file" in done.stdout, done
+
+
+# -- no reader opens a user's path but through the shared safe open ------------------------
+
+PACKAGE = Path(__file__).resolve().parents[2] / "miniclaw"
+#: Calls that open a path by name (or parse a whole file): each must go through
+#: `miniclaw/memory/files.py` (`read_bytes`, `read_head`, `open_regular`, `open_in_workspace`)
+#: when the path is one a user controls, or be listed here with why it is not.
+OPENERS = frozenset({"open", "read_text", "read_bytes", "write_text", "write_bytes", "load"})
+#: (file, enclosing function, call) -> why the path is not a user's, or why the call is safe.
+ALLOWED = {
+    # The shared safe open itself, and its helpers that open folders (O_DIRECTORY fails on
+    # anything but a folder, never blocks).
+    ("memory/files.py", "open_regular", "os.open"): "the shared no-follow, non-blocking open",
+    ("memory/files.py", "locked", "os.open"): "a folder, O_DIRECTORY",
+    ("memory/files.py", "_fsync_dir", "os.open"): "a folder, O_DIRECTORY",
+    ("config.py", "_config_lock", "os.open"): "a folder, O_DIRECTORY",
+    ("memory/sources.py", "DailyNoteSource.files", "os.open"): "a folder, O_DIRECTORY",
+    # `files.read_bytes`, imported by name.
+    ("context.py", "ContextBuilder._identity.read", "read_bytes"): "files.read_bytes",
+    # Creating a file that must not exist: O_EXCL never follows a link or opens a FIFO.
+    ("workspace.py", "init_workspace", "os.open"): "O_CREAT | O_EXCL",
+    # The index file: opened only to hold its inode (non-blocking, never read from).
+    ("memory/database.py", "IndexDatabase._pin", "os.open"): "held, never read; O_NONBLOCK",
+    ("memory/database.py", "IndexDatabase._check_file", "os.open"): "held, never read; O_NONBLOCK",
+    # Files of the system or of installed packages, not of the user.
+    ("cli/__init__.py", "_flush", "os.open"): "os.devnull",
+    ("mcp_wire.py", "open_wire", "os.open"): "os.devnull",
+    ("mcp_wire.py", "_own", "os.open"): "the terminal of our own stdin/stdout",
+    ("memory/forked_query.py", "_child", "os.open"): "os.devnull",
+    ("memory/embedding.py", "Embedder.__init__", "VOCAB.read_text"): "a file of the package",
+    ("memory/embedding.py", "_processor", "open"): "/proc/cpuinfo",
+    ("memory/watch.py", "filesystem_type", "open"): "/proc/self/mountinfo",
+    ("memory/spelling.py", "_english_words",
+     "(Path(spec.origin).parent / 'data' / 'small_en.msgpack.gz').read_bytes"): "wordfreq's data",
+    ("workspace.py", "_template_files.walk", "child.read_bytes"): "the package's template",
+    # Not a file at all.
+    ("cli/chat.py", "chat.open_session", "ChatSession.open"): "a chat session",
+    ("cli/zone_help.py", "ZoneHelpCommand.format_epilog", "formatter.write_text"): "help text",
+}
+
+
+def _opening_calls() -> set[tuple[str, str, str]]:
+    """(file, enclosing function, call) of every call in the package that opens by name."""
+    import ast
+
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        scope: list[str] = []
+
+        def visit(node: ast.AST) -> None:
+            named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if named:
+                scope.append(node.name)
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                call = ast.unparse(func)
+                if name in OPENERS and not call.startswith("files.") and (
+                        name != "load" or call.startswith("json")):
+                    found.add((rel, ".".join(scope), call))
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+            if named:
+                scope.pop()
+
+        visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_no_reader_opens_a_user_path_but_through_the_shared_safe_open():
+    """Issue 37's "done when": a new `open(`, `Path.read_text`, `json.load(open(...))`...
+    in the package fails here until it uses `memory/files.py` or is listed in ALLOWED with
+    the reason its path is not a user's."""
+    found = _opening_calls()
+    assert sorted(found - ALLOWED.keys()) == [], "open these through miniclaw/memory/files.py"
+    assert sorted(ALLOWED.keys() - found) == [], "stale entries of ALLOWED: remove them"
