@@ -625,3 +625,27 @@ def test_a_source_renamed_finds_its_memories_under_its_new_name(workspace, tmp_p
     counts = {row["name"]: row["entries"]
               for row in json.loads(_invoke(workspace, "memory", "status", "--json").stdout)["sources"]}
     assert counts["notes"] == 1
+
+
+def test_a_folder_another_source_reads_is_refused_while_it_is_still_empty(
+        workspace, tmp_path, isolated_home):
+    """Issue 38: the check compared only the files a folder held now, so an empty folder
+    passed: a transcripts source over the workspace's own sessions/ was accepted, and from
+    the first chat every search warned that two sources read the same file. Folders are
+    compared now (links resolved, either one holding the other)."""
+    (workspace / "sessions").mkdir()
+    projects = tmp_path / "claude" / "projects"
+    (projects / "-home-me-app").mkdir(parents=True)
+    assert _invoke(workspace, "sources", "add", "claude_code", str(projects)).exit_code == 0
+    config = isolated_home / ".miniclaw" / "config.json"
+    before = config.read_bytes()
+    for kind, root, taken in [("transcripts", workspace / "sessions", "transcripts"),
+                              ("claude_code", projects / "-home-me-app", "claude_code"),
+                              ("claude_code", projects.parent, "claude_code")]:
+        _refused(_invoke(workspace, "sources", "add", kind, str(root), "--name", "again"),
+                 f"is already searched as the source '{taken}'")
+        assert config.read_bytes() == before
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert _invoke(workspace, "sources", "add", "transcripts", str(elsewhere),
+                   "--name", "old_chats").exit_code == 0
