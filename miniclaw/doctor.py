@@ -26,6 +26,7 @@ from miniclaw import config
 
 SEVERITIES = ("info", "warning", "error")
 MODEL_TIMEOUT_S = 2.0
+MCP_PACKAGE = "mcp"  # what `miniclaw mcp` imports (cli/mcp.py)
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
 
 
@@ -574,12 +575,18 @@ def _check_mcp(report: Report, cwd: Path) -> None:
                     isinstance(w, str) and Path(w).name == "miniclaw" for w in words):
                 registered.append((path, server))
     where = ", ".join(str(path) for path in looked)
+    missing = _mcp_missing()
     if not registered:
         report.findings.append(Finding(
             "info", "mcp", None, f"miniclaw is not registered with Claude Code (looked in {where})",
-            "claude mcp add miniclaw -- miniclaw mcp"))
+            (f"{missing}, then " if missing else "") + "claude mcp add miniclaw -- miniclaw mcp"))
         return
     problems = 0
+    if missing:  # registered, but `miniclaw mcp` stops at once: Claude Code shows it failed
+        problems += 1
+        report.findings.append(Finding(
+            "error", "mcp", str(registered[0][0]), "miniclaw is registered with Claude Code, "
+            "but `miniclaw mcp` cannot start: the mcp package is not installed", missing))
     for path, server in registered:
         command = server.get("command")
         problem = _command_problem(command, cwd) if isinstance(command, str) else None
@@ -590,6 +597,21 @@ def _check_mcp(report: Report, cwd: Path) -> None:
                                            problem[1]))
     if not problems:  # one that cannot start is the finding alone, not also "registered"
         report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+
+
+def _mcp_missing() -> str | None:
+    """The command that installs the mcp extra when `miniclaw mcp` could not import its SDK
+    here (looked for, not imported: the SDK takes a second to load), else None."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec(MCP_PACKAGE) is not None:
+            return None
+    except (ImportError, ValueError):  # a broken install counts as none
+        pass
+    from miniclaw.install import install_command
+
+    return install_command("mcp")
 
 
 def _command_problem(command: str, cwd: Path) -> tuple[str, str] | None:

@@ -446,3 +446,25 @@ def test_only_temp_files_miniclaw_provably_made_are_removed_by_doctor_fix_or_the
     assert not ours.exists()  # the writer's own cleanup: the same proof
     assert {name: (memory / name).read_text() for name in theirs} == theirs
     assert not [p for p in memory.glob(".*.tmp") if p.name not in theirs]
+
+
+def test_a_registration_whose_server_cannot_start_is_an_error_with_this_checkouts_command(
+        healthy: Path, isolated_home: Path, tmp_path: Path):
+    """Issue 39: doctor reported a Claude Code registration as fine when `miniclaw mcp`
+    could not start (the mcp extra not installed), and the commands it suggested installed
+    the other project called miniclaw on PyPI."""
+    checkout = Path(__file__).resolve().parents[1]
+    hide = ("import sys; sys.modules['mcp'] = None; sys.argv = ['miniclaw', *sys.argv[1:]]; "
+            "from miniclaw.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", hide, "--workspace", str(healthy), "doctor",
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    [finding] = [f for f in report["findings"] if f["check"] == "mcp"]
+    assert finding["severity"] == "error" and "cannot start" in finding["message"]
+    assert finding["fix"].endswith(f"-m pip install -e '{checkout}[mcp]'"), finding["fix"]
+    assert not [line for line in report["checked"] if line.startswith("MCP")]
+    served = subprocess.run([sys.executable, "-c", hide, "--workspace", str(healthy), "mcp"],
+                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert served.returncode == 1 and f"-e '{checkout}[mcp]'" in served.stderr, served.stderr
+    assert "'miniclaw[" not in done.stdout + served.stderr

@@ -276,6 +276,8 @@ ALLOWED = {
     ("memory/spelling.py", "_english_words",
      "(Path(spec.origin).parent / 'data' / 'small_en.msgpack.gz').read_bytes"): "wordfreq's data",
     ("workspace.py", "_template_files.walk", "child.read_bytes"): "the package's template",
+    ("install.py", "_source", "metadata.distribution('miniclaw').read_text"):
+        "the install's metadata (direct_url.json) pip wrote",
     # Not a file at all.
     ("cli/chat.py", "chat.open_session", "ChatSession.open"): "a chat session",
     ("cli/zone_help.py", "ZoneHelpCommand.format_epilog", "formatter.write_text"): "help text",
