@@ -649,3 +649,19 @@ def test_a_folder_another_source_reads_is_refused_while_it_is_still_empty(
     elsewhere.mkdir()
     assert _invoke(workspace, "sources", "add", "transcripts", str(elsewhere),
                    "--name", "old_chats").exit_code == 0
+
+
+def test_sessions_search_that_finds_nothing_says_how_to_add_claude_codes_conversations(
+        workspace, isolated_home):
+    """Issue 39: with ~/.claude/projects on the machine and no claude_code source, `sessions
+    search` said only "No conversation matches": nothing told how to search Claude Code's."""
+    hint = ("Claude Code's conversations are not searched: `miniclaw sources add claude_code "
+            "~/.claude/projects` adds them")
+    assert hint not in _invoke(workspace, "sessions", "search", "lisbon").stderr  # no folder
+    (isolated_home / ".claude" / "projects" / "-home-me-app").mkdir(parents=True)
+    done = _invoke(workspace, "sessions", "search", "lisbon")
+    assert done.exit_code == 0 and "No conversation matches 'lisbon'." in done.stdout
+    assert done.stderr.splitlines() == [hint]
+    assert _invoke(workspace, "sources", "add", "claude_code",
+                   str(isolated_home / ".claude" / "projects")).exit_code == 0
+    assert hint not in _invoke(workspace, "sessions", "search", "lisbon").stderr
