@@ -243,9 +243,31 @@ def load_config(text: str | None = None, *, warn: bool = True) -> dict[str, Any]
     data = parse_settings(text, path)
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold one JSON object, like {{\"llm\": {{...}}}}")
+    if "\\u0000" in text or "\x00" in text:  # cheap: only then is every string looked at
+        _refuse_nul(data, path)
     if warn:
         _warn_unknown(data, path)
     return data
+
+
+def _refuse_nul(data: Any, path: Path) -> None:
+    """No setting may hold a NUL character: no folder name, URL or key can, and a folder
+    with one was a traceback (ValueError: embedded null byte) in every command."""
+    pending = [data]
+    while pending:  # not recursive: json nests deeper than Python's recursion allows
+        value = pending.pop()
+        if isinstance(value, dict):
+            if any("\x00" in key for key in value):
+                break
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str) and "\x00" in value:
+            break
+    else:
+        return
+    raise UsageError(f"{path} holds a NUL character (\\u0000) in a setting: no folder, "
+                     "name or URL can hold one; fix or remove it")
 
 
 def workspace_settings(workspace: Path) -> dict[str, Any]:

@@ -753,8 +753,10 @@ def _configured(item: object, where: str) -> MemorySource:
     except Exception as exc:  # a module of the user's may fail in any way as it loads
         raise UsageError(f"{where} source class {spec!r} cannot be loaded "
                          f"({type(exc).__name__}: {exc}): {fix}") from None
-    if not isinstance(cls, type) or not all(callable(getattr(cls, method, None))
-                                            for method in _SOURCE_METHODS):
+    abstract = isinstance(cls, type) and issubclass(cls, FileSource) and (
+        cls.owns is FileSource.owns or cls.parse is FileSource.parse)  # FileSource itself
+    if abstract or not isinstance(cls, type) or not all(callable(getattr(cls, method, None))
+                                                        for method in _SOURCE_METHODS):
         raise UsageError(f"{where} source class {spec!r} is not a memory source (a class with "
                          f"{', '.join(_SOURCE_METHODS)}, like a subclass of "
                          f"miniclaw.memory.sources.FileSource): {fix}")

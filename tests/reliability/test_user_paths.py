@@ -79,6 +79,7 @@ def test_a_config_json_link_to_a_regular_file_is_still_read(workspace: Path,
     (b'{"timezone": "UTC", "x": ' + b"7" * 5000 + b"}", "cannot be read as JSON"),
     (b'{"timezone": "Europe/Paris\xff"}', "not UTF-8"),
     (b'{"timezone": "UTC", ', "not valid JSON"),
+    (b'{"timezone": "UTC", "workspaces": {"/a\\u0000b": {}}}', "NUL character"),
 ])
 def test_config_json_that_json_refuses_in_any_way_is_one_line(
         workspace: Path, isolated_home: Path, raw: bytes, said: str):
@@ -97,6 +98,7 @@ def test_config_json_that_json_refuses_in_any_way_is_one_line(
     ("os:sep", "is not a memory source"),  # a string, not a class
     ("json:loads", "is not a memory source"),  # a function
     ("builtins:dict", "is not a memory source"),  # a class, but not a source's
+    ("miniclaw.memory.sources:FileSource", "is not a memory source"),  # abstract: no owns()
     ("broken_source:Notes", "cannot be loaded (RuntimeError: half-written module)"),
     ("picky_source:Notes", "cannot be made from its settings (KeyError"),
 ])
@@ -109,7 +111,11 @@ def test_a_source_class_that_is_not_a_usable_class_is_one_line(
         "from miniclaw.memory.sources import FileSource\n"
         "class Notes(FileSource):\n"
         "    def __init__(self, **settings):\n"
-        "        settings['needed']\n")
+        "        settings['needed']\n"
+        "    def owns(self, relative):\n"
+        "        return relative.endswith('.md')\n"
+        "    def parse(self, text, path):\n"
+        "        return []\n")
     config_file(isolated_home).write_text(json.dumps({"workspaces": {str(workspace): {
         "sources": ["long_term", {"class": spec, "root": str(tmp_path)}],
         "roots": [str(tmp_path)]}}}))
@@ -320,3 +326,60 @@ def test_no_reader_opens_a_user_path_but_through_the_shared_safe_open():
     found = _opening_calls()
     assert sorted(found - ALLOWED.keys()) == [], "open these through miniclaw/memory/files.py"
     assert sorted(ALLOWED.keys() - found) == [], "stale entries of ALLOWED: remove them"
+
+
+# -- config.json as a person may leave it: anything is settings or one UsageError ----------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+    | st.text(max_size=12) | st.sampled_from(["~", "/", ".", "..", "long_term", "conkeeper",
+                                              "ef_memory", "/tmp", "~/x", "os:sep"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["sources", "roots", "kind", "root", "name", "class", "recursive",
+                         "label", "x"]) | st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+_ROOTS = st.sampled_from(["~", "/", ".", "..", "sessions", "memory", "/tmp", "~/x", "", " "])
+_ITEM = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["conkeeper", "mnemonic", "ef_memory", "transcripts",
+                              "claude_code", "zettel"]), "root": _ROOTS | _JSON},
+    optional={"name": _JSON, "recursive": _JSON, "label": _JSON, "x": _JSON}) | \
+    st.fixed_dictionaries({"class": st.sampled_from([
+        "miniclaw.memory.sources:FileSource", "miniclaw.sources.conkeeper:ConKeeperSource",
+        "os:sep", "builtins:dict", ":", "miniclaw.memory.sources:MemorySource"]) | _JSON,
+        "root": _ROOTS}, optional={"name": _JSON, "recursive": _JSON})
+_SECTION = _JSON | st.fixed_dictionaries(
+    {"sources": st.lists(_ITEM | _JSON | st.sampled_from(["long_term", "daily_note"]),
+                         max_size=3)},
+    optional={"roots": st.lists(_ROOTS | _JSON, max_size=2) | _JSON})
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=64) | _JSON.map(lambda v: json.dumps(v).encode()),
+       section=_SECTION)
+def test_any_config_json_is_settings_or_one_usage_error(workspace: Path, isolated_home: Path,
+                                                        raw: bytes, section: object):
+    """What a hand edit may leave: any bytes, or any JSON for this workspace's settings.
+    Reading the settings and the sources a search would build either works or is a
+    UsageError (one line, exit 2), never another exception."""
+    from miniclaw import config
+    from miniclaw.errors import UsageError
+    from miniclaw.memory.sources import check_roots, configured_sources
+
+    path = config_file(isolated_home)
+    for text in (raw, json.dumps({"timezone": "UTC", "workspaces": {
+            str(workspace): section}}).encode()):
+        path.write_bytes(text)
+        try:
+            config.load_config(warn=False)
+            config.time_zone()
+            sources, roots = configured_sources(workspace)
+            check_roots(sources, workspace, roots)
+            for source in sources:
+                source.files(workspace)
+        except UsageError:
+            pass
