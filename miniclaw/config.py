@@ -327,16 +327,19 @@ def _update(path: Path, workspace: Path, change: Any) -> Path:
     if not isinstance(settings, dict):
         raise UsageError(f"{path}: the settings of workspace {key!r} must be an object")
     change(settings)
-    fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=path.parent)
+    # A config.json that links into a dotfiles folder is written there: replacing the link
+    # with a file would cut it off from the copy the person keeps.
+    real = Path(os.path.realpath(path))
+    fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=real.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(data, out, indent=2, ensure_ascii=False)
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o7777)
-        os.replace(temp, path)
+        if real.exists():
+            os.chmod(temp, real.stat().st_mode & 0o7777)
+        os.replace(temp, real)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)

@@ -665,3 +665,20 @@ def test_sessions_search_that_finds_nothing_says_how_to_add_claude_codes_convers
     assert _invoke(workspace, "sources", "add", "claude_code",
                    str(isolated_home / ".claude" / "projects")).exit_code == 0
     assert hint not in _invoke(workspace, "sessions", "search", "lisbon").stderr
+
+
+def test_sources_add_writes_through_a_config_json_that_links_to_a_dotfiles_folder(
+        workspace, tmp_path, isolated_home, memory_root):
+    """config.json replaced atomically replaced the link itself: a config.json kept in a
+    dotfiles folder stopped being the one miniclaw reads, and the copy kept lost the change."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "config.json").write_text(json.dumps({"timezone": "UTC"}), encoding="utf-8")
+    (isolated_home / ".miniclaw").mkdir()
+    link = isolated_home / ".miniclaw" / "config.json"
+    link.symlink_to(dotfiles / "config.json")
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(memory_root)).exit_code == 0
+    assert link.is_symlink()
+    kept = json.loads((dotfiles / "config.json").read_text(encoding="utf-8"))
+    assert kept["timezone"] == "UTC" and kept["workspaces"]
+    assert not list(dotfiles.glob(".config.*.tmp")) and not list(link.parent.glob(".config.*"))
