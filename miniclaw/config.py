@@ -192,13 +192,14 @@ def _config_text() -> str | None:
     return settings_text(config_path())
 
 
-def settings_text(path: Path) -> str | None:
+def settings_text(path: Path, *, capped: bool = True) -> str | None:
     """The text of a JSON settings file people edit (config.json, ~/.claude.json), None when
-    there is none; a link is followed, but only to a regular file of at most 16 MB."""
+    there is none; a link is followed, but only to a regular file of at most 16 MB
+    (`capped=False`: of any size, as Claude Code's own file grows with its history)."""
     from miniclaw.memory import files
 
     try:
-        raw = files.read_bytes(path, None, path.name)
+        raw = files.read_bytes(path, None, path.name, capped=capped)
     except files.NotMemoryFileError:
         raise UsageError(f"{path} is not a regular file under 16 MB (a FIFO, a device, a "
                          "folder or a huge file): replace it with a JSON file, or remove it"

@@ -560,7 +560,7 @@ def _check_mcp(report: Report, cwd: Path) -> None:
     registered = []
     for path in looked:
         try:  # the shared safe open: a FIFO or a link to /dev/zero there is a finding
-            text = config.settings_text(path)
+            text = config.settings_text(path, capped=False)  # Claude Code's: any size
             if text is None:
                 continue
             data = config.parse_settings(text, path)

@@ -383,3 +383,15 @@ def test_any_config_json_is_settings_or_one_usage_error(workspace: Path, isolate
                 source.files(workspace)
         except UsageError:
             pass
+
+
+def test_a_claude_json_over_16_mb_is_still_read(workspace: Path, isolated_home: Path):
+    """Claude Code's ~/.claude.json grows with its history: the safe open's 16 MB cap for
+    memory files must not make doctor call a large one unreadable."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    (isolated_home / ".claude.json").write_text(json.dumps({
+        "history": "x" * (17 << 20),
+        "mcpServers": {"miniclaw": {"command": sys.executable, "args": ["-m", "miniclaw", "mcp"]}}}))
+    report = json.loads(run(workspace, "doctor", "--json").stdout)
+    assert not [f for f in report["findings"] if f["check"] == "mcp"], report["findings"]
+    assert any(line.startswith("MCP: registered in") for line in report["checked"])
