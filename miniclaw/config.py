@@ -187,13 +187,51 @@ def config_path() -> Path:
 
 
 def _config_text() -> str | None:
-    path = config_path()
+    """config.json's text (None: there is none), read through the shared safe open: a FIFO
+    there hung every command, a link to /dev/zero ate the memory."""
+    return settings_text(config_path())
+
+
+def settings_text(path: Path, *, capped: bool = True) -> str | None:
+    """The text of a JSON settings file people edit (config.json, ~/.claude.json), None when
+    there is none; a link is followed, but only to a regular file of at most 16 MB
+    (`capped=False`: of any size, as Claude Code's own file grows with its history)."""
+    from miniclaw.memory import files
+
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
+        raw = files.read_bytes(path, None, path.name, capped=capped)
+    except files.NotMemoryFileError:
+        raise UsageError(f"{path} is not a regular file under 16 MB (a FIFO, a device, a "
+                         "folder or a huge file): replace it with a JSON file, or remove it"
+                         ) from None
+    except files.MemoryFileError as exc:
+        raise UsageError(f"{exc} ({path}): let your user read it (chmod u+rw), or remove "
+                         "it") from None
+    if raw is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (a bad byte at offset {exc.start}): "
+                         "save it as UTF-8, or remove it") from None
+
+
+def parse_settings(text: str, path: Path) -> Any:
+    """The JSON value of a settings file's text; anything `json` refuses (bad syntax,
+    nesting too deep, a number too long) is a UsageError naming the file."""
+    import json  # only when there are settings to read: searches start faster without
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg}); fix or remove it") from None
+    except RecursionError:
+        raise UsageError(f"{path} nests too deeply to be read as JSON; fix or remove it"
+                         ) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise UsageError(f"{path} cannot be read as JSON ({str(exc).partition(':')[0]}); "
+                         "fix or remove it") from None
 
 
 def load_config(text: str | None = None, *, warn: bool = True) -> dict[str, Any]:
@@ -203,17 +241,34 @@ def load_config(text: str | None = None, *, warn: bool = True) -> dict[str, Any]
     text = _config_text() if text is None else text
     if text is None:
         return {}
-    import json  # only when there are settings to read: searches start faster without
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                         f"{exc.msg}); fix or remove it") from exc
+    data = parse_settings(text, path)
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold one JSON object, like {{\"llm\": {{...}}}}")
+    if "\\u0000" in text or "\x00" in text:  # cheap: only then is every string looked at
+        _refuse_nul(data, path)
     if warn:
         _warn_unknown(data, path)
     return data
+
+
+def _refuse_nul(data: Any, path: Path) -> None:
+    """No setting may hold a NUL character: no folder name, URL or key can, and a folder
+    with one was a traceback (ValueError: embedded null byte) in every command."""
+    pending = [data]
+    while pending:  # not recursive: json nests deeper than Python's recursion allows
+        value = pending.pop()
+        if isinstance(value, dict):
+            if any("\x00" in key for key in value):
+                break
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str) and "\x00" in value:
+            break
+    else:
+        return
+    raise UsageError(f"{path} holds a NUL character (\\u0000) in a setting: no folder, "
+                     "name or URL can hold one; fix or remove it")
 
 
 def workspace_settings(workspace: Path) -> dict[str, Any]:
@@ -273,16 +328,19 @@ def _update(path: Path, workspace: Path, change: Any) -> Path:
     if not isinstance(settings, dict):
         raise UsageError(f"{path}: the settings of workspace {key!r} must be an object")
     change(settings)
-    fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=path.parent)
+    # A config.json that links into a dotfiles folder is written there: replacing the link
+    # with a file would cut it off from the copy the person keeps.
+    real = Path(os.path.realpath(path))
+    fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=real.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(data, out, indent=2, ensure_ascii=False)
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o7777)
-        os.replace(temp, path)
+        if real.exists():
+            os.chmod(temp, real.stat().st_mode & 0o7777)
+        os.replace(temp, real)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,10 +26,8 @@ from miniclaw import config
 
 SEVERITIES = ("info", "warning", "error")
 MODEL_TIMEOUT_S = 2.0
+MCP_PACKAGE = "mcp"  # what `miniclaw mcp` imports (cli/mcp.py)
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
-# The temporary file of `files.replace_bytes` (mkstemp: 8 random characters) beside the
-# note it replaces: `.MEMORY.md.k3j2h1q_.tmp`.
-_TEMP_FILE = re.compile(r"^\.(.+\.md)\.[a-z0-9_]{8}\.tmp$")
 
 
 @dataclass(frozen=True)
@@ -152,9 +149,12 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
                                        _readable_fix(memory, writes=True)))
         return
     count = 0
+    from miniclaw.memory.files import leftovers
+
+    ours = {path.name for path in leftovers(memory)}  # proved ours: never a user's own .tmp
     for name in names:
         rel = f"{config.MEMORY_DIR}/{name}"
-        if _is_temp_file(name):
+        if name in ours:
             report.findings.append(Finding(
                 "warning", "file", rel,
                 "a leftover temporary file of an interrupted write (a full copy of a note, "
@@ -246,14 +246,6 @@ def _readable_fix(folder: Path | str, *, writes: bool) -> str:
             "another one owns it)")
 
 
-def _is_temp_file(name: str) -> bool:
-    """A temp file our writers make for a memory file (never a user's own `.tmp` file)."""
-    from miniclaw.memory.sources import SOURCES
-
-    match = _TEMP_FILE.match(name)
-    return match is not None and any(source.owns(match.group(1)) for source in SOURCES)
-
-
 def _check_file(path: Path, workspace: Path, rel: str, *, records: bool = False) -> list[Finding]:
     """What may keep one memory file from being read, or hide part of it. `records`: a file
     of one JSON record per line (another tool's store, a transcript), whose tags apply per
@@ -323,7 +315,7 @@ def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) 
 def _check_index_file(workspace: Path, report: Report, usable: bool,
                       sources: tuple) -> str | None:
     from miniclaw.errors import UsageError
-    from miniclaw.memory import index_file
+    from miniclaw.memory import files, index_file
 
     path = config.index_path(workspace)
     shown = str(path)
@@ -344,8 +336,12 @@ def _check_index_file(workspace: Path, report: Report, usable: bool,
         return f"index {shown}: not built yet"
     wal = _size(f"{path}-wal")
     line = f"index {shown}: {_human(st.st_size)}, WAL {_human(wal)}"
-    with open(path, "rb") as handle:
-        header = handle.read(100)
+    try:  # checked as a regular file above, but it may be swapped for a FIFO since
+        header = files.read_head(path, 100, shown) or b""
+    except (OSError, files.MemoryFileError) as exc:
+        finding("error", f"cannot be read: {getattr(exc, 'strerror', None) or exc}",
+                "set MINICLAW_INDEX to a regular file you can read")
+        return
     if header and not header.startswith(b"SQLite format 3\x00"):
         finding("error", "not an SQLite file: miniclaw will not use it",
                 "delete it if it is a damaged index, or set MINICLAW_INDEX to another file")
@@ -561,18 +557,19 @@ def _servers(data: object, cwd: Path) -> list[dict]:
 
 
 def _check_mcp(report: Report, cwd: Path) -> None:
-    import json
+    from miniclaw.errors import UsageError
 
     looked = claude_config_files(cwd)
     registered = []
     for path in looked:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as exc:
-            report.findings.append(Finding("warning", "mcp", str(path), f"cannot be read: "
-                                           f"{getattr(exc, 'strerror', None) or exc}",
+        try:  # the shared safe open: a FIFO or a link to /dev/zero there is a finding
+            text = config.settings_text(path, capped=False)  # Claude Code's: any size
+            if text is None:
+                continue
+            data = config.parse_settings(text, path)
+        except UsageError as exc:
+            report.findings.append(Finding("warning", "mcp", str(path),
+                                           str(exc).removeprefix(f"{path} "),
                                            "fix the file (Claude Code reads it too)"))
             continue
         for server in _servers(data, cwd):
@@ -581,12 +578,18 @@ def _check_mcp(report: Report, cwd: Path) -> None:
                     isinstance(w, str) and Path(w).name == "miniclaw" for w in words):
                 registered.append((path, server))
     where = ", ".join(str(path) for path in looked)
+    missing = _mcp_missing()
     if not registered:
         report.findings.append(Finding(
             "info", "mcp", None, f"miniclaw is not registered with Claude Code (looked in {where})",
-            "claude mcp add miniclaw -- miniclaw mcp"))
+            (f"{missing}, then " if missing else "") + "claude mcp add miniclaw -- miniclaw mcp"))
         return
     problems = 0
+    if missing:  # registered, but `miniclaw mcp` stops at once: Claude Code shows it failed
+        problems += 1
+        report.findings.append(Finding(
+            "error", "mcp", str(registered[0][0]), "miniclaw is registered with Claude Code, "
+            "but `miniclaw mcp` cannot start: the mcp package is not installed", missing))
     for path, server in registered:
         command = server.get("command")
         problem = _command_problem(command, cwd) if isinstance(command, str) else None
@@ -597,6 +600,21 @@ def _check_mcp(report: Report, cwd: Path) -> None:
                                            problem[1]))
     if not problems:  # one that cannot start is the finding alone, not also "registered"
         report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+
+
+def _mcp_missing() -> str | None:
+    """The command that installs the mcp extra when `miniclaw mcp` could not import its SDK
+    here (looked for, not imported: the SDK takes a second to load), else None."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec(MCP_PACKAGE) is not None:
+            return None
+    except (ImportError, ValueError):  # a broken install counts as none
+        pass
+    from miniclaw.install import install_command
+
+    return install_command("mcp")
 
 
 def _command_problem(command: str, cwd: Path) -> tuple[str, str] | None:
@@ -624,7 +642,7 @@ def fix(workspace: Path, report: Report) -> list[str]:
     """Do what cannot lose data for the findings of `report`; returns what was done."""
     done = []
     temps = [f.path for f in report.findings if f.check == "file" and f.path
-             and _is_temp_file(f.path.rpartition("/")[2])]
+             and f.message.startswith("a leftover temporary file")]
     if temps:
         done.extend(_remove_temp_files(workspace, temps))
     index = [f for f in report.findings if f.check == "index"]
@@ -634,18 +652,19 @@ def fix(workspace: Path, report: Report) -> list[str]:
 
 
 def _remove_temp_files(workspace: Path, temps: list[str]) -> list[str]:
-    """Remove leftover temp files, under the write lock: no writer owns one then."""
+    """Remove the leftover temp files the report listed, under the write lock (no writer
+    owns one then), each proved ours again there (`files.leftovers`)."""
     from miniclaw.memory import files
 
     done = []
-    with files.locked(workspace / config.MEMORY_DIR):
-        for rel in temps:
-            path = workspace / rel
-            with contextlib.suppress(FileNotFoundError):
-                if path.is_symlink() or not path.is_file():
-                    continue
-                path.unlink()
-                done.append(f"removed {rel}")
+    memory = workspace / config.MEMORY_DIR
+    with files.locked(memory):
+        for path in files.leftovers(memory):
+            rel = f"{config.MEMORY_DIR}/{path.name}"
+            if rel in temps:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    done.append(f"removed {rel}")
     return done
 
 
@@ -686,13 +705,12 @@ def _rebuild_index(workspace: Path, findings: list[Finding]) -> list[str]:
 
 def _provably_ours(path: Path) -> bool:
     """In miniclaw's cache folder, or carrying miniclaw's application id in its header."""
-    from miniclaw.memory import index_file
+    from miniclaw.memory import files, index_file
 
     if path.parent == config.cache_dir():
         return True
     try:
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-    except OSError:
+        header = files.read_head(path, 100) or b""
+    except (OSError, files.MemoryFileError):  # a FIFO is not ours
         return False
     return int.from_bytes(header[68:72], "big") == index_file.APPLICATION_ID

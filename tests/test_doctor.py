@@ -88,7 +88,7 @@ def plant_every_problem(workspace: Path, home: Path, tmp_path: Path) -> Path:
     with open(memory / "2026-02-07.md", "wb") as near:  # near it: 15 MB
         near.write(b"## 09:00:00 UTC\n\n" + b"word " * (3 * 1024 * 1024))
     # Named as `files.replace_bytes` names its temp file; and a user's own file it must spare.
-    fd, temp = tempfile.mkstemp(prefix=".2026-02-01.md.", suffix=".tmp", dir=memory)
+    fd, temp = tempfile.mkstemp(prefix=".2026-02-01.md.miniclaw-", suffix=".tmp", dir=memory)
     os.write(fd, b"a full copy, secret pin zebra-quartz\n")
     os.close(fd)
     (memory / ".MEMORY.md.mine.tmp").write_text("the user's own\n")
@@ -152,7 +152,7 @@ def test_fix_rebuilds_the_index_and_removes_temp_files_never_a_memory_file(
     index = plant_every_problem(workspace, isolated_home, tmp_path)
     notes = {p.name: p.read_bytes() for p in (workspace / "memory").glob("*.md")
              if p.is_file() and not p.is_symlink()}
-    [temp] = (workspace / "memory").glob(".2026-02-01.md.*.tmp")
+    [temp] = (workspace / "memory").glob(".2026-02-01.md.miniclaw-*.tmp")
     done = run(workspace, "doctor", "--fix")
     assert done.returncode == 1  # the memory files' problems remain: doctor never edits them
     assert f"fixed    removed memory/{temp.name}" in done.stdout
@@ -420,3 +420,51 @@ def test_an_index_doctor_finds_broken_is_not_also_listed_as_checked(healthy: Pat
     report = _examine(healthy, tmp_path)
     assert [f["severity"] for f in report["findings"] if f["check"] == "index"] == ["error"]
     assert not [line for line in report["checked"] if line.startswith("index ")]
+
+
+def test_only_temp_files_miniclaw_provably_made_are_removed_by_doctor_fix_or_the_next_add(
+        healthy: Path):
+    """Issue 38: a user's own `.MEMORY.md.original.tmp` (8 characters between the dots, as
+    mkstemp's) was deleted by `doctor --fix` and by the next `memory add --long` as "a
+    leftover temporary file". Only a file with the atomic writer's own marker is ours."""
+    memory = healthy / "memory"
+    theirs = {".MEMORY.md.original.tmp": "my backup of MEMORY.md\n",
+              ".2026-02-14.md.abcd1234.tmp": "an editor's copy\n"}
+    for name, text in theirs.items():
+        (memory / name).write_text(text)
+    ours = memory / ".MEMORY.md.miniclaw-k3j2h1q_.tmp"
+    ours.write_text("a full copy left by a killed writer\n")
+    report = json.loads(run(healthy, "doctor", "--json").stdout)
+    listed = [f["path"] for f in report["findings"] if "leftover" in f["message"]]
+    assert listed == [f"memory/{ours.name}"]  # listed before any --fix
+    done = run(healthy, "doctor", "--fix")
+    assert f"removed memory/{ours.name}" in done.stdout and not ours.exists()
+    assert all("original" not in line and "abcd1234" not in line for line in done.stdout.splitlines())
+    ours.write_text("left by another killed writer\n")
+    added = run(healthy, "memory", "add", "--long", "Likes green tea")
+    assert added.returncode == 0, added.stderr
+    assert not ours.exists()  # the writer's own cleanup: the same proof
+    assert {name: (memory / name).read_text() for name in theirs} == theirs
+    assert not [p for p in memory.glob(".*.tmp") if p.name not in theirs]
+
+
+def test_a_registration_whose_server_cannot_start_is_an_error_with_this_checkouts_command(
+        healthy: Path, isolated_home: Path, tmp_path: Path):
+    """Issue 39: doctor reported a Claude Code registration as fine when `miniclaw mcp`
+    could not start (the mcp extra not installed), and the commands it suggested installed
+    the other project called miniclaw on PyPI."""
+    checkout = Path(__file__).resolve().parents[1]
+    hide = ("import sys; sys.modules['mcp'] = None; sys.argv = ['miniclaw', *sys.argv[1:]]; "
+            "from miniclaw.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", hide, "--workspace", str(healthy), "doctor",
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    [finding] = [f for f in report["findings"] if f["check"] == "mcp"]
+    assert finding["severity"] == "error" and "cannot start" in finding["message"]
+    assert finding["fix"].endswith(f"-m pip install -e '{checkout}[mcp]'"), finding["fix"]
+    assert not [line for line in report["checked"] if line.startswith("MCP")]
+    served = subprocess.run([sys.executable, "-c", hide, "--workspace", str(healthy), "mcp"],
+                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert served.returncode == 1 and f"-e '{checkout}[mcp]'" in served.stderr, served.stderr
+    assert "'miniclaw[" not in done.stdout + served.stderr

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError
-from miniclaw.memory.files import FILE_MODE, ensure_dir, write_whole
+from miniclaw.memory.files import ensure_dir, open_regular, write_whole
 
 
 def new_session_id(now: datetime) -> str:
@@ -50,7 +50,9 @@ class Transcript:
         try:
             if self._fd is None:
                 ensure_dir(self.folder)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+                # The shared open: a FIFO or a link planted at the path is refused, not
+                # waited on or written through.
+                self._fd, _ = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             write_whole(self._fd, data, os.fstat(self._fd).st_size)
         except OSError as exc:
             self._drop_if_empty()

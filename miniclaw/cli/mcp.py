@@ -21,7 +21,7 @@ def mcp_command(
     Protocol on stdin/stdout, until the client closes it.
 
     Tools: search_memory, add_memory, read_memory, get_context, memory_status; the memory
-    files as resources. Needs the extra: pip install 'miniclaw[mcp]'.
+    files as resources. Needs the mcp extra (`miniclaw doctor` gives the command).
 
     \b
     Example (Claude Code): claude mcp add miniclaw -- miniclaw -w ~/notes mcp
@@ -36,6 +36,8 @@ def mcp_command(
     except ImportError as exc:
         if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types"):
             raise
-        raise MiniclawError("the MCP server needs the mcp package: pip install "
-                            "'miniclaw[mcp]'") from None
+        from miniclaw.install import install_command
+
+        raise MiniclawError("the MCP server needs the mcp package: "
+                            f"{install_command('mcp')}") from None
     serve(workspace, read_only=read_only, mode=mode)

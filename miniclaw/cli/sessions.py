@@ -55,12 +55,31 @@ def search(
     found = run(work())
     for line in warning_lines(found):  # a transcript or folder that cannot be read
         typer.echo(line, err=True)
+    if not found.sessions and (hint := _claude_code_hint(workspace_of(ctx))):
+        typer.echo(hint, err=True)
     if form == "json":
         typer.echo(to_json(found.to_dict()))
     elif form == "markdown":
         typer.echo(sessions_markdown(found))
     else:
         typer.echo(sessions_text(found))
+
+
+def _claude_code_hint(workspace) -> str | None:
+    """When nothing was found: how to search Claude Code's conversations, if this machine
+    has them and no source reads them (`sources add` is not obvious from "No match")."""
+    import os
+
+    from miniclaw.memory.sources import configured_sources, kind_class
+
+    projects = os.path.join(os.path.expanduser("~"), ".claude", "projects")
+    if not os.path.isdir(projects):
+        return None
+    if any(isinstance(source, kind_class("claude_code"))
+           for source in configured_sources(workspace)[0]):
+        return None
+    return ("Claude Code's conversations are not searched: `miniclaw sources add claude_code "
+            "~/.claude/projects` adds them")
 
 
 def _project(hit) -> str:

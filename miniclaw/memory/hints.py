@@ -102,7 +102,7 @@ WORDING: Mapping[str, str] = {
     "file": "{message}",
     "vectors": "meaning search used the vectors of {embedded} of {total} memories so far "
                "(`miniclaw memory index` computes the rest)",
-    "degraded": "[{mode}] \u26a0 {reason} (pip install 'miniclaw[semantic]' for {requested})",
+    "degraded": "[{mode}] \u26a0 {reason} ({install} for {requested})",
 }
 
 
@@ -110,7 +110,13 @@ def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
     """The hint in words: `wording`'s template for its kind if it has one, else the plain
     one; an unknown kind (from a newer miniclaw) is its name."""
     template = (wording or {}).get(hint.kind) or WORDING.get(hint.kind)
-    return template.format(**hint.params) if template else hint.kind.replace("_", " ")
+    if not template:
+        return hint.kind.replace("_", " ")
+    if "{install}" in template:  # this project's command, worked out only when shown
+        from miniclaw.install import install_command
+
+        return template.format(**hint.params, install=install_command("semantic"))
+    return template.format(**hint.params)
 
 
 def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,

@@ -29,12 +29,13 @@ def _sidecars(path: Path) -> list[Path]:
 
 def _workspace_of(path: Path) -> str | None:
     """The workspace a miniclaw index file records, or None (not ours, unreadable)."""
+    from miniclaw.errors import MemoryFileError
+    from miniclaw.memory.files import read_head
     from miniclaw.memory.index_file import APPLICATION_ID
 
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(72)
-    except OSError:
+    try:  # the shared open: a FIFO named *.sqlite3 in the cache must not hang `prune`
+        header = read_head(path, 72) or b""
+    except (OSError, MemoryFileError):
         return None
     if len(header) < 72 or int.from_bytes(header[68:72], "big") != APPLICATION_ID:
         return None  # the application id in the SQLite header: not a miniclaw index

@@ -88,7 +88,8 @@ def add(workspace: Path, kind: str, root: str | None, name: str | None = None) -
         if (name or kind) in [source.name for source in sources]:
             raise UsageError(f"the workspace already has a source named {name or kind!r}" + (
                 "" if written is None else ": give this one another with --name"))
-        shared = _shared_file(workspace, new, sources)
+        shared = _shared_file(workspace, new, sources) or (
+            _shared_folder(workspace, new, sources) if written is not None else None)
         if shared:
             raise UsageError(f"{shared[0]} is already searched as the source {shared[1]!r}: "
                              "choose a folder no other source reads, or `miniclaw sources "
@@ -132,6 +133,29 @@ def _shared_file(workspace: Path, new, sources) -> tuple[str, str] | None:
     found = [f for source in (*sources, new) for f in source.files(workspace)]
     return next(((f.path, first) for f, first in read_twice(found) if f.source == new.name),
                 None)
+
+
+def _shared_folder(workspace: Path, new, sources) -> tuple[str, str] | None:
+    """(a folder, the source reading it) when `new`'s root and another source's are one
+    folder, or one holds the other and its source reads that deep (links resolved): a check
+    by file passes an empty folder, and from its first file on every search warned that two
+    sources read it (a transcripts source over the workspace's own sessions/)."""
+    mine = os.path.realpath(new.root_path(workspace))
+    for source in sources:
+        theirs = os.path.realpath(source.root_path(workspace))
+        if _reaches(theirs, mine, source) or _reaches(mine, theirs, new):
+            return f"the folder {theirs}", source.name
+    return None
+
+
+def _reaches(outer: str, inner: str, source) -> bool:
+    """Whether `source`, reading the folder `outer`, reads the folder `inner` too: the same
+    folder, or one below it that a recursive source walks into (never a hidden one)."""
+    if outer == inner:
+        return True
+    if not getattr(source, "recursive", True) or not _holds(outer, inner):
+        return False
+    return not any(part.startswith(".") for part in Path(os.path.relpath(inner, outer)).parts)
 
 
 def holds_files(workspace: Path, name: str) -> bool:

@@ -797,11 +797,32 @@ def _configured(item: object, where: str) -> MemorySource:
                          f'"conkeeper", "root": "~/x/.claude/memory"}} (kinds: '
                          f'{", ".join(KINDS)}) or {{"class": "module:Class", "root": "~/notes"}}')
     settings = dict(item)
+    spec = settings.pop("class")
+    fix = 'fix its "class" in config.json, or remove the source'
     try:
-        cls = _import_class(settings.pop("class"))
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise UsageError(f"{where} source class {item['class']!r} cannot be loaded: {exc}") from None
-    return cls(**settings)
+        cls = _import_class(spec)
+    except Exception as exc:  # a module of the user's may fail in any way as it loads
+        raise UsageError(f"{where} source class {spec!r} cannot be loaded "
+                         f"({type(exc).__name__}: {exc}): {fix}") from None
+    abstract = isinstance(cls, type) and issubclass(cls, FileSource) and (
+        cls.owns is FileSource.owns or cls.parse is FileSource.parse)  # FileSource itself
+    if abstract or not isinstance(cls, type) or not all(callable(getattr(cls, method, None))
+                                                        for method in _SOURCE_METHODS):
+        raise UsageError(f"{where} source class {spec!r} is not a memory source (a class with "
+                         f"{', '.join(_SOURCE_METHODS)}, like a subclass of "
+                         f"miniclaw.memory.sources.FileSource): {fix}")
+    try:
+        source = cls(**settings)
+    except Exception as exc:  # its own checks of its settings, or a constructor's bug
+        raise UsageError(f"{where} source class {spec!r} cannot be made from its settings "
+                         f"({type(exc).__name__}: {exc}): {fix}") from None
+    if not isinstance(getattr(source, "name", None), str) or not source.name:
+        raise UsageError(f'{where} source class {spec!r} has no name: give it a "name"')
+    return source
+
+
+#: What a configured class must have to be searched (`MemorySource`).
+_SOURCE_METHODS = ("root_path", "folders", "files", "file", "path_of", "parse")
 
 
 def _of_kind(item: dict, where: str) -> MemorySource:

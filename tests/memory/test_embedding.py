@@ -28,7 +28,10 @@ def test_missing_package_is_told_with_the_install_command(monkeypatch):
     monkeypatch.setattr(embedding, "load", embedding.load.__wrapped__)
     ok, why = embedding.available()
     assert not ok
-    assert "pip install 'miniclaw[semantic]'" in why and "no-such-package" in why
+    from miniclaw.install import install_command
+
+    assert install_command("semantic") in why and "no-such-package" in why
+    assert "'miniclaw[semantic]'" not in why  # `miniclaw` on PyPI is another project
     with pytest.raises(RuntimeError, match="no embedding model installed"):
         embedding.load()
 
