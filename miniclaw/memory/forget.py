@@ -132,7 +132,8 @@ def _without(store, path: str, raw: bytes, targets: list[Entry]) -> bytes:
         visible[i] = ""
     doomed: set[int] = set()  # 0-based line indexes to remove
     for target in targets:
-        first, last = _span(visible, target, daily=path != store._relative(store.long_term_path))
+        first, last = _span(decoded, visible, target,
+                            daily=path != store._relative(store.long_term_path))
         doomed.update(range(first, last + 1))
     physical = raw.split(b"\n")
     kept = b"\n".join(line for i, line in enumerate(physical) if i not in doomed)
@@ -151,9 +152,12 @@ def _key(entry: Entry) -> tuple:
     return (entry.text, entry.date, entry.time, entry.category, entry.tags)
 
 
-def _span(visible: list[str], entry: Entry, *, daily: bool) -> tuple[int, int]:
+def _span(decoded: list[str], visible: list[str], entry: Entry, *, daily: bool) -> tuple[int, int]:
     """0-based first and last line to remove for an entry: its lines, the annotations after
-    it, and in a daily note its `## HH:MM:SS` heading and one `---` separator."""
+    it, and in a daily note its `## HH:MM:SS` section and one `---` separator with the blank
+    lines around it. `visible` (private and front matter lines blanked) finds the structure;
+    past the entry's own section only lines blank in `decoded` too are taken, so a private
+    block ending the entry before (or starting the one after) stays."""
     from miniclaw.memory.parsing import HEADING, parse_annotation
 
     first, last = entry.line_start - 1, entry.line_end - 1
@@ -171,22 +175,22 @@ def _span(visible: list[str], entry: Entry, *, daily: bool) -> tuple[int, int]:
     if not heading or len(heading.group(1)) != 2:
         return first, last
     first = i
-    nxt = last + 1
+    nxt = last + 1  # the section runs to the next separator or heading: all of it goes
     while nxt < len(visible) and not visible[nxt].strip():
         nxt += 1
     if nxt < len(visible) and _is_separator(visible[nxt]):
         end = nxt + 1  # the separator after, and the blank lines after it
-        while end < len(visible) and not visible[end].strip():
+        while end < len(decoded) and not decoded[end].strip():
             end += 1
         return first, end - 1
     if nxt < len(visible):  # another heading follows: up to it
         return first, nxt - 1
     prev = first - 1  # the last section: the separator before it goes too
-    while prev >= 0 and not visible[prev].strip():
+    while prev >= 0 and not decoded[prev].strip():
         prev -= 1
     if prev >= 0 and _is_separator(visible[prev]):
         first = prev
-        while first > 0 and not visible[first - 1].strip():
+        while first > 0 and not decoded[first - 1].strip():
             first -= 1
     return first, len(visible) - 1
 
