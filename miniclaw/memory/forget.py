@@ -1,12 +1,17 @@
 """Forgetting: removing cited entries from their memory file, as safely as adding them.
 
-A citation (`memory/2026-02-14.md:5`, `memory/MEMORY.md:3-4`) names an entry by its lines.
-`find` reads the entry a citation names now; `forget` removes entries under the workspace's
-memory lock, through the same atomic rewrite as the writers (temp file, fsync, rename,
-owner and mode kept). It refuses, writing nothing, when a cited entry is no longer at its
-lines with the same text (the file changed since it was cited), and when removing the lines
-would change any other entry: a `<private>` block that runs past the entry would otherwise
-come into view. The index sees the change on the next search.
+A citation (`memory/2026-02-14.md:5`, `memory/MEMORY.md:3-4`) names an entry by its lines;
+a ref (`memory/2026-02-14.md:5#3fa9c2`, what search prints) adds a short hash of its text
+(`entry.mark`). `find` reads the entry a citation names now, and never one that only took
+its place: a ref's entry is the one at its lines with that hash, or the one entry of the
+file with that hash when the file shifted; a bare citation's entry must hold the text the
+index last saw at those lines (what a search served), else it is refused, naming where that
+text is now. `forget` removes entries under the workspace's memory lock, through the same
+atomic rewrite as the writers (temp file, fsync, rename, owner and mode kept). It refuses,
+writing nothing, when a cited entry is no longer at its lines with the same text (the file
+changed since it was found), and when removing the lines would change any other entry: a
+`<private>` block that runs past the entry would otherwise come into view. The index sees
+the change on the next search.
 """
 
 from __future__ import annotations
@@ -15,25 +20,41 @@ import asyncio
 import re
 from collections.abc import Sequence
 from datetime import date as Date
+from typing import NamedTuple
 
-from miniclaw.errors import MemoryFileError, UsageError
+from miniclaw.errors import MemoryFileError, MiniclawError, UsageError
 from miniclaw.memory import files
-from miniclaw.memory.entry import Entry
+from miniclaw.memory.entry import Entry, mark
 
-_CITATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+_CITATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?"
+                       r"(?:#(?P<mark>[0-9a-fA-F]{6}))?$")
 _DAY_FILE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})\.md$")
 
 
-def parse_citation(text: str) -> tuple[str, int, int | None]:
-    """(path, first line, last line or None) of `path:N` or `path:N-M`; UsageError else."""
+class Citation(NamedTuple):
+    """A parsed citation: the file, the first and (maybe) last line, and the ref's mark."""
+
+    path: str
+    start: int
+    end: int | None
+    mark: str | None
+
+    def __str__(self) -> str:
+        lines = f"{self.start}" + (f"-{self.end}" if self.end is not None else "")
+        return f"{self.path}:{lines}" + (f"#{self.mark}" if self.mark else "")
+
+
+def parse_citation(text: str) -> Citation:
+    """`path:N`, `path:N-M`, either with `#mark` (a ref, as search prints it); UsageError else."""
     match = _CITATION.match(text.strip())
     if not match:
         raise UsageError(f"{text!r} is not a citation: give PATH:LINE, as search prints it "
-                         "(e.g. memory/2026-02-14.md:5)")
+                         "(e.g. memory/2026-02-14.md:5#3fa9c2)")
     start, end = int(match["start"]), int(match["end"]) if match["end"] else None
     if start < 1 or (end is not None and end < start):
         raise UsageError(f"{text!r} names no lines: lines count from 1, start before end")
-    return match["path"].removeprefix("./"), start, end
+    mark = match["mark"].lower() if match["mark"] else None
+    return Citation(match["path"].removeprefix("./"), start, end, mark)
 
 
 def _parser(store, path: str):
@@ -70,19 +91,71 @@ def _cited(entries: list[Entry], path: str, start: int, end: int | None) -> Entr
                      "cited?): search again for its citation")
 
 
+def _served(store, cited: Citation) -> list[str]:
+    """The texts the index last saw at the cited lines (no sync: what a search served), or
+    [] when it knows nothing there (no index yet, another place, an index it cannot read:
+    the citation is then taken as the file has it, as before refs existed)."""
+    import sqlite3
+
+    try:
+        if not store.index.path.exists():
+            return []
+        rows = store.index.texts_at(cited.path, cited.start)
+    except (MiniclawError, sqlite3.Error, OSError, ValueError):
+        return []
+    return [text for end, text in rows if cited.end is None or end == cited.end]
+
+
+def _resolve(entries: list[Entry], cited: Citation, served: list[str]) -> Entry:
+    """The entry the citation named when it was given, wherever it is now, or UsageError.
+    A ref's mark names its text: an entry that moved is followed when it is the only one
+    with that mark. A bare citation's text is what the index served there: any other text
+    at those lines is refused (the citation may have come before the file shifted)."""
+    here = next((e for e in entries if e.line_start == cited.start
+                 and (cited.end is None or e.line_end == cited.end)), None)
+    if cited.mark is None and not served:
+        if here is None:
+            _cited(entries, cited.path, cited.start, cited.end)  # raises, saying so
+        return here
+    if cited.mark is not None:
+        def named(entry: Entry) -> bool:
+            return mark(entry.text) == cited.mark
+    else:
+        def named(entry: Entry) -> bool:
+            return entry.text in served
+    if here is not None and named(here):
+        return here
+    elsewhere = [e for e in entries if named(e)]
+    if cited.mark is not None and len(elsewhere) == 1:
+        return elsewhere[0]  # the file shifted: the entry the ref named, at its new lines
+    now = "holds another memory now" if here is not None else "is no memory's place now"
+    if cited.mark is not None:
+        why = ("its memory is in the file more than once" if elsewhere
+               else "its memory is no longer in the file")
+        raise UsageError(f"{cited} {now} and {why} (the file changed since it was cited): "
+                         "search again for its citation; nothing was changed")
+    moved = f"; that memory is now at {elsewhere[0].ref}" if len(elsewhere) == 1 else ""
+    raise UsageError(f"{cited} {now}: the file changed since the index last showed that "
+                     f"place{moved}; search again, and quote the citation with its #mark "
+                     "as search prints it; nothing was changed")
+
+
 async def find(store, citation: str, *, to_forget: bool = False) -> Entry:
-    """The entry a citation names, as the file is now (UsageError when there is none).
+    """The entry a citation names, as the file is now (UsageError when there is none, or
+    when the entry at its lines is not the one it named: `_resolve`).
     `to_forget`: refuse now, before anyone is asked, a file `forget` would refuse to write
     (not UTF-8: `files.check_appendable`); `memory edit` opens any file, to fix it."""
-    path, start, end = parse_citation(citation)
-    _parser(store, path)  # a bad path is a usage error before the disk is touched
+    cited = parse_citation(citation)
+    _parser(store, cited.path)  # a bad path is a usage error before the disk is touched
     store.require_workspace()
 
     def read() -> Entry:
-        raw = files.read_bytes(store.workspace / path, store.workspace, path)
-        entry = _cited(_entries_now(store, path, raw), path, start, end)
+        raw = files.read_bytes(store.workspace / cited.path, store.workspace, cited.path)
+        entries = _entries_now(store, cited.path, raw)
+        served = _served(store, cited) if cited.mark is None else []
+        entry = _resolve(entries, cited, served)
         if to_forget:
-            files.check_appendable(raw, path)
+            files.check_appendable(raw, cited.path)
         return entry
 
     return await asyncio.to_thread(read)

@@ -697,6 +697,14 @@ class SearchIndex:
         return self._run(lambda c: {row[0]: row_to_entry(row) for row in c.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})")})
 
+    def texts_at(self, path: str, line_start: int) -> list[tuple[int, str]]:
+        """(last line, text) of each entry the index last saw starting at this line of this
+        file, read as the index is, never synced: what a search served before the file changed
+        (`forget.find` checks a citation without a mark against it)."""
+        return self._run(lambda c: c.execute(
+            "SELECT line_end, content FROM entries WHERE path = ? AND line_start = ?",
+            (path, line_start)).fetchall())
+
     def places(self, entry_ids: Sequence[int]) -> dict[int, Place]:
         """Where each given entry sits (no text): what ordering candidates needs."""
         if not entry_ids:
