@@ -91,53 +91,84 @@ def _cited(entries: list[Entry], path: str, start: int, end: int | None) -> Entr
                      "cited?): search again for its citation")
 
 
-def _served(store, cited: Citation) -> list[str]:
-    """The texts the index last saw at the cited lines (no sync: what a search served), or
-    [] when it knows nothing there (no index yet, another place, an index it cannot read:
-    the citation is then taken as the file has it, as before refs existed)."""
+class Shown:
+    """What the citations this process handed out stood for: (path, first line) -> the
+    (last line, text) pairs shown there, by every search and read of one `MemoryStore` (a
+    chat, an MCP connection). A bare citation a person or model quotes back after the file
+    shifted (and a later search re-synced the index) is then still checked against the
+    memory it was shown as. Bounded: the oldest places are dropped first."""
+
+    LIMIT = 20_000
+
+    def __init__(self) -> None:
+        self._places: dict[tuple[str, int], set[tuple[int, str]]] = {}
+
+    def note(self, items) -> None:
+        """Record entries or search results (anything with a path, lines and a text)."""
+        places = self._places
+        for item in items:
+            text = item.text if isinstance(item, Entry) else item.content
+            key = (item.path, item.line_start)
+            places.setdefault(key, set()).add((item.line_end, text))
+            if len(places) > self.LIMIT:
+                del places[next(iter(places))]
+
+    def texts(self, cited: Citation) -> list[str]:
+        return [text for end, text in self._places.get((cited.path, cited.start), ())
+                if cited.end is None or end == cited.end]
+
+
+def _served(store, cited: Citation) -> set[str]:
+    """The texts the cited lines were shown as: by this process (`store.shown`), and by the
+    index as it last saw the file (no sync: what a search served). Empty when neither knows
+    the place (no index yet, another place, an index it cannot read): the citation is then
+    taken as the file has it, as before refs existed."""
     import sqlite3
 
+    shown = set(store.shown.texts(cited)) if store.shown is not None else set()
     try:
         if not store.index.path.exists():
-            return []
+            return shown
         rows = store.index.texts_at(cited.path, cited.start)
     except (MiniclawError, sqlite3.Error, OSError, ValueError):
-        return []
-    return [text for end, text in rows if cited.end is None or end == cited.end]
+        return shown
+    return shown | {text for end, text in rows if cited.end is None or end == cited.end}
 
 
-def _resolve(entries: list[Entry], cited: Citation, served: list[str]) -> Entry:
+def _resolve(entries: list[Entry], cited: Citation, served: set[str]) -> Entry:
     """The entry the citation named when it was given, wherever it is now, or UsageError.
     A ref's mark names its text: an entry that moved is followed when it is the only one
-    with that mark. A bare citation's text is what the index served there: any other text
-    at those lines is refused (the citation may have come before the file shifted)."""
+    with that mark. A bare citation is taken only when everything that showed those lines
+    showed the text they hold now: else it may have been given before the file shifted
+    (refused, naming where the memory it was shown as is now, when that is one place)."""
     here = next((e for e in entries if e.line_start == cited.start
                  and (cited.end is None or e.line_end == cited.end)), None)
-    if cited.mark is None and not served:
-        if here is None:
-            _cited(entries, cited.path, cited.start, cited.end)  # raises, saying so
+    if cited.mark is None:
+        if not served or (here is not None and served == {here.text}):
+            if here is None:
+                _cited(entries, cited.path, cited.start, cited.end)  # raises, saying so
+            return here
+        elsewhere = [e for e in entries if e.text in served]
+        now = "holds another memory now" if here is not None else "is no memory's place now"
+        if len(served) > 1:
+            why = "it has named more than one memory since the file changed"
+        else:
+            why = "the file changed since that place was shown"
+        moved = (f"; the memory shown there is now at {elsewhere[0].ref}"
+                 if len(served) == 1 and len(elsewhere) == 1 else "")
+        raise UsageError(f"{cited} {now}: {why}{moved}; search again, and quote the citation "
+                         "with its #mark as search prints it; nothing was changed")
+    here_named = here is not None and mark(here.text) == cited.mark
+    if here_named:
         return here
-    if cited.mark is not None:
-        def named(entry: Entry) -> bool:
-            return mark(entry.text) == cited.mark
-    else:
-        def named(entry: Entry) -> bool:
-            return entry.text in served
-    if here is not None and named(here):
-        return here
-    elsewhere = [e for e in entries if named(e)]
-    if cited.mark is not None and len(elsewhere) == 1:
+    elsewhere = [e for e in entries if mark(e.text) == cited.mark]
+    if len(elsewhere) == 1:
         return elsewhere[0]  # the file shifted: the entry the ref named, at its new lines
     now = "holds another memory now" if here is not None else "is no memory's place now"
-    if cited.mark is not None:
-        why = ("its memory is in the file more than once" if elsewhere
-               else "its memory is no longer in the file")
-        raise UsageError(f"{cited} {now} and {why} (the file changed since it was cited): "
-                         "search again for its citation; nothing was changed")
-    moved = f"; that memory is now at {elsewhere[0].ref}" if len(elsewhere) == 1 else ""
-    raise UsageError(f"{cited} {now}: the file changed since the index last showed that "
-                     f"place{moved}; search again, and quote the citation with its #mark "
-                     "as search prints it; nothing was changed")
+    why = ("its memory is in the file more than once" if elsewhere
+           else "its memory is no longer in the file")
+    raise UsageError(f"{cited} {now} and {why} (the file changed since it was cited): "
+                     "search again for its citation; nothing was changed")
 
 
 async def find(store, citation: str, *, to_forget: bool = False) -> Entry:
@@ -152,7 +183,7 @@ async def find(store, citation: str, *, to_forget: bool = False) -> Entry:
     def read() -> Entry:
         raw = files.read_bytes(store.workspace / cited.path, store.workspace, cited.path)
         entries = _entries_now(store, cited.path, raw)
-        served = _served(store, cited) if cited.mark is None else []
+        served = _served(store, cited) if cited.mark is None else set()
         entry = _resolve(entries, cited, served)
         if to_forget:
             files.check_appendable(raw, cited.path)

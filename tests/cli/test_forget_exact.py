@@ -408,3 +408,20 @@ def test_forget_dry_run_lists_and_writes_nothing(runner: CliRunner, workspace: P
     assert [e["content"] for e in json.loads(as_json.stdout)["would_forget"]] == [
         "Start the passport renewal"]
     assert snapshot(ws) == before
+
+
+def test_a_chat_never_forgets_another_memory_after_a_later_search_moved_the_index(
+        runner: CliRunner, workspace: Path):
+    """The hole a check against the index alone leaves: a search after the first forget
+    brings the index up to date, so it agrees the passport note is at the lunch's old
+    lines. The chat remembers what each citation it showed stood for, and refuses."""
+    from tests.chat.test_cli_chat import miniclaw
+
+    cited = _three_notes(runner, workspace)
+    note = _today_note(workspace)
+    lunch, dentist = cited["Lunch"]["citation"], cited["Dentist"]["citation"]
+    chat = miniclaw(workspace, "chat", stdin=f"/search dentist lunch\n/forget {dentist}\n"
+                                             f"/search passport renewal\n/forget {lunch}\n")
+    assert f"Forgot {dentist}" in chat.stdout, (chat.stdout, chat.stderr)
+    assert "more than one memory" in chat.stdout + chat.stderr
+    assert "passport renewal" in note.read_text() and "Lunch with Sam" in note.read_text()
