@@ -17,6 +17,7 @@ the change on the next search.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Sequence
 from datetime import date as Date
@@ -25,6 +26,8 @@ from typing import NamedTuple
 from miniclaw.errors import MemoryFileError, MiniclawError, UsageError
 from miniclaw.memory import files
 from miniclaw.memory.entry import Entry, mark
+
+log = logging.getLogger("miniclaw")
 
 _CITATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?"
                        r"(?:#(?P<mark>[0-9a-fA-F]{6}))?$")
@@ -118,24 +121,29 @@ class Shown:
                 if cited.end is None or end == cited.end]
 
 
-def _served(store, cited: Citation) -> set[str]:
-    """The texts the cited lines were shown as: by this process (`store.shown`), and by the
-    index as it last saw the file (no sync: what a search served). Empty when neither knows
-    the place (no index yet, another place, an index it cannot read): the citation is then
+def _served(store, cited: Citation) -> set[bytes]:
+    """The text hashes (`sync.content_hash`) the cited lines were shown as: by this process
+    (`store.shown`), by the index as it last saw the file (no sync: what a search served),
+    and before a forget moved them (`SearchIndex.note_shifted`). Empty when none knows the
+    place (no index yet, another place, an index it cannot read): the citation is then
     taken as the file has it, as before refs existed."""
     import sqlite3
 
-    shown = set(store.shown.texts(cited)) if store.shown is not None else set()
+    from miniclaw.memory.sync import content_hash
+
+    shown = store.shown.texts(cited) if store.shown is not None else []
+    served = {content_hash(text) for text in shown}
     try:
         if not store.index.path.exists():
-            return shown
-        rows = store.index.texts_at(cited.path, cited.start)
-    except (MiniclawError, sqlite3.Error, OSError, ValueError):
-        return shown
-    return shown | {text for end, text in rows if cited.end is None or end == cited.end}
+            return served
+        rows = store.index.hashes_at(cited.path, cited.start)
+    except (MiniclawError, sqlite3.Error, OSError, ValueError) as exc:
+        log.debug("cannot read the index to check %s: %s", cited, exc)
+        return served
+    return served | {digest for end, digest in rows if cited.end is None or end == cited.end}
 
 
-def _resolve(entries: list[Entry], cited: Citation, served: set[str]) -> Entry:
+def _resolve(entries: list[Entry], cited: Citation, served: set[bytes]) -> Entry:
     """The entry the citation named when it was given, wherever it is now, or UsageError.
     A ref's mark names its text: an entry that moved is followed when it is the only one
     with that mark. A bare citation is taken only when everything that showed those lines
@@ -144,11 +152,13 @@ def _resolve(entries: list[Entry], cited: Citation, served: set[str]) -> Entry:
     here = next((e for e in entries if e.line_start == cited.start
                  and (cited.end is None or e.line_end == cited.end)), None)
     if cited.mark is None:
-        if not served or (here is not None and served == {here.text}):
+        from miniclaw.memory.sync import content_hash
+
+        if not served or (here is not None and served == {content_hash(here.text)}):
             if here is None:
                 _cited(entries, cited.path, cited.start, cited.end)  # raises, saying so
             return here
-        elsewhere = [e for e in entries if e.text in served]
+        elsewhere = [e for e in entries if content_hash(e.text) in served]
         now = "holds another memory now" if here is not None else "is no memory's place now"
         if len(served) > 1:
             why = "it has named more than one memory since the file changed"
@@ -194,21 +204,41 @@ async def find(store, citation: str, *, to_forget: bool = False) -> Entry:
 
 async def forget(store, targets: Sequence[Entry]) -> list[Entry]:
     """Remove these entries (as `find` or a search returned them) from their files; returns
-    them. All or nothing per file; each file is checked again under the lock."""
+    them. All or nothing per file; each file is checked again under the lock. The places
+    whose memory moved or went are then noted in the index (`SearchIndex.note_shifted`)."""
     store.require_workspace()
     by_path: dict[str, list[Entry]] = {}
     for entry in targets:
         _parser(store, entry.path)
         by_path.setdefault(entry.path, []).append(entry)
+    shifted: list[Entry] = []
 
     def write() -> None:
         with files.locked(store.memory_dir):
             for path, entries in by_path.items():
                 files.rewrite_bytes(store.workspace / path, store.workspace, path,
-                                    lambda raw, p=path, e=entries: _without(store, p, raw, e))
+                                    lambda raw, p=path, e=entries: _without(store, p, raw, e,
+                                                                            shifted))
+        _note_shifted(store, shifted)
 
     await asyncio.to_thread(write)
     return list(targets)
+
+
+def _note_shifted(store, shifted: list[Entry]) -> None:
+    """Best effort: the file is already written; without the note a bare citation is still
+    checked against what the index and this process saw."""
+    import sqlite3
+
+    from miniclaw.memory.sync import content_hash
+
+    try:
+        if not shifted or not store.index.path.exists():  # no index: it served nothing
+            return
+        store.index.note_shifted([(e.path, e.line_start, e.line_end, content_hash(e.text))
+                                  for e in shifted])
+    except (MiniclawError, sqlite3.Error, OSError) as exc:
+        log.warning("could not note in the index which memories moved: %s", exc)
 
 
 def _same(a: Entry, b: Entry) -> bool:
@@ -216,8 +246,10 @@ def _same(a: Entry, b: Entry) -> bool:
         (b.text, b.line_start, b.line_end, b.category, b.tags)
 
 
-def _without(store, path: str, raw: bytes, targets: list[Entry]) -> bytes:
-    """The file's bytes with the targets' lines removed, or an error changing nothing."""
+def _without(store, path: str, raw: bytes, targets: list[Entry],
+             shifted: list[Entry]) -> bytes:
+    """The file's bytes with the targets' lines removed, or an error changing nothing;
+    `shifted` gets the entries whose lines no longer hold them after."""
     from miniclaw.memory.parsing import split_lines
     from miniclaw.memory.privacy import front_matter_end, redact_lines
 
@@ -249,6 +281,8 @@ def _without(store, path: str, raw: bytes, targets: list[Entry]) -> bytes:
         raise MemoryFileError(f"cannot remove {targets[0].citation} alone: a <private> block or "
                               "an annotation runs past it; edit the file by hand (miniclaw memory "
                               "edit); nothing was removed")
+    places = {(e.line_start, e.line_end, e.text) for e in after}
+    shifted.extend(e for e in before if (e.line_start, e.line_end, e.text) not in places)
     return kept
 
 

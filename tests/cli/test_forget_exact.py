@@ -425,3 +425,23 @@ def test_a_chat_never_forgets_another_memory_after_a_later_search_moved_the_inde
     assert f"Forgot {dentist}" in chat.stdout, (chat.stdout, chat.stderr)
     assert "more than one memory" in chat.stdout + chat.stderr
     assert "passport renewal" in note.read_text() and "Lunch with Sam" in note.read_text()
+
+
+def test_a_bare_citation_from_before_a_forget_is_refused_after_another_search(
+        runner: CliRunner, workspace: Path):
+    """The same hole across commands: search, forget the dentist, search for something
+    else (the index re-syncs: the passport note is at the lunch's old lines for it too),
+    then forget the lunch's old citation. The forget noted which places it moved."""
+    cited = _three_notes(runner, workspace)
+    assert run(runner, workspace, "memory", "forget", cited["Dentist"]["citation"],
+               "--yes").exit_code == 0
+    (passport,) = _search(runner, workspace, "passport")
+    assert passport["citation"] == cited["Lunch"]["citation"]  # the index agrees now
+    note = _today_note(workspace)
+    before = note.read_bytes()
+    late = run(runner, workspace, "memory", "forget", cited["Lunch"]["citation"], "--yes")
+    assert late.exit_code == 2, (late.stdout, late.stderr)
+    assert "more than one memory" in late.stderr
+    assert note.read_bytes() == before
+    assert run(runner, workspace, "memory", "forget", passport["ref"], "--yes").exit_code == 0
+    assert "passport" not in note.read_text() and "Lunch with Sam" in note.read_text()
