@@ -219,15 +219,16 @@ async def forget(store, targets: Sequence[Entry]) -> list[Entry]:
                 files.rewrite_bytes(store.workspace / path, store.workspace, path,
                                     lambda raw, p=path, e=entries: _without(store, p, raw, e,
                                                                             shifted))
-        _note_shifted(store, shifted)
+        note_shifted(store, shifted)
 
     await asyncio.to_thread(write)
     return list(targets)
 
 
-def _note_shifted(store, shifted: list[Entry]) -> None:
-    """Best effort: the file is already written; without the note a bare citation is still
-    checked against what the index and this process saw."""
+def note_shifted(store, shifted: list[Entry]) -> None:
+    """Note the places (lines as they were) of entries a write moved or removed, in the
+    index (`SearchIndex.note_shifted`). Best effort: the file is already written; without
+    the note a bare citation is still checked against what the index and this process saw."""
     import sqlite3
 
     from miniclaw.memory.sync import content_hash

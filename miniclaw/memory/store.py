@@ -225,8 +225,18 @@ class MemoryStore:
             files.ensure_dir(self.memory_dir)
             with files.locked(self.memory_dir):
                 files.rewrite_bytes(path, self.workspace, rel, make)
-            text_after, line = written[0]
-            return next((e for e in parse_long_term(text_after, rel) if e.line_start == line), None)
+                text_after, line = written[0]
+                entries = parse_long_term(text_after, rel)
+                # Inserted above other entries (today's section is not the last): they
+                # moved down, and a bare citation of their old lines must not name the new one.
+                below = [e._replace(line_start=e.line_start - len(lines),
+                                    line_end=e.line_end - len(lines))
+                         for e in entries if e.line_start >= line + len(lines)]
+                if below:
+                    from miniclaw.memory.forget import note_shifted
+
+                    note_shifted(self, below)
+            return next((e for e in entries if e.line_start == line), None)
 
         return await asyncio.to_thread(write)
 

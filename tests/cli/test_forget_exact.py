@@ -445,3 +445,29 @@ def test_a_bare_citation_from_before_a_forget_is_refused_after_another_search(
     assert note.read_bytes() == before
     assert run(runner, workspace, "memory", "forget", passport["ref"], "--yes").exit_code == 0
     assert "passport" not in note.read_text() and "Lunch with Sam" in note.read_text()
+
+
+def test_a_bare_citation_from_before_a_long_term_insert_is_refused(runner: CliRunner,
+                                                                     workspace: Path):
+    """`add --long` inserts under today's header; a section after it moves down, and the
+    citation of its second bullet named the first one's new lines: forgetting it then
+    removed the Atlas deadline (after a search re-synced the index)."""
+    from datetime import datetime, timezone
+
+    from tests.conftest import write
+
+    today = datetime.now(timezone.utc).date().isoformat()
+    write(workspace, "memory/MEMORY.md", f"# Memory\n\n## {today}\n- Dentist on Friday\n"
+          "## Projects\n- Atlas deadline moved to March\n- Budget approved at 40k\n")
+    (budget,) = _search(runner, workspace, "budget")
+    assert budget["citation"] == "memory/MEMORY.md:7"
+    assert run(runner, workspace, "memory", "add", "--long", "Kayak on Saturday").exit_code == 0
+    (atlas,) = _search(runner, workspace, "atlas")
+    assert atlas["citation"] == "memory/MEMORY.md:7"  # the index agrees: Atlas is at 7 now
+    path = workspace / "memory/MEMORY.md"
+    before = path.read_bytes()
+    late = run(runner, workspace, "memory", "forget", budget["citation"], "--yes")
+    assert late.exit_code == 2, (late.stdout, late.stderr)
+    assert path.read_bytes() == before
+    assert run(runner, workspace, "memory", "forget", budget["ref"], "--yes").exit_code == 0
+    assert "Budget" not in path.read_text() and "Atlas" in path.read_text()
