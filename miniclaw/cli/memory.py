@@ -399,9 +399,12 @@ memory_edit = command_app()
 @memory_edit.command("edit")
 def edit(
     ctx: typer.Context,
-    citation: Annotated[str, typer.Argument(metavar="CITATION", help="The memory to edit: memory/2026-02-14.md:5.", show_default=False)],
+    citation: Annotated[str, typer.Argument(metavar="CITATION", help="The memory to edit, as search cites it: memory/2026-02-14.md:5#3fa9c2.", show_default=False)],
 ) -> None:
     """Open a memory's file in $VISUAL or $EDITOR at its line.
+
+    A ref (PATH:LINE#MARK, as search prints it) opens where its memory is now, even if
+    the file shifted; a citation whose lines hold another memory since is refused.
 
     \b
     Example: EDITOR=vim miniclaw memory edit memory/MEMORY.md:12
