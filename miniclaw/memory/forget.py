@@ -4,9 +4,10 @@ A citation (`memory/2026-02-14.md:5`, `memory/MEMORY.md:3-4`) names an entry by 
 a ref (`memory/2026-02-14.md:5#3fa9c2`, what search prints) adds a short hash of its text
 (`entry.mark`). `find` reads the entry a citation names now, and never one that only took
 its place: a ref's entry is the one at its lines with that hash, or the one entry of the
-file with that hash when the file shifted; a bare citation's entry must hold the text the
-index last saw at those lines (what a search served), else it is refused, naming where that
-text is now. `forget` removes entries under the workspace's memory lock, through the same
+file with that hash when the file shifted; a bare citation's entry must hold the one text
+those lines were shown as (by the index as it last saw the file, by this process: `Shown`,
+and before a write moved them: `note_shifted`), else it is refused, naming where that text
+is now. `forget` removes entries under the workspace's memory lock, through the same
 atomic rewrite as the writers (temp file, fsync, rename, owner and mode kept). It refuses,
 writing nothing, when a cited entry is no longer at its lines with the same text (the file
 changed since it was found), and when removing the lines would change any other entry: a
@@ -168,8 +169,7 @@ def _resolve(entries: list[Entry], cited: Citation, served: set[bytes]) -> Entry
                  if len(served) == 1 and len(elsewhere) == 1 else "")
         raise UsageError(f"{cited} {now}: {why}{moved}; search again, and quote the citation "
                          "with its #mark as search prints it; nothing was changed")
-    here_named = here is not None and mark(here.text) == cited.mark
-    if here_named:
+    if here is not None and mark(here.text) == cited.mark:
         return here
     elsewhere = [e for e in entries if mark(e.text) == cited.mark]
     if len(elsewhere) == 1:
