@@ -5,7 +5,7 @@ a ref (`memory/2026-02-14.md:5#3fa9c2`, what search prints) adds a short hash of
 (`entry.mark`). `find` reads the entry a citation names now, and never one that only took
 its place: a ref's entry is the one at its lines with that hash, or the one entry of the
 file with that hash when the file shifted; a bare citation's entry must hold the one text
-those lines were shown as (by the index as it last saw the file, by this process: `Shown`,
+those lines were shown as (by the index as it last saw the file, by this process: `shown.Shown`,
 and before a write moved them: `note_shifted`), else it is refused, naming where that text
 is now. `forget` removes entries under the workspace's memory lock, through the same
 atomic rewrite as the writers (temp file, fsync, rename, owner and mode kept). It refuses,
@@ -95,33 +95,6 @@ def _cited(entries: list[Entry], path: str, start: int, end: int | None) -> Entr
                      "cited?): search again for its citation")
 
 
-class Shown:
-    """What the citations this process handed out stood for: (path, first line) -> the
-    (last line, text) pairs shown there, by every search and read of one `MemoryStore` (a
-    chat, an MCP connection). A bare citation a person or model quotes back after the file
-    shifted (and a later search re-synced the index) is then still checked against the
-    memory it was shown as. Bounded: the oldest places are dropped first."""
-
-    LIMIT = 20_000
-
-    def __init__(self) -> None:
-        self._places: dict[tuple[str, int], set[tuple[int, str]]] = {}
-
-    def note(self, items) -> None:
-        """Record entries or search results (anything with a path, lines and a text)."""
-        places = self._places
-        for item in items:
-            text = item.text if isinstance(item, Entry) else item.content
-            key = (item.path, item.line_start)
-            places.setdefault(key, set()).add((item.line_end, text))
-            if len(places) > self.LIMIT:
-                del places[next(iter(places))]
-
-    def texts(self, cited: Citation) -> list[str]:
-        return [text for end, text in self._places.get((cited.path, cited.start), ())
-                if cited.end is None or end == cited.end]
-
-
 def _served(store, cited: Citation) -> set[bytes]:
     """The text hashes (`sync.content_hash`) the cited lines were shown as: by this process
     (`store.shown`), by the index as it last saw the file (no sync: what a search served),
@@ -132,7 +105,7 @@ def _served(store, cited: Citation) -> set[bytes]:
 
     from miniclaw.memory.sync import content_hash
 
-    shown = store.shown.texts(cited) if store.shown is not None else []
+    shown = store.shown.texts(cited.path, cited.start, cited.end) if store.shown else []
     served = {content_hash(text) for text in shown}
     try:
         if not store.index.path.exists():

@@ -77,7 +77,7 @@ class MemoryStore:
         self._now = now
         self._zone = zone  # None: the `timezone` setting, read on first use
         self._index_path = Path(index_path) if index_path else None
-        self._shown = None  # forget.Shown: what the citations handed out stood for
+        self._shown = None  # shown.Shown: what the citations handed out stood for
         self._index: SearchIndex | None = None
         self._sources = tuple(sources) if sources is not None else None
         self._roots = tuple(roots)
@@ -124,9 +124,9 @@ class MemoryStore:
         return self._shown
 
     def showing(self, items: Iterable) -> None:
-        """Record entries or search results as shown (`forget.Shown`)."""
+        """Record entries or search results as shown (`shown.Shown`)."""
         if self._shown is None:
-            from miniclaw.memory.forget import Shown
+            from miniclaw.memory.shown import Shown
 
             self._shown = Shown()
         self._shown.note(items)
