@@ -73,6 +73,8 @@ ENTRY_SCHEMA = {"type": "object", "properties": {
     "source": {"type": "string", "description": "long_term, daily_note or a configured source"},
     "path": _STR, "line_start": _INT, "line_end": _INT,
     "citation": {"type": "string", "description": "path:line, to quote back to the user"},
+    "ref": {"type": "string", "description": "path:line#mark: the citation with a hash of "
+                                             "the text, what forget_memory takes"},
     "date": _OPT_STR, "time": _OPT_STR, "category": _OPT_STR, "tags": _STRINGS,
     "content": _STR,
 }, "required": ["source", "path", "line_start", "line_end", "citation", "content"]}
@@ -81,6 +83,7 @@ _RESULT_SCHEMA = {"type": "object", "properties": {
     "rank": _INT, "score": {"type": "number"},
     "source": {"type": "string", "description": "long_term, daily_note or a configured source"},
     "path": _STR, "line_start": _INT, "line_end": _INT, "citation": _STR,
+    "ref": {"type": "string", "description": "path:line#mark, what forget_memory takes"},
     "date": _OPT_STR, "category": _OPT_STR, "tags": _STRINGS, "content": _STR,
     "excerpt": {"type": "string", "description": "the part of content that matched"},
     "matched": {"type": "boolean",
@@ -247,12 +250,14 @@ STATUS = ToolSpec(
 
 FORGET = ToolSpec(
     "forget_memory",
-    "Remove one entry from the user's memory files, by the citation (path:line) a search or "
+    "Remove one entry from the user's memory files, by the ref (path:line#mark) a search or "
     "read returned. The user is asked to confirm first; use it only when the user asks to "
-    "forget or correct something. If the file changed since, search again for the citation.",
+    "forget or correct something. If the file changed since, search again for the ref.",
     _object({
         "citation": {"type": "string", "minLength": 3, "maxLength": 300,
-                     "description": "The entry's citation, e.g. memory/2026-02-14.md:5."},
+                     "description": "The entry's ref, e.g. memory/2026-02-14.md:5#3fa9c2 "
+                                    "(a citation without #mark is checked against the "
+                                    "last search)."},
     }, ["citation"]),
     {"type": "object", "properties": {
         "forgotten": {"type": "boolean"}, "entry": ENTRY_SCHEMA,

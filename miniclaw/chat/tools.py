@@ -82,7 +82,7 @@ def _added(args: dict, result: dict) -> ToolOutcome:
 
 
 def _found(result: dict) -> ToolOutcome:
-    lines = [f"[{hit['citation']}, {hit['date'] or 'undated'}] {' '.join(hit['content'].split())}"
+    lines = [f"[{hit['ref']}, {hit['date'] or 'undated'}] {' '.join(hit['content'].split())}"
              for hit in result["results"]]
     text = "\n".join(lines) if lines else "no memories matched"
     if result["corrections"]:  # the model must know the memories are about another word

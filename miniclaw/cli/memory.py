@@ -299,49 +299,76 @@ memory_forget = command_app()
 @memory_forget.command("forget")
 def forget(
     ctx: typer.Context,
-    citation: Annotated[str | None, typer.Argument(metavar="CITATION", help="The memory to remove, as search cites it: memory/2026-02-14.md:5.", show_default=False)] = None,
-    query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="Forget the best matches of this search (all history) instead.", show_default=False)] = None,
+    citation: Annotated[str | None, typer.Argument(metavar="CITATION", help="The memory to remove, as search cites it: memory/2026-02-14.md:5#3fa9c2.", show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="Forget the best matches of this search (all history; MEMORY.md and daily notes only) instead.", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="With -q: how many of the best matches.")] = 1,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be forgotten; write nothing, ask nothing.")] = False,
     output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Remove a memory from its file, after showing it and asking.
 
-    The file is rewritten atomically under the memory lock; a memory whose file changed
-    since it was cited is refused. The index catches up on the next search.
+    Cite it as search prints it (PATH:LINE#MARK): the mark names its text, so a memory
+    that moved since is still found, and another memory now at its lines is never removed
+    (a citation without the mark is checked against what search last showed there). -q
+    searches only what forget can remove, MEMORY.md and the daily notes (not chat
+    transcripts or other tools' files); a match it cannot remove is skipped and named.
+    The file is rewritten atomically under the memory lock. The index catches up on the
+    next search.
 
     \b
     Examples:
-      miniclaw memory forget memory/2026-02-14.md:5
+      miniclaw memory forget memory/2026-02-14.md:5#3fa9c2
+      miniclaw memory forget -q "old wifi password" --dry-run
       miniclaw memory forget -q "old wifi password" --yes
     """
     json_out = output_format(output, json_out) == "json"
     from miniclaw.cli import render
-    from miniclaw.errors import UsageError
+    from miniclaw.errors import MiniclawError, UsageError
     from miniclaw.memory import forget as forgetting
+    from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM
 
     if (citation is None) == (query is None):
         raise UsageError("give one of CITATION or -q QUERY")
-    if not yes and not sys.stdin.isatty():
+    if not yes and not dry_run and not sys.stdin.isatty():
         raise UsageError("forgetting asks first, and stdin is not a terminal: pass --yes "
-                         "to forget without asking")
+                         "to forget without asking (or --dry-run to see what would go)")
 
     async def targets():
         async with _store(ctx) as store:
             if citation is not None:
-                return [await forgetting.find(store, citation, to_forget=True)]
-            found = await store.search(query, limit=limit, days=None)
-            return [await forgetting.find(store, hit.citation, to_forget=True)
-                    for hit in found.results]
+                return [await forgetting.find(store, citation, to_forget=True)], []
+            hits = await store.search(query, limit=limit, days=None,
+                                      sources=(LONG_TERM, DAILY_NOTE))
+            found, skipped = [], []
+            for hit in hits.results:
+                try:
+                    found.append(await forgetting.find(store, hit.ref, to_forget=True))
+                except MiniclawError as exc:
+                    skipped.append((hit.ref, exc))
+            return found, skipped
 
-    found = run(targets())
+    found, skipped = run(targets())
     style = _style()
+    if citation is not None and found[0].line_start != forgetting.parse_citation(citation).start:
+        typer.echo(f"{citation} has moved since it was cited: it is {found[0].ref} now", err=True)
+    for ref, reason in skipped[not found:]:
+        typer.echo(f"Skipped {ref}: {reason}", err=True)
+    if not found and skipped:
+        raise skipped[0][1]  # nothing can go: the first match's reason is the error
+    skipped = [(ref, str(reason)) for ref, reason in skipped]
     if not found:
         if json_out:
-            typer.echo(render.to_json({"forgotten": []}))
+            typer.echo(render.to_json({"would_forget" if dry_run else "forgotten": []}))
         else:
             typer.echo("No memories matched: nothing was forgotten.")
+        return
+    if dry_run:
+        if json_out:
+            typer.echo(render.entries_json(found, key="would_forget", **_skipped_json(skipped)))
+        else:
+            typer.echo(render.entries_text("Would forget (dry run, nothing written):", found, style))
         return
     if not json_out or not yes:
         typer.echo(render.entries_text("To forget:", found, style), err=json_out)
@@ -355,10 +382,15 @@ def forget(
 
     gone = run(work())
     if json_out:
-        typer.echo(render.entries_json(gone, key="forgotten"))
+        typer.echo(render.entries_json(gone, key="forgotten", **_skipped_json(skipped)))
     else:
         typer.echo(f"Forgot {render.plural(len(gone), 'memory', 'memories')}: "
                    + ", ".join(e.citation for e in gone))
+
+
+def _skipped_json(skipped: list[tuple[str, str]]) -> dict:
+    """`{"skipped": [{"ref", "reason"}]}` for the matches forget -q could not remove, or {}."""
+    return {"skipped": [{"ref": ref, "reason": why} for ref, why in skipped]} if skipped else {}
 
 
 memory_edit = command_app()
@@ -367,9 +399,12 @@ memory_edit = command_app()
 @memory_edit.command("edit")
 def edit(
     ctx: typer.Context,
-    citation: Annotated[str, typer.Argument(metavar="CITATION", help="The memory to edit: memory/2026-02-14.md:5.", show_default=False)],
+    citation: Annotated[str, typer.Argument(metavar="CITATION", help="The memory to edit, as search cites it: memory/2026-02-14.md:5#3fa9c2.", show_default=False)],
 ) -> None:
     """Open a memory's file in $VISUAL or $EDITOR at its line.
+
+    A ref (PATH:LINE#MARK, as search prints it) opens where its memory is now, even if
+    the file shifted; a citation whose lines hold another memory since is refused.
 
     \b
     Example: EDITOR=vim miniclaw memory edit memory/MEMORY.md:12

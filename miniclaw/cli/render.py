@@ -137,7 +137,7 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
         lines.append(f"{rank}. " + style(f"[Score: {format_score(hit.score)}]", "green")
                      + printable(f" {day} ({label})"))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
-        lines.append("   " + style(hit.citation, "dim"))
+        lines.append("   " + style(hit.ref, "dim"))  # with its mark: what forget/edit take
         if hit.explanation:
             lines.append("   " + style(f"why: {_explanation(hit)}", "dim"))
         lines.append("")

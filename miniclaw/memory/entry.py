@@ -10,6 +10,7 @@ each to create, which an agent calling the CLI in a loop pays every time).
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterator, Mapping
 from datetime import date as Date
 from typing import NamedTuple
@@ -79,6 +80,18 @@ def citation(path: str, line_start: int, line_end: int) -> str:
     return f"{path}:{line_start}-{line_end}"
 
 
+def mark(text: str) -> str:
+    """A short hash of an entry's text (6 hex digits of its CRC-32): what a `ref` adds to a
+    citation so that a forget or edit can tell the entry it names from one that moved into
+    its lines. zlib, not hashlib: it is loaded already, and a search prints one per result."""
+    return format(zlib.crc32(text.encode("utf-8", "surrogatepass")) & 0xFFFFFF, "06x")
+
+
+def ref(path: str, line_start: int, line_end: int, text: str) -> str:
+    """`path:line#mark`: a citation that also names the entry's text (`forget.find`)."""
+    return f"{citation(path, line_start, line_end)}#{mark(text)}"
+
+
 class Entry(NamedTuple):
     """One memory: a MEMORY.md bullet or paragraph, or one section of a daily note."""
 
@@ -99,10 +112,14 @@ class Entry(NamedTuple):
     def citation(self) -> str:
         return citation(self.path, self.line_start, self.line_end)
 
+    @property
+    def ref(self) -> str:
+        return ref(self.path, self.line_start, self.line_end, self.text)
+
     def to_dict(self) -> dict:
         """The entry as JSON for every output (CLI `--json`, the memory tools, MCP)."""
         return {"source": self.source, "path": self.path, "line_start": self.line_start,
                 "line_end": self.line_end, "citation": self.citation,
-                "date": self.date.isoformat() if self.date else None, "time": self.time,
+                "ref": self.ref, "date": self.date.isoformat() if self.date else None, "time": self.time,
                 "category": self.category, "tags": list(self.tags), "content": self.text,
                 **({"meta": dict(self.meta)} if self.meta else {})}

@@ -57,6 +57,9 @@ from miniclaw.memory.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")
 
+# `note_shifted`'s rows in the meta table: `shifted:PATH:FIRST:LAST:HASH`, the newest kept.
+_SHIFTED = "shifted:"
+_SHIFTED_KEPT = 10_000
 _ENTRY_COLUMNS = ("id, source, path, line_start, line_end, date, time, category, tags, content,"
                   " meta")
 
@@ -698,6 +701,44 @@ class SearchIndex:
         ids = _id_list(entry_ids)
         return self._run(lambda c: {row[0]: row_to_entry(row) for row in c.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id IN ({ids})")})
+
+    def hashes_at(self, path: str, line_start: int) -> list[tuple[int, bytes]]:
+        """(last line, text hash) of each memory the index last saw starting at this line
+        of this file, and of each a forget moved or removed from there (`note_shifted`):
+        read as the index is, never synced (`forget.find` checks a bare citation by it)."""
+        prefix = f"{_SHIFTED}{path}:{line_start}:"
+
+        def work(conn) -> list[tuple[int, bytes]]:
+            rows = conn.execute("SELECT line_end, hash FROM entries WHERE path = ? AND "
+                                "line_start = ?", (path, line_start)).fetchall()
+            for (key,) in conn.execute("SELECT key FROM meta WHERE substr(key, 1, ?) = ?",
+                                       (len(prefix), prefix)):
+                end, _, digest = key[len(prefix):].partition(":")
+                rows.append((int(end), bytes.fromhex(digest)))
+            return rows
+
+        return self._run(work)
+
+    def note_shifted(self, places: Iterable[tuple[str, int, int, bytes]]) -> None:
+        """Remember (path, first line, last line, text hash) of memories a forget moved or
+        removed, the hash only (a forgotten text is kept nowhere): a bare citation given
+        before is refused, even once a search re-synced the index. The newest
+        `_SHIFTED_KEPT` are kept."""
+        def work(conn) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, '')", [
+                    (f"{_SHIFTED}{path}:{start}:{end}:{digest.hex()}",)
+                    for path, start, end, digest in places])
+                conn.execute("DELETE FROM meta WHERE key IN (SELECT key FROM meta WHERE "
+                             "substr(key, 1, ?) = ? ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
+                             (len(_SHIFTED), _SHIFTED, _SHIFTED_KEPT))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+        self._run(work)
 
     def places(self, entry_ids: Sequence[int]) -> dict[int, Place]:
         """Where each given entry sits (no text): what ordering candidates needs."""

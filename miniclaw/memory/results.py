@@ -13,7 +13,7 @@ from datetime import date as Date
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from miniclaw.memory.entry import NO_META, citation
+from miniclaw.memory.entry import NO_META, citation, ref
 from miniclaw.memory.hints import Hint, SearchWarning, describe
 
 
@@ -49,13 +49,18 @@ class RankedMemory:
     def citation(self) -> str:
         return citation(self.path, self.line_start, self.line_end)
 
+    @property
+    def ref(self) -> str:
+        """The citation with a short hash of the text: what to quote to forget or edit it."""
+        return ref(self.path, self.line_start, self.line_end, self.content)
+
     def to_dict(self, rank: int) -> dict:
         """The JSON object of docs/ARCHITECTURE.md (plus `citation`, `matched`, and `explain`
         when asked for)."""
         out = {
             "rank": rank, "score": round(self.score, 4), "source": self.source,
             "path": self.path, "line_start": self.line_start, "line_end": self.line_end,
-            "citation": self.citation,
+            "citation": self.citation, "ref": self.ref,
             "date": self.date.isoformat() if self.date else None,
             "category": self.category, "tags": list(self.tags),
             "content": self.content, "excerpt": self.excerpt, "matched": self.matched,

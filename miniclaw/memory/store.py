@@ -77,6 +77,7 @@ class MemoryStore:
         self._now = now
         self._zone = zone  # None: the `timezone` setting, read on first use
         self._index_path = Path(index_path) if index_path else None
+        self._shown = None  # shown.Shown: what the citations handed out stood for
         self._index: SearchIndex | None = None
         self._sources = tuple(sources) if sources is not None else None
         self._roots = tuple(roots)
@@ -115,6 +116,20 @@ class MemoryStore:
             check_roots(self._sources, self.workspace, self._roots)
         self._roots = None  # checked
         return self._sources
+
+    @property
+    def shown(self):
+        """What the citations this store handed out (searches, reads) stood for, or None
+        before the first: `forget.find` checks a bare citation against it."""
+        return self._shown
+
+    def showing(self, items: Iterable) -> None:
+        """Record entries or search results as shown (`shown.Shown`)."""
+        if self._shown is None:
+            from miniclaw.memory.shown import Shown
+
+            self._shown = Shown()
+        self._shown.note(items)
 
     @property
     def index(self) -> SearchIndex:
@@ -210,8 +225,18 @@ class MemoryStore:
             files.ensure_dir(self.memory_dir)
             with files.locked(self.memory_dir):
                 files.rewrite_bytes(path, self.workspace, rel, make)
-            text_after, line = written[0]
-            return next((e for e in parse_long_term(text_after, rel) if e.line_start == line), None)
+                text_after, line = written[0]
+                entries = parse_long_term(text_after, rel)
+                # Inserted above other entries (today's section is not the last): they
+                # moved down, and a bare citation of their old lines must not name the new one.
+                below = [e._replace(line_start=e.line_start - len(lines),
+                                    line_end=e.line_end - len(lines))
+                         for e in entries if e.line_start >= line + len(lines)]
+                if below:
+                    from miniclaw.memory.forget import note_shifted
+
+                    note_shifted(self, below)
+            return next((e for e in entries if e.line_start == line), None)
 
         return await asyncio.to_thread(write)
 
@@ -274,7 +299,9 @@ class MemoryStore:
         text, warning = files.decode(raw, rel)
         if warning:
             log.warning("%s", warning)
-        return parse(text, rel)
+        entries = parse(text, rel)
+        self.showing(entries)
+        return entries
 
     async def read_long_term(self) -> list[Entry]:
         """Every entry of MEMORY.md, in file order."""
@@ -334,7 +361,9 @@ class MemoryStore:
         text, warning = files.decode(raw or b"", file.path)
         if warning:
             log.warning("%s", warning)
-        return read_entries(source, text, file.path)
+        entries = read_entries(source, text, file.path)
+        self.showing(entries)
+        return entries
 
     async def read_recent(self, days: int = 7) -> list[tuple[Date, list[Entry]]]:
         """The daily notes of the last `days` days (today included), newest day first;
@@ -371,7 +400,9 @@ class MemoryStore:
         ranker = self.ranker()
         ranker.filters(options)  # bad options are usage errors, before the disk is touched
         self.require_workspace()
-        return await ranker.search(query, options)
+        found = await ranker.search(query, options)
+        self.showing(found.results)
+        return found
 
     async def search_memories(self, query: str, options: SearchOptions | None = None,
                               **arguments: object) -> list[RankedMemory]:

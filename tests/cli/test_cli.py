@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from miniclaw.cli import app
 from tests.conftest import write
 
-# docs/ARCHITECTURE.md's fields, plus `citation` and `matched` (always true now).
-RESULT_FIELDS = {"rank", "score", "source", "path", "line_start", "line_end", "citation", "date",
+# docs/ARCHITECTURE.md's fields, plus `citation`, `ref` (issue 39) and `matched` (always true now).
+RESULT_FIELDS = {"rank", "score", "source", "path", "line_start", "line_end", "citation", "ref", "date",
                  "category", "tags", "content", "excerpt", "matched"}
 TEMPLATE_FILES = ["SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md"]
 ANSI = re.compile(r"\x1b\[")

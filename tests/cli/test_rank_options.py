@@ -393,10 +393,13 @@ def test_json_object_has_exactly_the_documented_keys(runner, md_ws, args):
 
 
 def test_json_result_fields_describe_the_entry(runner, md_ws):
+    from miniclaw.memory.entry import mark
+
     data = rank_json(runner, md_ws, "-q", "postgres")
     assert data["results"] == [{
         "rank": 1, "score": data["results"][0]["score"], "source": "long_term",
-        "path": "memory/MEMORY.md", "line_start": 4, "line_end": 4, "citation": "memory/MEMORY.md:4", "date": day(1),
+        "path": "memory/MEMORY.md", "line_start": 4, "line_end": 4, "citation": "memory/MEMORY.md:4",
+        "ref": "memory/MEMORY.md:4#" + mark("Chose Postgres for atlas"), "date": day(1),
         "category": "decision", "tags": [], "content": "Chose Postgres for atlas",
         "excerpt": "Chose Postgres for atlas", "matched": True}]
     assert data["results"][0]["score"] > 0
