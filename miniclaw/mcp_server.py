@@ -7,10 +7,11 @@ the session cap is the cap). Every answer is structured content that matches the
 output schema, plus the same JSON as text for clients that read only text. A bad call is a
 tool error (`isError`) whose text says what to change; the server goes on.
 
-The files of the workspace's sources are resources (`miniclaw://memory/MEMORY.md`,
-`miniclaw://memory/DAY.md`, then those config.json adds), read through the parser as
-entries with citations: no private text, and no path from the client is ever opened (a URI
-names a file the sources list or is refused).
+The files of the workspace's sources that hold a visible entry are resources
+(`miniclaw://memory/MEMORY.md`, `miniclaw://memory/DAY.md`, then those config.json adds),
+read through the parser as entries with citations: no private text, no file private as a
+whole (its name may be its title), and no path from the client is ever opened (a URI names
+a file the sources list or is refused).
 
 Cancellation: the SDK cancels the handler of a cancelled request, but a worker thread
 already running a search cannot be stopped. The call runs as its own task, which the handler
@@ -148,26 +149,33 @@ class MemoryServer:
     # -- resources -----------------------------------------------------------------------
 
     async def list_resources(self, ctx, params) -> types.ListResourcesResult:
-        """Every file of the workspace's sources (MEMORY.md, then the notes newest first)."""
+        """Every file of the workspace's sources that holds a visible entry (MEMORY.md, then
+        the notes newest first): a file private as a whole, or all private, is not named."""
+        try:
+            listed = await self._finish(self.store.files_with_entries())
+        except MiniclawError as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         return types.ListResourcesResult(resources=[types.Resource(
             uri=resource_uri(file.path), name=file.path.removeprefix("memory/"),
             mime_type="text/markdown", description=_title(source, file))
-            for source, file in await self._finish(self.store.source_files())])
+            for source, file in listed])
 
     async def read_resource(self, ctx, params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
+        """A listed file as its visible entries; one with none (private as a whole, or all
+        private) is refused as a file that is not there is, so its name says nothing."""
         uri = str(params.uri)
         try:
             listed = await self._finish(self.store.source_files())
             found = [(s, f) for s, f in listed if resource_uri(f.path) == uri]
-            if not found:
-                raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
-                               "the files resources/list names, such as "
-                               f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
-            source, file = found[0]
-            entries = await self._finish(self.store.read_file(file.path)) or []
+            entries = found and await self._finish(self.store.read_file(found[0][1].path))
         except MiniclawError as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        if not entries:
+            raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
+                           "the files resources/list names, such as "
+                           f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
+        source, file = found[0]
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="text/markdown",
             text=entries_markdown(_title(source, file), entries))])
@@ -195,8 +203,6 @@ def entries_markdown(title: str, entries) -> str:
         about = ", ".join(x for x in (when, entry.category, *entry.tags) if x)
         body = entry.text.replace("\n", "\n  ")
         lines.append(f"- {body}  ({entry.citation}{'; ' + about if about else ''})")
-    if not entries:
-        lines.append("(no entries)")
     return "\n".join(lines) + "\n"
 
 

@@ -306,6 +306,14 @@ class MemoryStore:
 
         return await asyncio.to_thread(listed)
 
+    async def files_with_entries(self) -> list[tuple[MemorySource, SourceFile]]:
+        """The files of `source_files` that hold a visible entry, as the index has them
+        once brought up to date: a file private as a whole, or all of whose text is
+        private, is not named (its name may say what it hides: a memory's slugged title)."""
+        await self.refresh_index()
+        held = await asyncio.to_thread(self.index.paths_with_entries)
+        return [(source, f) for source, f in await self.source_files() if f.path in held]
+
     def _listing(self, source: MemorySource, said: set[str]) -> list[SourceFile]:
         """A source's files; a folder of it that could not be listed (or its root, gone) is
         a warning, once per operation (`said`: two sources read memory/), never a silent
