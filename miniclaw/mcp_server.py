@@ -35,6 +35,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from miniclaw import __version__
 from miniclaw.errors import MiniclawError
@@ -80,6 +81,7 @@ class MemoryServer:
             instructions=INSTRUCTIONS, on_list_tools=self.list_tools,
             on_call_tool=self.call_tool, on_list_resources=self.list_resources,
             on_read_resource=self.read_resource)
+        self.server.middleware.append(_say_what_is_wrong)
 
     async def run(self) -> None:
         self._start(self._warm())
@@ -87,6 +89,12 @@ class MemoryServer:
             async with stdio_server(*await open_wire()) as (read_stream, write_stream):
                 await self.server.run(read_stream, write_stream,
                                       self.server.create_initialization_options())
+        except BaseExceptionGroup as group:
+            # Ctrl-C cancels this task, and the SDK's tasks may then find the streams between
+            # them closed: that is the end asked for, not a traceback (it was one, exit 1).
+            closed = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+            if not asyncio.current_task().cancelling() or group.split(closed)[1] is not None:
+                raise
         finally:
             await self.aclose()
 
@@ -204,6 +212,25 @@ def entries_markdown(title: str, entries) -> str:
         body = entry.text.replace("\n", "\n  ")
         lines.append(f"- {body}  ({entry.citation}{'; ' + about if about else ''})")
     return "\n".join(lines) + "\n"
+
+
+async def _say_what_is_wrong(ctx, call_next):
+    """The SDK answers a request before `initialize`, and params its schema refuses, with
+    -32602 "Invalid request parameters" and no word more: say which, and what to change."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "params"
+        raise MCPError(types.INVALID_PARAMS,
+                       f"Invalid params for {ctx.method}: {where}: {first['msg']}") from None
+    except MCPError as exc:
+        if (exc.error.code, exc.error.message, exc.error.data) != (
+                types.INVALID_PARAMS, "Invalid request parameters", ""):
+            raise
+        raise MCPError(types.INVALID_PARAMS, f"{ctx.method} before the "
+                       "session is initialized: send initialize, then the notification "
+                       "notifications/initialized, first") from None
 
 
 def _tool_error(message: str) -> types.CallToolResult:
