@@ -28,7 +28,7 @@ from miniclaw import config
 from miniclaw.dates import utc_now
 from miniclaw.errors import UsageError, WorkspaceNotFoundError
 from miniclaw.memory import files
-from miniclaw.memory.entry import Entry, clean_category, clean_tag
+from miniclaw.memory.entry import Entry, clean_category, clean_tags
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
 from miniclaw.memory.options import SearchOptions, check_days
 from miniclaw.memory.ranker import MemoryRanker
@@ -162,6 +162,7 @@ class MemoryStore:
         if not isinstance(text, str):
             raise UsageError("memory text must be a string")
         _check_characters(text, "memory text")
+        tags = tuple(tags)
         if category is not None:
             _check_characters(category, "category")
         for tag in tags:
@@ -175,8 +176,7 @@ class MemoryStore:
             raise UsageError("the text opens <private> without closing it: add </private> "
                              "where the private part ends")
         category = clean_category(category) if category is not None else None
-        clean_tags = list(dict.fromkeys(clean_tag(tag) for tag in tags))
-        return body, category, tuple(clean_tags)
+        return body, category, clean_tags(tags)
 
     async def add_long_term(self, text: str, *, category: str | None = None,
                             tags: Sequence[str] = ()) -> Entry | None:
