@@ -418,13 +418,19 @@ def _by_length(cosine: float, length: int) -> float:
 
 
 def _degraded(requested: str):
-    """BM25 in place of a semantic mode the model is not installed for, saying so (None
-    when the model is there)."""
+    """BM25 in place of a semantic mode the model is not installed for, or could not load in
+    this process, saying so (None when the model is there)."""
+    ok, why = embedding.available()
+    if ok and embedding.failed() is None:
+        return None
+    return without_model(requested, why or embedding.failed())
+
+
+def without_model(requested: str, why: str):
+    """BM25 in place of the semantic mode `requested`, with the notice that says why (the
+    model is not installed, or failed to load or run: `embedding.ModelUnavailable`)."""
     from miniclaw.memory.scoring import SearchMode
 
-    ok, why = embedding.available()
-    if ok:
-        return None
     bm25 = BM25Scorer()
     return SearchMode(bm25.name, (bm25,), bm25.neighbor_weights, bm25.date_weight,
                       degraded=SearchWarning("degraded", requested=requested, mode=bm25.name,
