@@ -82,7 +82,6 @@ class ModelUnavailable(MiniclawError):
     (`scoring/semantic.py`), as when the model is not installed."""
 
 
-
 @contextmanager
 def _failing_as_unavailable(failed: str = "could not run") -> Iterator[None]:
     """Whatever the model's libraries raise (MemoryError, onnxruntime's own classes, an
@@ -342,8 +341,9 @@ def _session(source: Path, graph: str, threads: int):
     """A session of the model file `source`'s `graph`: from the saved optimized graph when
     there is one, else made (the query graph rewritten with int8 products, `int8_graph.py`),
     optimized and saved for the next process. A saved graph that does not load (damaged, cut
-    short) is optimized and saved again; a cache that cannot be written only costs the next
-    process the optimization again."""
+    short), or whose files changed since they were saved (`_as_saved`), is optimized and
+    saved again; a cache that cannot be written only costs the next process the
+    optimization again."""
     onnxruntime = import_onnxruntime()
 
     with _MAKING:
