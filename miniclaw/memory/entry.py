@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date as Date
 from typing import NamedTuple
 
@@ -55,9 +55,19 @@ CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_PATTERN = re.compile(r"^[^\W_][\w-]*$")
 
 
+# What one write may give (the CLI, the chat's and MCP's add_memory, search filters): a
+# category or tag is a word or two, not a document, and one call wrote megabytes of them.
+MAX_CATEGORY_CHARS = 64
+MAX_TAG_CHARS = 64
+MAX_TAGS = 32
+
+
 def clean_category(value: str) -> str:
     """A category as stored (lowercase), or UsageError saying what a category may be."""
     category = value.strip().lower()
+    if len(category) > MAX_CATEGORY_CHARS:
+        raise UsageError(f"the category is {len(category)} characters long; the limit is "
+                         f"{MAX_CATEGORY_CHARS}")
     if not CATEGORY_PATTERN.match(category):
         raise UsageError(f"{value!r} is not a category: use lowercase letters, digits and "
                          "dashes, starting with a letter (e.g. decision)")
@@ -67,10 +77,20 @@ def clean_category(value: str) -> str:
 def clean_tag(value: str) -> str:
     """A tag as stored (lowercase), or UsageError saying what a tag may be."""
     tag = value.strip().lower()
+    if len(tag) > MAX_TAG_CHARS:
+        raise UsageError(f"a tag is {len(tag)} characters long; the limit is {MAX_TAG_CHARS}")
     if not TAG_PATTERN.match(tag):
         raise UsageError(f"{value!r} is not a tag: use letters, digits, '-' and '_', no "
                          "spaces (give several tags one by one)")
     return tag
+
+
+def clean_tags(values: Sequence[str]) -> tuple[str, ...]:
+    """Tags as stored, each once, in the order given; UsageError past `MAX_TAGS` or for a
+    tag `clean_tag` refuses."""
+    if len(values) > MAX_TAGS:
+        raise UsageError(f"{len(values)} tags were given; the limit is {MAX_TAGS}")
+    return tuple(dict.fromkeys(clean_tag(tag) for tag in values))
 
 
 def citation(path: str, line_start: int, line_end: int) -> str:

@@ -23,8 +23,8 @@ The child runs nothing of the parent's but the model: it ends with `os._exit` (n
 no buffer or connection of the parent's touched), its standard streams are /dev/null (a
 shell reading the command's output never waits for it), and Ctrl-C ends it quietly (unless
 the parent ignores it). Any failure (no pipe, thread or fork, a child that dies, answers
-short or not within `TIMEOUT`, for reading or for writing) leaves the parent to embed with
-its own model, as it did before.
+short or not within `TIMEOUT`, or not within `GRACE` of the moment the search needs it: a
+child stopped or frozen) leaves the parent to embed with its own model, as it did before.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import signal
 import struct
 import sys
 import threading
+import time
 from typing import NoReturn
 
 from miniclaw import collector
@@ -46,6 +47,11 @@ from miniclaw.memory import embedding
 log = logging.getLogger(__name__)
 
 TIMEOUT = 60.0  # seconds for an answer: a first load optimizes and saves a graph; a hang, never
+# Seconds the child still has once the search has done its own work and waits for it
+# (`needed`), and more per text asked of it: a child stopped (SIGSTOP, a cgroup freezer) made
+# the search wait TIMEOUT before embedding the query itself. A first load, optimizing and
+# saving the query graph, takes well under it.
+GRACE, GRACE_PER_TEXT = 2.0, 0.1
 _ROW = embedding.DIM * 4  # a float32 vector's bytes
 _COUNT = struct.Struct("<I")  # a request's bytes, an answer's rows
 
@@ -60,6 +66,7 @@ class _Child:
         self.pid, self.answers, self.requests = pid, answers, requests
         self.lock = threading.Lock()  # its state, between the parent's threads
         self.failed = self.sent = self.ended = False
+        self.needed: float | None = None  # when the search began to wait for the query
         threading.Thread(target=self._reap, name="miniclaw-reaper", daemon=True).start()
 
     def _reap(self) -> None:
@@ -74,17 +81,26 @@ class _Child:
             except ChildProcessError:
                 pass
 
-    def _wait(self, fd: int, event: int) -> bool:
-        """Whether `fd` is ready for `event` within `TIMEOUT`."""
+    def _wait(self, fd: int, event: int, since: float | None, grace: float) -> bool:
+        """Whether `fd` is ready for `event` within `TIMEOUT`, and within `grace` seconds of
+        `since` (None: of `needed`, once the search needs the answer)."""
         poll = select.poll()
         poll.register(fd, event)
-        return bool(poll.poll(TIMEOUT * 1000))
+        end = time.monotonic() + TIMEOUT
+        while True:
+            waited = self.needed if since is None else since
+            left = min(end, waited + grace if waited is not None else end) - time.monotonic()
+            if left <= 0:
+                return False
+            if poll.poll(min(left, 0.05) * 1000):  # a slice: `needed` may be set meanwhile
+                return True
 
-    def read(self, size: int) -> bytes | None:
-        """`size` bytes of its answer, or None (it ended, or kept silent for `TIMEOUT`)."""
+    def read(self, size: int, since: float | None = None, grace: float = GRACE) -> bytes | None:
+        """`size` bytes of its answer, or None (it ended, or kept silent past `_wait`'s
+        bounds)."""
         data = b""
         while len(data) < size:
-            if self.answers < 0 or not self._wait(self.answers, select.POLLIN):
+            if self.answers < 0 or not self._wait(self.answers, select.POLLIN, since, grace):
                 return None
             chunk = os.read(self.answers, size - len(data))
             if not chunk:
@@ -92,11 +108,11 @@ class _Child:
             data += chunk
         return data
 
-    def ask(self, data: bytes) -> bool:
-        """Whether the request was written whole within `TIMEOUT` (it may not read it)."""
+    def ask(self, data: bytes, since: float, grace: float) -> bool:
+        """Whether the request was written whole in time (it may not read it)."""
         os.set_blocking(self.requests, False)
         while data:
-            if self.requests < 0 or not self._wait(self.requests, select.POLLOUT):
+            if self.requests < 0 or not self._wait(self.requests, select.POLLOUT, since, grace):
                 return False
             data = data[os.write(self.requests, data):]
         return True
@@ -106,11 +122,12 @@ class _Child:
         import numpy as np
 
         request = json.dumps(texts).encode()
+        since, grace = time.monotonic(), GRACE + GRACE_PER_TEXT * len(texts)  # needed now
         try:
-            if self.ask(_COUNT.pack(len(request)) + request):
-                head = self.read(_COUNT.size)
+            if self.ask(_COUNT.pack(len(request)) + request, since, grace):
+                head = self.read(_COUNT.size, since, grace)
                 if head and _COUNT.unpack(head)[0] == len(texts):
-                    data = self.read(len(texts) * _ROW)
+                    data = self.read(len(texts) * _ROW, since, grace)
                     if data is not None:
                         return np.frombuffer(data, dtype=np.float32).reshape(-1, embedding.DIM)
         except OSError as exc:
@@ -250,6 +267,14 @@ def result(text: str):
     import numpy as np
 
     return np.frombuffer(data, dtype=np.float32)
+
+
+def needed(text: str) -> None:
+    """The search has done its own work and now waits for `text`'s vector: the child has
+    `GRACE` seconds more to send it, else it is ended and the parent embeds it."""
+    child = _STARTED.get(text)
+    if child is not None and child.needed is None:
+        child.needed = time.monotonic()
 
 
 def embedder(text: str) -> _Model | None:

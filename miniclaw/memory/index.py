@@ -487,6 +487,12 @@ class SearchIndex:
             "SELECT 1 FROM files WHERE source = ? AND entry_count > 0 LIMIT 1",
             (source.name,)).fetchone()) is not None
 
+    def paths_with_entries(self) -> set[str]:
+        """The display paths of the files that hold a visible entry (not one private as a
+        whole, or all of whose text is private)."""
+        return self._run(lambda c: {path for (path,) in c.execute(
+            "SELECT path FROM files WHERE entry_count > 0")})
+
     def has_older(self, source: MemorySource, day: Date) -> bool:
         """Whether any file of a windowed `source` dated before `day` holds entries: only
         then may a wider window (`--all`) find more."""

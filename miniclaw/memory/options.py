@@ -77,9 +77,9 @@ class SearchOptions:
             if name in values and (values[name] is not None or name != "sources"):
                 values[name] = _strings(values[name], label(name))
         if values.get("tags"):
-            from miniclaw.memory.entry import clean_tag
+            from miniclaw.memory.entry import clean_tags
 
-            values["tags"] = tuple(dict.fromkeys(clean_tag(tag) for tag in values["tags"]))
+            values["tags"] = clean_tags(values["tags"])
         if values.get("category") is not None:
             from miniclaw.memory.entry import clean_category
 

@@ -96,7 +96,8 @@ class _Item:
         self.date = date
         self.time = time
         self.category: str | None = None
-        self.tags: list[str] = []
+        self.tags: dict[str, None] = {}  # each tag once, in order (a list test per tag was
+        # quadratic in an entry's tags)
 
     @property
     def blank_run(self) -> int:
@@ -115,8 +116,8 @@ class _Item:
     def annotate(self, kind: str, value: str) -> None:
         if kind == "category":
             self.category = value  # the last one wins
-        elif value not in self.tags:
-            self.tags.append(value)
+        else:
+            self.tags[value] = None
 
     def entry(self, source: str, path: str) -> Entry | None:
         """The finished entry, or None when no visible text is left."""

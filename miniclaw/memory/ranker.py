@@ -35,7 +35,8 @@ from miniclaw.memory.hints import SearchWarning, search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
-from miniclaw.memory.scoring import CorpusStats, Request, Retriever, SearchMode, get_mode
+from miniclaw.memory.scoring import (AUTO_MODE, CorpusStats, Request, Retriever, SearchMode,
+                                     check_mode, get_mode)
 from miniclaw.memory.scoring.fusion import score_fusion
 
 
@@ -112,15 +113,24 @@ class MemoryRanker:
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
         """One operation: a sync, then reads; again from the sync if the index file was
         replaced meanwhile (`SearchIndex.retrying`, here for a coroutine)."""
-        try:
-            return await self._search(text, options)
-        except IndexReplaced:
-            return await self._search(text, options)
+        from miniclaw.memory.embedding import ModelUnavailable
 
-    async def _search(self, text: str, options: SearchOptions) -> SearchResults:
+        try:
+            try:
+                return await self._search(text, options)
+            except IndexReplaced:
+                return await self._search(text, options)
+        except ModelUnavailable as exc:  # installed, but it failed to load or run (memory):
+            from miniclaw.memory.scoring.semantic import without_model  # BM25, said so
+
+            requested = check_mode(options.mode).replace(AUTO_MODE, "hybrid")
+            return await self._search(text, options, without_model(requested, str(exc)))
+
+    async def _search(self, text: str, options: SearchOptions,
+                      mode: SearchMode | None = None) -> SearchResults:
         query = parse_query(text, require=options.require, exclude=options.exclude,
                             phrase=options.phrase)
-        mode = get_mode(options.mode)
+        mode = mode or get_mode(options.mode)
         filters = self.filters(options)
 
         selected = [s for s in self.index.sources if s.name in filters.sources]

@@ -28,7 +28,7 @@ from miniclaw import config
 from miniclaw.dates import utc_now
 from miniclaw.errors import UsageError, WorkspaceNotFoundError
 from miniclaw.memory import files
-from miniclaw.memory.entry import Entry, clean_category, clean_tag
+from miniclaw.memory.entry import Entry, clean_category, clean_tags
 from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
 from miniclaw.memory.options import SearchOptions, check_days
 from miniclaw.memory.ranker import MemoryRanker
@@ -177,6 +177,7 @@ class MemoryStore:
         if not isinstance(text, str):
             raise UsageError("memory text must be a string")
         _check_characters(text, "memory text")
+        tags = tuple(tags)
         if category is not None:
             _check_characters(category, "category")
         for tag in tags:
@@ -190,8 +191,7 @@ class MemoryStore:
             raise UsageError("the text opens <private> without closing it: add </private> "
                              "where the private part ends")
         category = clean_category(category) if category is not None else None
-        clean_tags = list(dict.fromkeys(clean_tag(tag) for tag in tags))
-        return body, category, tuple(clean_tags)
+        return body, category, clean_tags(tags)
 
     async def add_long_term(self, text: str, *, category: str | None = None,
                             tags: Sequence[str] = ()) -> Entry | None:
@@ -332,6 +332,14 @@ class MemoryStore:
             return out
 
         return await asyncio.to_thread(listed)
+
+    async def files_with_entries(self) -> list[tuple[MemorySource, SourceFile]]:
+        """The files of `source_files` that hold a visible entry, as the index has them
+        once brought up to date: a file private as a whole, or all of whose text is
+        private, is not named (its name may say what it hides: a memory's slugged title)."""
+        await self.refresh_index()
+        held = await asyncio.to_thread(self.index.paths_with_entries)
+        return [(source, f) for source, f in await self.source_files() if f.path in held]
 
     def _listing(self, source: MemorySource, said: set[str]) -> list[SourceFile]:
         """A source's files; a folder of it that could not be listed (or its root, gone) is

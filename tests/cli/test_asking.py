@@ -122,3 +122,51 @@ def test_counts_are_singular_and_plural(runner: CliRunner, workspace: Path):
     run(runner, workspace, "memory", "add", "two kayak notes")
     two = run(runner, workspace, "search", "kayak")
     assert "Found 2 relevant memories (showing top 2)" in two.stdout
+
+
+def test_memory_add_reads_no_more_of_an_endless_pipe_than_the_limit_can_hold(workspace: Path):
+    """All of stdin was read before the 100,000-character limit was checked: an endless pipe
+    (`yes | miniclaw memory add -`) grew memory without bound. Now the reading stops past
+    what the limit can hold, and the add is refused (exit 2), nothing written."""
+    import threading
+
+    before = snapshot(workspace)
+    proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(workspace),
+                             "memory", "add", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    sent = [0]
+
+    def feed() -> None:  # 64 MB unless the reader stops first
+        chunk = b"y\n" * 32768
+        try:
+            while sent[0] < 64 * 2**20:
+                proc.stdin.write(chunk)
+                sent[0] += len(chunk)
+            proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    errors = proc.stderr.read().decode()
+    assert proc.wait(120) == 2
+    feeder.join(30)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except BrokenPipeError:  # what was left in its buffer
+            pass
+    assert errors == ("Error: the memory text on stdin is longer than the limit of 100,000 "
+                      "characters; nothing was written\n")
+    assert sent[0] < 8 * 2**20  # what the limit holds, and a pipe's buffer
+    assert snapshot(workspace) == before
+
+
+def test_memory_add_of_the_limit_from_stdin_is_kept_whole(workspace: Path):
+    """The bounded read keeps a text of the limit in 4-byte characters, BOM and CRLF."""
+    text = "\U0001F600" * 100_000
+    proc = miniclaw(workspace, "memory", "add", "-", "--long",
+                    stdin=b"\xef\xbb\xbf" + text.encode() + b"\r\n")
+    assert proc.returncode == 0, proc.stderr
+    found = miniclaw(workspace, "memory", "read", "--long", "--json")
+    assert json.loads(found.stdout)["entries"][0]["content"] == text

@@ -299,3 +299,86 @@ async def test_a_line_past_the_limit_is_one_line_skipped_to_its_end():
     lines = [line async for line in _PipeLines(reader)]
     await feeding
     assert lines == [b'{"a": 1}\n', b"\0\n", b'{"b": 2}\n', b"\0\n", b"tail"]
+
+
+@pytest.mark.parametrize("request_id", [{"id": 2}, [2]])
+def test_a_cancel_that_names_no_request_id_leaves_the_server_working(memories, request_id):
+    """`requestId` an object or a list killed the server with a traceback (unhashable, as a
+    key of the answers due)."""
+    cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": request_id}})
+    answers, errors = _serve(memories, [*_handshake(), cancel,
+                                        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})])
+    assert [a["id"] for a in answers] == [1, 3] and "Traceback" not in errors
+
+
+def test_a_request_before_initialize_or_with_bad_params_says_what_is_wrong(memories):
+    """Both were -32602 "Invalid request parameters" and no word more."""
+    early = [json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})]
+    bad = [json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                       "params": {"arguments": {}}}),
+           json.dumps({"jsonrpc": "2.0", "id": 5, "method": "resources/read",
+                       "params": {"uri": 5}})]
+    answers, errors = _serve(memories, [*early, *_handshake(), *bad])
+    by_id = {a["id"]: a for a in answers}
+    assert sorted(by_id) == [1, 2, 3, 4, 5] and "result" in by_id[3], answers
+    assert by_id[2]["error"]["code"] == -32602
+    assert "tools/list before the session is initialized: send initialize" in by_id[2]["error"]["message"]
+    assert by_id[4]["error"]["message"] == "Invalid params for tools/call: params.name: Field required"
+    assert by_id[5]["error"]["message"].startswith("Invalid params for resources/read: params.uri:")
+
+
+def test_ctrl_c_amid_a_stream_of_requests_ends_the_server_quietly(memories):
+    """Ctrl-C while the SDK's reader waited to hand on a request: its stream closed under it,
+    and the server ended with an ExceptionGroup of BrokenResourceError (exit 1)."""
+    import signal
+    import threading
+
+    pings = "".join(json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}) + "\n"
+                    for n in range(2, 20_000))
+    proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(memories), "mcp"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=server_env())
+
+    def send() -> None:
+        try:
+            proc.stdin.write("".join(f"{x}\n" for x in _handshake()) + pings)
+            proc.stdin.close()
+        except (BrokenPipeError, ValueError):  # it ended before reading all of them
+            pass
+
+    writer = threading.Thread(target=send, daemon=True)
+    writer.start()
+    try:
+        for _ in range(200):  # the requests are flowing
+            assert proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        proc.stdout.read()
+        errors = proc.stderr.read()
+        assert proc.wait(60) == 0 and "Traceback" not in errors, errors
+    finally:
+        proc.kill()
+        writer.join(10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_ctrl_c_during_the_sdks_import_is_held_until_it_is_done(memories):
+    """A Ctrl-C that landed while pydantic built the SDK's models became a SchemaError
+    traceback: it waits for the import to end, then aborts as any Ctrl-C does."""
+    code = ("import atexit, os, signal, sys\n"
+            "class Hook:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'miniclaw.mcp_server':\n"
+            "            os.kill(os.getpid(), signal.SIGINT)\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Hook())\n"
+            "atexit.register(lambda: print('imported:', 'miniclaw.mcp_server' in sys.modules))\n"
+            "from miniclaw.cli import main\n"
+            "sys.argv = ['miniclaw', '--workspace', sys.argv[1], 'mcp']\n"
+            "main()\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(memories)], capture_output=True,
+                          text=True, timeout=60, env=server_env())
+    assert (proc.returncode, proc.stdout) == (130, "imported: True\n")
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr

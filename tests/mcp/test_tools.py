@@ -189,3 +189,38 @@ async def test_a_resource_is_a_memory_file_or_refused(memories, tmp_path):
         still = await call(session, "memory_status")
     assert len(refusals) == 5 and all(m.startswith("no memory file at") for m in refusals)
     assert still["entries"] == 4  # and the server goes on
+
+
+async def test_a_file_private_as_a_whole_is_neither_listed_nor_readable(memories, tmp_path,
+                                                                        isolated_home):
+    """A file's name may be what it hides (a ConKeeper ADR's is its subject): one private as
+    a whole, or all of whose text is private, was listed by name and read as "(no entries)"."""
+    from mcp.shared.exceptions import MCPError
+
+    root = tmp_path / "app" / ".claude" / "memory"
+    (root / "decisions").mkdir(parents=True)
+    (root / "decisions" / "ADR-004-fire-bob-after-the-q3-audit.md").write_text(
+        "---\nprivate: true\n---\n# ADR-004: Fire Bob after the Q3 audit\n\nDecided.\n")
+    (root / "decisions" / "ADR-005-sell-the-company.md").write_text(
+        "# ADR-005\n\n<private>\nSell the company to Initech in May.\n</private>\n")
+    (root / "decisions" / "ADR-006-use-sqlite.md").write_text(
+        "# ADR-006: Use SQLite\n\n## Decision\n\nKeep the index in SQLite.\n")
+    (isolated_home / ".miniclaw").mkdir()
+    (isolated_home / ".miniclaw/config.json").write_text(json.dumps({"workspaces": {
+        str(memories): {"sources": ["long_term", "daily_note",
+                                    {"kind": "conkeeper", "root": str(root), "name": "app"}]}}}))
+    hidden = ["miniclaw://memory/2026-01-02.md",
+              f"miniclaw://memory/{root}/decisions/ADR-004-fire-bob-after-the-q3-audit.md",
+              f"miniclaw://memory/{root}/decisions/ADR-005-sell-the-company.md"]
+    refusals = []
+    async with connect(memories) as session:
+        listed = [str(r.uri) for r in (await session.list_resources()).resources]
+        shown = (await session.read_resource(next(u for u in listed if "ADR-006" in u)))
+        for uri in hidden:
+            try:
+                await session.read_resource(uri)
+            except MCPError as exc:
+                refusals.append(exc.message)
+    assert len(listed) == 4 and "Keep the index in SQLite" in shown.contents[0].text
+    assert not any(word in " ".join(listed) for word in ("2026-01-02", "fire-bob", "sell"))
+    assert len(refusals) == 3 and all(m.startswith("no memory file at") for m in refusals)

@@ -41,6 +41,7 @@ def model_here(monkeypatch):
     monkeypatch.setattr(embedding, "available", lambda: (True, ""))
     monkeypatch.setattr(embedding, "Embedder", FakeEmbedder)
     monkeypatch.setattr(scoring, "_unloadable", None)
+    monkeypatch.setattr(embedding, "_FAILED", [])  # a failed load is remembered too
     monkeypatch.setattr(FakeEmbedder, "built", 0)
     embedding.load.cache_clear()
     register_mode("hybrid", lambda: SearchMode("hybrid", (BM25Scorer(), HashedEmbedding())))

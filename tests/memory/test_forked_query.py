@@ -274,3 +274,71 @@ def test_a_one_shot_hybrid_search_takes_its_query_from_the_child(tmp_path):
              for fork in (True, False)]
     assert loads == [{"child"}, {"parent"}]
     assert runs[0].stdout == runs[1].stdout and "adoption agency" in runs[1].stdout
+
+
+@linux_only
+def test_a_stopped_child_is_given_up_soon_after_the_search_needs_it(tmp_path):
+    """A child stopped (SIGSTOP, a cgroup freezer) kept the search waiting `TIMEOUT` (60 s):
+    it has `GRACE` from the moment the search's own work is done, then it is ended."""
+    out = _run("""
+        import signal
+        collector.one_shot()
+        F._embedded = lambda text: time.sleep(30) or WANT.tobytes()
+        F.start("q")
+        pid = F._STARTED["q"].pid
+        os.kill(pid, signal.SIGSTOP)
+        threading.Timer(0.5, F.needed, ("q",)).start()  # the search's own work: 0.5 s
+        began = time.monotonic()
+        print(F.result("q"), reaped(pid), time.monotonic() - began < F.GRACE + 5)
+    """, tmp_path)
+    assert out == ["None", "True", "True"]
+
+
+@needs_model
+@linux_only
+def test_a_one_shot_hybrid_search_whose_child_is_stopped_ends_soon_and_right(tmp_path):
+    """The search embeds the query (and the memories) itself, with the same results, and
+    the stopped child is ended, not left behind."""
+    import json
+    import time
+
+    from tests.conftest import long_term, write
+
+    workspace = tmp_path / "ws"
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", [
+        "Caroline started working at the adoption agency", "Tea with Sam on Sunday",
+        "Walked the Blue Ridge trail up to the summit with Dana"])))
+    search = f"""
+        import signal
+        sys.argv = ["miniclaw", "--workspace", {str(workspace)!r}, "memory", "rank",
+                    "what does Caroline do for work?", "--mode", "hybrid", "--json"]
+        start = F.start
+        def stopped(text):
+            start(text)
+            if text in F._STARTED:
+                os.kill(F._STARTED[text].pid, signal.SIGSTOP)
+                with open(__file__ + ".pid", "w") as out:
+                    print(F._STARTED[text].pid, file=out)
+        F.start = stopped if {{stop}} else (lambda text: None)
+        from miniclaw.cli import main
+        main()
+    """
+    runs, took = [], []
+    for stop in (True, False):
+        script = tmp_path / f"miniclaw-{stop}"
+        script.write_text(_HEAD + textwrap.dedent(search.replace("{stop}", str(stop))),
+                          encoding="utf-8")
+        began = time.monotonic()
+        runs.append(_python(script, tmp_path))
+        took.append(time.monotonic() - began)
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr
+    assert took[0] < 30, took  # 60 s and more before
+    assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
+    assert "adoption agency" in runs[0].stdout
+    pid = int((tmp_path / "miniclaw-True.pid").read_text())
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), state  # ended, not left stopped

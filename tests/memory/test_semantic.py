@@ -269,6 +269,76 @@ def test_cli_shows_the_mode_that_ran_when_hybrid_cannot(workspace):
     assert data["mode"] == "bm25" and data["degraded"]["requested"] == "hybrid"
 
 
+_OUT_OF_MEMORY = textwrap.dedent("""
+    import sys
+    from miniclaw.memory import embedding, forked_query
+    real = embedding.import_onnxruntime
+    def out_of_memory(*args, **kwargs):  # what onnxruntime does under a memory limit
+        raise MemoryError("std::bad_alloc")
+    def patched():
+        module = real()
+        module.InferenceSession = out_of_memory
+        return module
+    embedding.import_onnxruntime = patched
+    if sys.argv[1] == "one-process":  # as chat and the MCP server search: no forked child
+        forked_query.start = lambda text: None
+    sys.argv = ["miniclaw", *sys.argv[2:]]
+    from miniclaw.cli import main
+    main()
+""")
+
+
+@needs_model
+@pytest.mark.parametrize("process", ["one-shot", "one-process"])
+def test_a_model_that_cannot_load_for_memory_falls_back_to_bm25_and_says_so(workspace, process):
+    """Under a memory limit the installed model cannot load: hybrid searches (and context,
+    and auto) traced back instead of searching by BM25 with the degradation notice."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+
+    def miniclaw(*args):
+        done = subprocess.run([sys.executable, "-c", _OUT_OF_MEMORY, process, "--workspace",
+                               str(workspace), *args], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "NO_COLOR": "1"})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done
+
+    for mode in ("hybrid", "vector"):
+        found = json.loads(miniclaw("memory", "rank", "Lisbon", "--mode", mode, "--json").stdout)
+        assert found["mode"] == "bm25" and found["degraded"]["requested"] == mode
+        assert found["degraded"]["reason"] == "the embedding model is installed but did not load"
+        assert found["results"][0]["content"] == "Booked flights to Lisbon for the conference"
+    auto = json.loads(miniclaw("memory", "rank", "Lisbon", "--mode", "auto", "--json").stdout)
+    assert auto["mode"] == "bm25" and "Lisbon" in auto["results"][0]["content"]
+    context = miniclaw("context", "flights to Lisbon", "--mode", "hybrid")
+    assert "Booked flights to Lisbon" in context.stdout
+    assert "[bm25] \u26a0 the embedding model is installed but did not load" in context.stderr
+
+
+@needs_model
+def test_a_saved_query_graph_overwritten_is_made_again_and_said_once(workspace):
+    """Its weights overwritten with other bytes of the same size (mtime put back): every
+    hybrid search failed ("indices element out of data bounds"), and it was never made
+    again."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    first = _cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", "--json")
+    assert first.returncode == 0, first.stderr
+    from miniclaw.config import cache_dir
+
+    weights, = (cache_dir() / "models").glob(f"{embedding.NAME}-query-*/weights.bin")
+    before = weights.stat()
+    weights.write_bytes(bytes(reversed(weights.read_bytes())))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    runs = [subprocess.run([sys.executable, "-c", _IN_ONE_PROCESS, "--workspace",
+                            str(workspace), "memory", "rank", "Lisbon", "--mode", "hybrid",
+                            "--json"], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "NO_COLOR": "1"}) for _ in range(2)]
+    runs.append(_cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", "--json"))
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr
+    assert [json.loads(run.stdout) for run in runs] == [json.loads(first.stdout)] * 3
+    assert runs[0].stderr.count("saved embedding model") == 1 and "made again" in runs[0].stderr
+    assert runs[1].stderr == runs[2].stderr == ""
+
+
 _IN_ONE_PROCESS = ("import sys\nfrom miniclaw.memory import forked_query\n"
                    "forked_query.start = lambda text: None\n"
                    "sys.argv = ['miniclaw', *sys.argv[1:]]\nfrom miniclaw.cli import main\nmain()")

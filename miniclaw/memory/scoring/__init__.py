@@ -68,8 +68,8 @@ def best_available() -> tuple[str, str]:
     if _unloadable is None:
         try:
             embedding.load()
-        except Exception as exc:  # a broken install (any error of its libraries): bm25, said why
-            _unloadable = f"the embedding model is installed but did not load ({exc})"
+        except embedding.ModelUnavailable as exc:  # a broken install, too little memory:
+            _unloadable = str(exc)  # bm25, said why
     if _unloadable is not None:
         return BM25Scorer.name, _unloadable
     return "hybrid", "the embedding model is installed"

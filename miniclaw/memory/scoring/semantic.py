@@ -231,6 +231,8 @@ class _Awaited:
             return self
         value = obj.__dict__.get(self.key)
         if isinstance(value, Future):
+            if not value.done():
+                obj.waiting()
             value = obj.__dict__[self.key] = value.result()
         return value
 
@@ -271,6 +273,7 @@ class VectorRetriever:
         self._query = None  # the query's unit vector, set by prepare()
         self._table: _Vectors | None = None
         self._similar = None  # (text hashes, their cosines with the query), set by prepare()
+        self._text: str | None = None  # the query's text, set by begin()
 
     def scored_terms(self, terms: list[str]) -> list[str]:
         return terms
@@ -291,7 +294,13 @@ class VectorRetriever:
         """On the search's own thread, before any other: in a one-shot command, a child
         starts loading the model and embedding the query on the other core
         (`forked_query.py`)."""
+        self._text = query.text
         forked_query.start(query.text)
+
+    def waiting(self) -> None:
+        """The search has done its own work and waits for the query's vector: a child
+        that embeds it has a short while more (`forked_query.needed`)."""
+        forked_query.needed(self._text)
 
     def prepare(self, index: SearchIndex, query: Query) -> tuple[SearchWarning, ...]:
         """After the sync, before the reads (no transaction open): embed the query and up to
@@ -314,6 +323,7 @@ class VectorRetriever:
         try:
             done, total = DerivedData(index, embedding.NAME).progress(read)
             if done < total:
+                self.waiting()
                 vector.result()  # the query's first: the model that embedded it embeds texts
                 model = forked_query.embedder(query.text) or embedding.load()
                 done, total = embed_missing(index, model, self.embed_per_search)
@@ -418,13 +428,19 @@ def _by_length(cosine: float, length: int) -> float:
 
 
 def _degraded(requested: str):
-    """BM25 in place of a semantic mode the model is not installed for, saying so (None
-    when the model is there)."""
+    """BM25 in place of a semantic mode the model is not installed for, or could not load in
+    this process, saying so (None when the model is there)."""
+    ok, why = embedding.available()
+    if ok and embedding.failed() is None:
+        return None
+    return without_model(requested, why or embedding.failed())
+
+
+def without_model(requested: str, why: str):
+    """BM25 in place of the semantic mode `requested`, with the notice that says why (the
+    model is not installed, or failed to load or run: `embedding.ModelUnavailable`)."""
     from miniclaw.memory.scoring import SearchMode
 
-    ok, why = embedding.available()
-    if ok:
-        return None
     bm25 = BM25Scorer()
     return SearchMode(bm25.name, (bm25,), bm25.neighbor_weights, bm25.date_weight,
                       degraded=SearchWarning("degraded", requested=requested, mode=bm25.name,
