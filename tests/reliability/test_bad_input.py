@@ -232,6 +232,29 @@ def test_odd_queries_through_a_real_process(tmp_path, env):
             assert done.stdout == "" and assert_one_error_line(done.stderr)
 
 
+@pytest.mark.parametrize("filters", [
+    [f"--tag=t{i}" for i in range(1100)],
+    ["--require", " ".join(f"w{i}x" for i in range(1100))],
+    [f"--tag=t{i}" for i in range(150)] + [f"--exclude=e{i}x" for i in range(51)],
+], ids=["tags", "required words", "together"])
+def test_a_thousand_filters_are_a_usage_error_naming_the_limit(tmp_path, filters):
+    """Issue 38: ~1,000 `--tag`s or required words went past SQLite's expression depth and
+    were reported as an index problem, with advice about the cache folder's permissions."""
+    from miniclaw.memory.index import MAX_FILTERS
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory/MEMORY.md").write_text("# Memory\n\n- coffee and atlas\n", encoding="utf-8")
+    for command in (["search", "coffee"], ["memory", "rank", "-q", "coffee", "--json"]):
+        result = CliRunner().invoke(app, ["--workspace", str(ws), *command, *filters])
+        assert result.exit_code == 2 and result.stdout == "", result.output
+        line = assert_one_error_line(result.stderr)
+        assert f"at most {MAX_FILTERS} filters" in line and "permissions" not in line, line
+    just_under = CliRunner().invoke(app, ["--workspace", str(ws), "search", "coffee",
+                                          *[f"--tag=t{i}" for i in range(MAX_FILTERS)]])
+    assert just_under.exit_code == 0, just_under.output
+
+
 # -- huge inputs --------------------------------------------------------------------------------
 
 
