@@ -566,6 +566,20 @@ def test_a_line_over_the_limit_is_skipped_with_one_warning_and_never_held(worksp
     assert len(warnings) == 1 and "line 4 is over" in warnings[0]  # one per file, the last
 
 
+def test_a_warning_about_an_earlier_part_outlives_an_append(workspace):
+    """A transcript with bad bytes is named by every search; an append (read alone) set the
+    file's warning to the new part's, none, and the bad bytes went unmentioned."""
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(_line("The canoe trip starts at the \udcff north dock.").encode(
+        "utf-8", "surrogateescape").replace(b"\\udcff", b"\xff"))
+    assert "not valid UTF-8" in _cli(workspace, "search", "canoe", "--all").stderr
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(_line("Pack the dry bags the night before.", second=2))
+    run = _cli(workspace, "search", "canoe", "--all")
+    assert "canoe trip" in run.stdout and "not valid UTF-8" in run.stderr, run.stderr
+
+
 def test_a_skipped_line_that_may_open_a_private_block_keeps_what_follows_hidden(workspace):
     """Privacy, fail closed: a damaged line is not parsed, so a `<private>` in it cannot be
     seen to close; the messages after it stay hidden until a closing tag."""
