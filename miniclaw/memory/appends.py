@@ -147,7 +147,7 @@ def parts(fd: int, size: int, start: Tail | None, crc: int = 0) -> Iterator[Part
     before it) up to `size`, in parts of about `PART_BYTES`, and each line over
     `MAX_LINE_BYTES` as a `Part` of its own that skips it."""
     offset, lines = (start.offset, start.lines) if start else (0, 0)
-    if start is not None and start.damaged:  # the last read stopped inside a long line
+    if start is not None and start.damaged and offset < size:  # stopped inside a long line
         offset, crc, skipped = _skip(fd, offset, size, crc, lines + 1)
         lines += skipped.ended
         yield Part(b"", lines, offset, crc, skipped)
