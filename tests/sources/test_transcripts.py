@@ -638,6 +638,50 @@ def test_reading_in_parts_or_appends_hides_what_a_whole_read_hides(tmp_path, mon
     assert entries(None)[0] == expected
 
 
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.one_of(_message, st.integers(245, 255), st.integers(300, 700)),
+                      min_size=1, max_size=8),
+       part=st.integers(min_value=1, max_value=400), cut=st.integers(min_value=0))
+def test_long_lines_are_skipped_alike_whole_in_parts_or_across_an_append(
+        tmp_path, monkeypatch, lines, part, cut):
+    """With lines over `MAX_LINE_BYTES` (an integer above: a line of that many bytes, 250 at
+    most kept), the entries are those of a whole read of the file with those lines blank,
+    whatever the part size, and when the file was first read cut anywhere (inside a long
+    line too)."""
+    from miniclaw.memory import appends, sync
+
+    monkeypatch.setattr(appends, "MAX_LINE_BYTES", 250)
+    monkeypatch.setattr(appends, "PART_BYTES", part)
+    source = TranscriptSource()
+    root = tmp_path / "p"
+    (root / "sessions").mkdir(parents=True, exist_ok=True)
+    path = root / "sessions" / "s1.jsonl"
+    texts = [_damaged_line(item) if isinstance(item, int) else _line(item, second=i)
+             for i, item in enumerate(lines)]
+    raw = "".join(texts).encode("utf-8")
+    blank = "".join("\n" if isinstance(item, int) and item > 250 else text
+                    for item, text in zip(lines, texts))
+    expected = [(e.line_start, e.text) for e in read_entries(source, blank, "sessions/s1.jsonl")]
+
+    def entries(tail):
+        found, last = [], None
+        for parsed in sync._parse_growing(source, source.file(root, str(path)), str(root), tail):
+            found += [(data[1], data[-1]) for _, data in parsed.keys]
+            last = parsed.tail
+        return found, last
+
+    assert all(len(text.encode()) <= 250 for item, text in zip(lines, texts)
+               if not isinstance(item, int))
+    path.write_bytes(raw)
+    assert entries(None)[0] == expected
+    path.write_bytes(raw[:cut % (len(raw) + 1)])
+    first, tail = entries(None)
+    path.write_bytes(raw)
+    rest, _ = entries(tail._replace(signature=(0, 0, path.stat().st_ino)))
+    assert first + rest == expected
+
+
 def test_an_empty_or_missing_sessions_folder_costs_a_search_no_source_search(workspace, monkeypatch):
     """On by default, but a search runs no retriever over a source with no file on disk."""
     from miniclaw.memory.ranker import MemoryRanker
