@@ -444,9 +444,12 @@ def _as_saved(folder: Path) -> bool:
     quietly; a changed one with a warning, once (it is then saved anew)."""
     import json
 
-    try:
-        stamp = json.loads((folder / _STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    from miniclaw.errors import MemoryFileError
+    from miniclaw.memory import files
+
+    try:  # the shared open: a FIFO planted in the cache must not hang a search
+        stamp = json.loads(files.read_bytes(folder / _STAMP) or b"")
+    except (OSError, ValueError, MemoryFileError):
         return False
     try:
         if stamp == _stamp(folder):

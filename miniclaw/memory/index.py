@@ -49,6 +49,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import NamedTuple
 
+from miniclaw.errors import UsageError
 from miniclaw.memory.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.memory.entry import NO_META, Entry, Meta
 from miniclaw.memory.sources import (SOURCES, MemorySource, SourceFile, in_unlisted, is_alias,
@@ -66,6 +67,10 @@ _ENTRY_COLUMNS = ("id, source, path, line_start, line_end, date, time, category,
 
 #: A source of more files than this is read from the query terms' postings (`top`).
 SMALL_SOURCE_FILES = 64
+# Tags, required and excluded words and metadata values of one search, at most: each is a
+# clause of its SQL, whose expressions SQLite nests 1,000 deep at most (a usage error, not
+# an index problem), and a search that finds nothing looks each tag up again (`unheld`).
+MAX_FILTERS = 200
 
 
 class Filters(NamedTuple):
@@ -520,6 +525,11 @@ class SearchIndex:
 
     @staticmethod
     def _where(filters: Filters, source: str, windowed: bool) -> tuple[str, list]:
+        count = len(filters.tags) + len(filters.required) + len(filters.excluded) + len(filters.meta)
+        if count > MAX_FILTERS:
+            raise UsageError(f"a search takes at most {MAX_FILTERS} filters (tags, required and "
+                             f"excluded words, metadata values together); this one has "
+                             f"{count:,}: drop some")
         clauses, params = ["e.source = ?"], [source]
         if windowed and filters.window_start is not None:
             clauses.append("e.date >= ?")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,14 +30,24 @@ def _sidecars(path: Path) -> list[Path]:
 
 def _workspace_of(path: Path) -> str | None:
     """The workspace a miniclaw index file records, or None (not ours, unreadable)."""
-    from miniclaw.errors import MemoryFileError
-    from miniclaw.memory.files import read_head
+    from miniclaw.memory.files import NotMemoryFileError, open_regular
     from miniclaw.memory.index_file import APPLICATION_ID
 
-    try:  # the shared open: a FIFO named *.sqlite3 in the cache must not hang `prune`
-        header = read_head(path, 72) or b""
-    except (OSError, MemoryFileError):
+    # A FIFO, a device or a link named *.sqlite3 (or -wal, -shm, which SQLite would open) is
+    # not opened: reading a FIFO waits for a writer, for ever.
+    try:
+        if any(not stat.S_ISREG(os.lstat(p).st_mode) for p in _sidecars(path)[1:]
+               if os.path.lexists(p)):
+            return None
+        fd, _ = open_regular(path)
+    except (OSError, NotMemoryFileError):
         return None
+    try:
+        header = os.pread(fd, 72, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(header) < 72 or int.from_bytes(header[68:72], "big") != APPLICATION_ID:
         return None  # the application id in the SQLite header: not a miniclaw index
     # Without a -wal file the database is all in the main file: `immutable` reads it without
@@ -64,7 +75,7 @@ def orphans(folder: Path | None = None) -> list[Orphan]:
         workspace = _workspace_of(path)
         if workspace is None or os.path.isdir(workspace):
             continue
-        size = sum(p.stat().st_size for p in _sidecars(path) if p.exists())
+        size = sum(p.lstat().st_size for p in _sidecars(path) if os.path.lexists(p))
         found.append(Orphan(path, workspace, size))
     return found
 

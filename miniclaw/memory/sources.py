@@ -212,10 +212,30 @@ class FileSource:
 
     @staticmethod
     def _walk(root: Path):
-        """os.walk without links to folders or hidden folders (`.git`, `.obsidian`)."""
-        for folder, subfolders, names in os.walk(root, onerror=_walk_error):
-            subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        """os.walk (top-down, links to folders not entered) without hidden folders (`.git`,
+        `.obsidian`) or folders deeper than `MAX_FOLDER_DEPTH` (`_within_depth`); a loop,
+        not recursion, so no tree is too deep for Python (os.walk recursed: ~1,000 folders)."""
+        todo = [(os.fspath(root), 0)]
+        while todo:
+            folder, depth = todo.pop()
+            try:
+                with os.scandir(folder) as listed:
+                    entries = list(listed)
+            except OSError as exc:
+                _could_not_list(folder, exc)
+                continue
+            subfolders, names = [], []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()  # a link to a folder too (never entered)
+                except OSError:
+                    is_dir = False
+                (subfolders if is_dir else names).append(entry.name)
+            subfolders = sorted(d for d in subfolders if not d.startswith("."))
             yield folder, subfolders, names
+            deeper = [os.path.join(folder, d) for d in subfolders
+                      if not os.path.islink(os.path.join(folder, d))]
+            todo += [(path, depth + 1) for path in reversed(deeper) if _within_depth(path, depth)]
 
     def files(self, workspace: Path) -> list[SourceFile]:
         if self.recursive and type(self).file is FileSource.file:
@@ -238,13 +258,15 @@ class FileSource:
         lead, shown_root = ("" if prefix == "." else f"{prefix}/"), (str(outside) if outside else None)
         found: list[SourceFile] = []
 
-        def visit(folder: str, relative: str) -> None:
+        todo = [(os.fspath(root), "", 0)]
+        while todo:  # a loop, not recursion: no tree is too deep (`_walk`)
+            folder, relative, depth = todo.pop()
             try:
                 with os.scandir(folder) as listed:
                     entries = list(listed)
             except OSError as exc:
                 _could_not_list(folder, exc)
-                return
+                continue
             subfolders = []
             for entry in entries:
                 try:
@@ -272,10 +294,9 @@ class FileSource:
                     found.append(SourceFile(self.name, lead + name, entry.path, st.st_size,
                                             st.st_mtime_ns, st.st_ino, self.day(name),
                                             shown_root))
-            for sub in sorted(subfolders):
-                visit(f"{folder}/{sub}", f"{relative}{sub}/")
-
-        visit(root, "")
+            todo += [(f"{folder}/{sub}", f"{relative}{sub}/", depth + 1)
+                     for sub in sorted(subfolders, reverse=True)
+                     if _within_depth(f"{folder}/{sub}", depth)]
         return found
 
     def path_of(self, workspace: Path, absolute: str) -> str | None:
@@ -315,6 +336,9 @@ def _list(folder: Path) -> list[str]:
 #: What listing a folder that is not there fails with: nothing to list, and nothing to say
 #: (a source's root that is gone is `listing`'s to tell, once).
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
+#: Folders below a source's root, at most: deeper ones are left out, and named (`listing`).
+MAX_FOLDER_DEPTH = 100
+_TOO_DEEP = f"more than {MAX_FOLDER_DEPTH} folders deep"
 #: The folders (absolute, with the system's words) `listing` is collecting, in this thread.
 _UNLISTED: ContextVar[list[tuple[str, str]] | None] = ContextVar("miniclaw_unlisted",
                                                                   default=None)
@@ -329,8 +353,15 @@ def _could_not_list(folder: str | os.PathLike[str], exc: OSError) -> None:
         found.append((os.fspath(folder), exc.strerror or str(exc)))
 
 
-def _walk_error(exc: OSError) -> None:
-    _could_not_list(exc.filename or "", exc)
+def _within_depth(folder: str, depth: int) -> bool:
+    """Whether a subfolder of a folder `depth` below the root is walked; when not, it is
+    noted for `listing` (its files are left out, as those of a folder it cannot list)."""
+    if depth < MAX_FOLDER_DEPTH:
+        return True
+    found = _UNLISTED.get()
+    if found is not None:
+        found.append((folder, _TOO_DEEP))
+    return False
 
 
 def listing(source: MemorySource,
@@ -364,7 +395,9 @@ def listing(source: MemorySource,
     said: dict[str, str] = {}
     for folder, reason in found_folders:
         shown = _shown_folder(source, workspace, folder)
-        said.setdefault(shown, f"cannot read the folder {shown}: {reason}; the memory files "
+        said.setdefault(shown, f"the folder {shown} is {reason} in its source: the memory "
+                               "files in it are not searched" if reason == _TOO_DEEP else
+                               f"cannot read the folder {shown}: {reason}; the memory files "
                                "in it are not searched until it can be read")
     return found, list(said.items())
 

@@ -335,35 +335,44 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
                                            inode=st.st_ino)
         age = time.time_ns() - source_file.mtime_ns
         racy = -FUTURE_RACY_NS < age < RACY_NS
-        start = appends.resume(fd, st, tail)
+        start, crc = appends.resume(fd, st, tail)
         head, _ = decode(appends.head(fd), source_file.path)
         end, lines = (start.offset, start.lines) if start else (0, 0)
         # One record per line: a tag never spans two, so no part starts inside a block.
         per_line = getattr(source, "line_records", False)
         depth = start.private_depth if start and not per_line else 0
+        damaged = start.damaged if start else False
         append = start is not None
         warning = None
-        for raw, lines_before, end in appends.parts(fd, st.st_size, start):
-            text, warning = decode(raw, source_file.path)
-            shift = lines_before
-            if depth:  # the part starts inside a private block: it stays hidden
-                text, shift = appends.reopened(text, max(depth, 0)), lines_before - 1
-            entries = [] if depth < 0 else redacted_entries(
-                source.name, lambda visible: source.parse_part(visible, source_file.path, head), text,
-                per_line=per_line)
-            warning = warning or source_warning(source, text, source_file.path)
-            if shift:
-                entries = [e._replace(line_start=e.line_start + shift, line_end=e.line_end + shift)
-                           for e in entries]
-            depth = depth if depth < 0 or per_line else open_depth(text)
-            lines = lines_before + raw.count(b"\n")
+        for part in appends.parts(fd, st.st_size, start, crc):
+            end, crc, damaged = part.end, part.checksum, False
+            lines = part.lines + part.raw.count(b"\n")
+            if part.skipped is not None:
+                warning, damaged = _skipped(part.skipped, source_file.path), not part.skipped.ended
+                if part.skipped.tagged and depth >= 0 and not per_line:
+                    depth = max(depth, 1)  # it may open a block: fail closed
+                entries = []
+            else:
+                text, warning = decode(part.raw, source_file.path)
+                shift = part.lines
+                if depth:  # the part starts inside a private block: it stays hidden
+                    text, shift = appends.reopened(text, max(depth, 0)), part.lines - 1
+                entries = [] if depth < 0 else redacted_entries(
+                    source.name, lambda visible: source.parse_part(visible, source_file.path, head),
+                    text, per_line=per_line)
+                warning = warning or source_warning(source, text, source_file.path)
+                if shift:
+                    entries = [e._replace(line_start=e.line_start + shift,
+                                          line_end=e.line_end + shift) for e in entries]
+                depth = depth if depth < 0 or per_line else open_depth(text)
             # Where this part ends, stored with it: a read cut short (a parse worker that
             # died) goes on from there.
-            here = appends.Tail(end, lines, appends.mark(fd, end), depth, source_file.signature)
+            here = appends.Tail(end, lines, appends.mark(fd, end, crc), depth,
+                                source_file.signature, damaged)
             yield _parsed(source_file, entries, warning, racy, append)._replace(tail=here)
             append = True
-        new_tail = appends.Tail(end, lines, appends.mark(fd, end), depth,
-                                source_file.signature)
+        new_tail = appends.Tail(end, lines, appends.mark(fd, end, crc), depth,
+                                source_file.signature, damaged)
         yield _Parsed(source_file, [], [], warning, racy, append, new_tail)
     except OSError as exc:
         yield _Parsed(source_file, [], [], f"cannot read {source_file.path}: "
@@ -372,10 +381,19 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
         os.close(fd)
 
 
+def _skipped(skipped, path: str) -> str:
+    """The warning for a transcript line too long to index (`appends.Skipped`)."""
+    from miniclaw.memory.appends import MAX_LINE_BYTES
+
+    return (f"{path}: line {skipped.line} is over {MAX_LINE_BYTES // 1048576} MB, longer than "
+            "any message: it is skipped as damaged and not searched")
+
+
 def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
                     report: RefreshReport, rows: _Rows) -> int:
     """Add a part's entries after the file's indexed ones: nothing is diffed or deleted,
-    occurrences and ordinals go on from those already there."""
+    occurrences and ordinals go on from those already there; the warning of an earlier part
+    (bad bytes, a line skipped) stays until the file is read whole again."""
     counts = Counter()
     digests = list({key[0] for key, _ in parsed.keys})
     for start in range(0, len(digests), 500):
@@ -395,7 +413,8 @@ def _store_appended(conn, parsed: _Parsed, file_id: int, next_id: int,
     report.postings_added += rows.add_blocks(parsed.blocks or _packed(parsed.terms), ids,
                                              file_id, next_id - len(parsed.keys))
     conn.execute(
-        "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?, warning = ?,"
+        "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, racy = ?,"
+        " warning = COALESCE(?, warning),"
         " entry_count = entry_count + ?, term_count = term_count + ? WHERE id = ?",
         (*source_file.signature, int(parsed.racy), parsed.warning, len(parsed.keys),
          sum(terms[2] for terms in parsed.terms), file_id))

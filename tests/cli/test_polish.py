@@ -136,6 +136,34 @@ def test_index_prune_removes_only_indexes_of_gone_workspaces(runner: CliRunner, 
     assert again["removed"] == []
 
 
+def test_index_prune_passes_over_a_fifo_or_a_folder_named_like_an_index(tmp_path: Path,
+                                                                        isolated_home: Path):
+    """Issue 38: prune opened every *.sqlite3 of the cache folder with a plain open(): a
+    FIFO there (or as an index's -wal) hung it for ever. A real process, with a timeout."""
+    runner = CliRunner()
+    kept, gone = tmp_path / "kept", tmp_path / "gone"
+    for ws in (kept, gone):
+        assert run(runner, ws, "init").exit_code == 0
+        run(runner, ws, "memory", "add", "a kayak note")
+        assert run(runner, ws, "search", "kayak").exit_code == 0
+    cache = isolated_home / ".cache" / "miniclaw"
+    os.mkfifo(cache / "pipe.sqlite3")
+    kept_index = next(cache.glob("kept-*.sqlite3"))
+    os.mkfifo(f"{kept_index}-wal.sqlite3")  # a FIFO named like a WAL, and one as a WAL:
+    other = cache / "other.sqlite3"
+    shutil.copy(kept_index, other)
+    os.mkfifo(f"{other}-wal")
+    (cache / "folder.sqlite3").mkdir()
+    shutil.rmtree(gone)
+    done = subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(kept), "index",
+                           "prune", "--json"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert [o["workspace"] for o in json.loads(done.stdout)["removed"]] == [str(gone)]
+    assert (cache / "pipe.sqlite3").exists() and (cache / "folder.sqlite3").is_dir()
+    assert other.exists() and kept_index.exists()
+
+
 @pytest.mark.parametrize("command", [("search",), ("memory", "rank"), ("sessions", "search"),
                                      ("context",)])
 def test_a_query_that_starts_with_a_minus_word_is_shown_how_to_give_it(

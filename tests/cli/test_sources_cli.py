@@ -682,3 +682,50 @@ def test_sources_add_writes_through_a_config_json_that_links_to_a_dotfiles_folde
     kept = json.loads((dotfiles / "config.json").read_text(encoding="utf-8"))
     assert kept["timezone"] == "UTC" and kept["workspaces"]
     assert not list(dotfiles.glob(".config.*.tmp")) and not list(link.parent.glob(".config.*"))
+
+
+@pytest.fixture
+def deep_folder(memory_root: Path):
+    """`memory_root/deep/d/d/...`, 1,200 folders; removed bottom-up after the test, since
+    shutil.rmtree (and pytest's clean-up of old temporary folders) recurses and fails on it."""
+    top = str(memory_root / "deep")
+    yield top
+    order, todo = [], [top] if os.path.isdir(top) else []
+    while todo:
+        folder = todo.pop()
+        order.append(folder)
+        with os.scandir(folder) as listed:
+            for entry in listed:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for folder in reversed(order):
+        os.rmdir(folder)
+
+
+def test_a_source_folder_too_deep_is_left_out_with_a_warning_and_the_rest_searched(
+        workspace, memory_root, deep_folder, isolated_home):
+    """Issue 37: a source folder ~1,200 levels deep made `sources add`, every search and
+    `doctor` die with RecursionError. Folders past `MAX_FOLDER_DEPTH` are left out, named
+    once; the rest of the source, the part just above the limit too, is searched."""
+    from miniclaw.memory.sources import MAX_FOLDER_DEPTH
+
+    folder = deep_folder
+    for level in range(1, 1201):  # os.makedirs recurses too
+        os.mkdir(folder)
+        if level in (MAX_FOLDER_DEPTH, 1200):
+            Path(folder, "notes.md").write_text(f"# Depth {level}\n\nThe quokka burrow at "
+                                                f"depth {level}.\n", encoding="utf-8")
+        folder += "/d"
+    (isolated_home / ".miniclaw").mkdir()
+    added = _cli(workspace, "sources", "add", "conkeeper", str(memory_root), "--name", "app")
+    assert added.returncode == 0 and "Traceback" not in added.stderr, added.stderr
+    run = _cli(workspace, "search", "quokka", "--all", "--json")
+    assert run.returncode == 0, run.stderr
+    assert [r["content"] for r in json.loads(run.stdout)["results"]] == [
+        f"The quokka burrow at depth {MAX_FOLDER_DEPTH}."]
+    said = [line for line in run.stderr.splitlines() if "folders deep" in line]
+    assert len(said) == 1 and f"more than {MAX_FOLDER_DEPTH} folders deep" in said[0], run.stderr
+    doctor = _cli(workspace, "doctor")
+    assert doctor.returncode in (0, 1) and "Traceback" not in doctor.stderr, doctor.stderr

@@ -107,6 +107,19 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(memories):
     assert "never closed" not in (memories / "memory/MEMORY.md").read_text()
 
 
+async def test_a_thousand_tags_are_a_tool_error_naming_the_limit(memories):
+    """Issue 38: the tags of a `search_memory` call went past SQLite's expression depth and
+    came back as an index problem (advice about the cache folder's permissions)."""
+    from miniclaw.memory.entry import MAX_TAGS
+
+    async with connect(memories) as session:
+        message = await refused(session, "search_memory", query="coffee",
+                                tags=[f"t{i}" for i in range(1000)])
+        still = await call(session, "search_memory", query="coffee")
+    assert f"{MAX_TAGS} at most" in message and "permissions" not in message, message
+    assert len(message.splitlines()) == 1 and still["results"]
+
+
 async def test_read_only_offers_no_write_and_refuses_one(memories):
     before = (memories / "memory/MEMORY.md").read_bytes()
     async with connect(memories, "--read-only") as session:

@@ -232,6 +232,35 @@ def test_odd_queries_through_a_real_process(tmp_path, env):
             assert done.stdout == "" and assert_one_error_line(done.stderr)
 
 
+@pytest.mark.parametrize("filters, limit", [
+    ([f"--tag=t{i}" for i in range(1100)], "the limit is {MAX_TAGS}"),
+    (["--require", " ".join(f"w{i}x" for i in range(1100))], "at most {MAX_FILTERS} filters"),
+    ([f"--tag=t{i}" for i in range(30)] + [f"--exclude=e{i}x" for i in range(171)],
+     "at most {MAX_FILTERS} filters"),
+], ids=["tags", "required words", "together"])
+def test_a_thousand_filters_are_a_usage_error_naming_the_limit(tmp_path, filters, limit):
+    """Issue 38: ~1,000 `--tag`s or required words went past SQLite's expression depth and
+    were reported as an index problem, with advice about the cache folder's permissions.
+    Tags have their own cap (an entry's, entry.py); filters together are capped where the
+    SQL is built."""
+    from miniclaw.memory.entry import MAX_TAGS
+    from miniclaw.memory.index import MAX_FILTERS
+
+    limit = limit.format(MAX_TAGS=MAX_TAGS, MAX_FILTERS=MAX_FILTERS)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory/MEMORY.md").write_text("# Memory\n\n- coffee and atlas\n", encoding="utf-8")
+    for command in (["search", "coffee"], ["memory", "rank", "-q", "coffee", "--json"]):
+        result = CliRunner().invoke(app, ["--workspace", str(ws), *command, *filters])
+        assert result.exit_code == 2 and result.stdout == "", result.output
+        line = assert_one_error_line(result.stderr)
+        assert limit in line and "permissions" not in line, line
+    just_under = CliRunner().invoke(app, [
+        "--workspace", str(ws), "search", "coffee", *[f"--tag=t{i}" for i in range(MAX_TAGS)],
+        *[f"--exclude=e{i}x" for i in range(MAX_FILTERS - MAX_TAGS)]])
+    assert just_under.exit_code == 0, just_under.output
+
+
 # -- huge inputs --------------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ it: no search result, echo, hint, error, prompt, model message or short-term tur
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import itertools
 import json
@@ -36,6 +37,7 @@ import os
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -303,6 +305,110 @@ def test_text_that_became_private_leaves_the_index(tmp_path):
     assert again.exit_code == 0 and "zqxwvtkrbq" not in again.stdout
     for name, raw in _index_bytes(ws).items():
         assert b"zqxwvtkrbq" not in raw, name
+
+
+# -- transcripts edited in place --------------------------------------------------------------
+
+def _record(content: str, n: int) -> bytes:
+    return (json.dumps({"role": "user" if n % 2 else "assistant", "content": content,
+                        "session_id": "s1", "timestamp": f"2026-02-1{n % 9}T09:00:00Z"})
+            + "\n").encode("utf-8")
+
+
+def _in_json(tag: str) -> bytes:
+    """A tag as a JSON writer puts it inside a string (quotes and tabs escaped)."""
+    return json.dumps(tag, ensure_ascii=False)[1:-1].encode("utf-8")
+
+
+class _Edit(NamedTuple):
+    """A transcript holding a secret, and an edit in place that hides it (small to print:
+    the bytes are made by `_edited`)."""
+
+    secret: str
+    count: int  # records
+    where: int  # the secret's record
+    public: tuple[str, ...]
+    how: str  # "masked", "tagged" or "tagged-unclosed"
+    mask: str
+    tags: tuple[str, str]
+    appended: str | None  # a record appended after the edit
+
+
+@st.composite
+def _same_size_edits(draw) -> _Edit:
+    """The secret hidden by an edit that keeps the file's size, at the start, in the middle
+    or at the end of a short or a long transcript (over the 64 KB hashed at either end of
+    what was indexed)."""
+    count = draw(st.sampled_from([3000, 40, 3000, 3]))  # 3,000 records: ~360 KB
+    return _Edit(draw(_secret), count, (count - 1) * draw(st.integers(0, 4)) // 4,
+                 tuple(draw(st.lists(_pub, min_size=1, max_size=5))),
+                 draw(st.sampled_from(["masked", "tagged", "tagged-unclosed"])),
+                 draw(st.sampled_from(["*", "x", "#", "-"])),
+                 (draw(st.sampled_from(OPEN_TAGS)), draw(st.sampled_from(CLOSE_TAGS))),
+                 draw(st.none() | _pub))
+
+
+def _edited(edit: _Edit) -> tuple[bytes, bytes, bytes]:
+    """(the transcript, the same bytes edited in place, bytes appended after the edit)."""
+    pad = "x" * 60  # room to delete as many characters as the tags add
+    records = [_record(f"{edit.public[n % len(edit.public)]} public message {n} {pad}", n)
+               for n in range(edit.count)]
+    records[edit.where] = _record(f"{edit.public[0]} {edit.secret} now {pad}", edit.where)
+    old = b"".join(records)
+    start = sum(map(len, records[:edit.where]))
+    line, secret = records[edit.where], edit.secret.encode()
+    if edit.how == "masked":  # a password overwritten with asterisks (or other letters)
+        edited = line.replace(secret, edit.mask.encode() * len(secret))
+    else:  # wrapped in tags, and as many characters deleted from the padding after it
+        tagged = _in_json(edit.tags[0]) + secret + (
+            _in_json(edit.tags[1]) if edit.how == "tagged" else b"")
+        edited = line.replace(secret, tagged).replace(
+            pad.encode(), pad.encode()[:len(pad) - (len(tagged) - len(secret))])
+    assert len(edited) == len(line)
+    appended = b"" if edit.appended is None else _record(f"{edit.appended} later", edit.count)
+    return old, old[:start] + edited + old[start + len(line):], appended
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(example=_same_size_edits())
+def test_a_transcript_edited_in_place_to_hide_a_word_never_shows_it_again(tmp_path, example):
+    """Issue 37: a same-size edit of a transcript (the index took it for an append of
+    nothing) kept serving the old words. Whatever the edit, the file's length and where
+    the secret sits, and with or without an append after it, no search shows the secret
+    and no row of the index holds it."""
+    secret, (old, new, appended) = example.secret, _edited(example)
+    ws = tmp_path / f"edited{next(_counter)}"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "sessions").mkdir()
+    path = ws / "sessions" / "s1.jsonl"
+    path.write_bytes(old)
+    hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).timestamp()
+    os.utime(path, (hour_ago, hour_ago))
+    runner = CliRunner()
+
+    def found(*args: str) -> str:
+        result = runner.invoke(app, ["--workspace", str(ws), *args, "--json"])
+        assert result.exit_code == 0, (args, result.stdout, result.stderr)
+        data = json.loads(result.stdout)
+        return json.dumps([data.get("results"), data.get("sessions")], ensure_ascii=False)
+
+    assert secret in found("search", secret, "--all")  # indexed before the edit
+    with open(path, "r+b") as handle:  # in place: same inode, same size
+        handle.write(new)
+    if appended:
+        with open(path, "ab") as handle:
+            handle.write(appended)
+    for args in (("search", secret, "--all"), ("search", f"{secret[:5]}*", "--all"),
+                 ("sessions", "search", secret)):
+        assert secret not in found(*args), args
+    # Every row of the index, not its file's bytes: SQLite may keep a stale copy of a row
+    # it moved in a page's unused space, which secure_delete does not zero (RELIABILITY).
+    with contextlib.closing(sqlite3.connect(index_path(ws))) as conn:
+        tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master"
+                                                   " WHERE type = 'table'")]
+        for table in tables:
+            for row in conn.execute(f"SELECT * FROM {table}"):
+                assert secret not in repr(row) and secret.encode() not in repr(row).encode(), table
 
 
 # -- what a person types: a query, a context message, a chat message -------------------------

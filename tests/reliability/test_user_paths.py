@@ -268,6 +268,7 @@ ALLOWED = {
     ("context.py", "ContextBuilder._identity.read", "read_bytes"): "files.read_bytes",
     # Creating a file that must not exist: O_EXCL never follows a link or opens a FIFO.
     ("workspace.py", "init_workspace", "os.open"): "O_CREAT | O_EXCL",
+    ("memory/embedding.py", "_write_stamp", "os.open"): "O_CREAT | O_EXCL",
     # The index file: opened only to hold its inode (non-blocking, never read from).
     ("memory/database.py", "IndexDatabase._pin", "os.open"): "held, never read; O_NONBLOCK",
     ("memory/database.py", "IndexDatabase._check_file", "os.open"): "held, never read; O_NONBLOCK",

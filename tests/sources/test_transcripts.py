@@ -451,6 +451,154 @@ def test_a_transcript_over_16_mb_is_indexed(workspace):
         "The needle message about the walrus is the last one."] and not found.warnings
 
 
+def _cli(workspace: Path, *args: str):
+    from typer.testing import CliRunner
+
+    from miniclaw.cli import app
+
+    return CliRunner().invoke(app, ["--workspace", str(workspace), *args])
+
+
+def _found(workspace: Path, word: str) -> str:
+    """What `search` and `sessions search` find for a word (both through the index), less
+    the echo of the query."""
+    runs = [_cli(workspace, "search", word, "--all", "--json"),
+            _cli(workspace, "sessions", "search", word, "--json")]
+    assert all(run.exit_code == 0 for run in runs), [run.output for run in runs]
+    return json.dumps([json.loads(runs[0].stdout)["results"],
+                       json.loads(runs[1].stdout)["sessions"]])
+
+
+def _settled(path: Path) -> None:
+    """As if written an hour ago: the next change moves its mtime, as an editor's does."""
+    past = os.stat(path).st_mtime_ns - 3600 * 10**9
+    os.utime(path, ns=(past, past))
+
+
+def _long_session(workspace: Path, secret_line: str) -> Path:
+    """`sessions/s1.jsonl`, ~400 KB (more than the 64 KB hashed at either end of an
+    indexed prefix), `secret_line` in the middle."""
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    lines = [_line(f"filler message number {i} about the vegetable garden", second=i % 60)
+             for i in range(4000)]
+    lines[2000] = secret_line
+    path.write_text("".join(lines), encoding="utf-8")
+    _settled(path)
+    return path
+
+
+def _overwrite(path: Path, old: bytes, new: bytes) -> None:
+    """Edit the file in place (same inode), as an editor that writes through does."""
+    assert len(old) == len(new)
+    with open(path, "r+b") as handle:
+        data = handle.read()
+        handle.seek(data.index(old))
+        handle.write(new)
+
+
+@pytest.mark.parametrize("edit", ["asterisks", "made private", "edited and appended"])
+def test_a_transcript_edited_in_place_is_read_again_not_taken_for_an_append(workspace, edit):
+    """Issue 37: a same-size edit in the middle of a transcript over 128 KB (a password
+    overwritten, a phrase wrapped in `<private>` while as many characters were deleted)
+    was taken for an append of nothing: `search` and `sessions search` kept the old words
+    until the cache was deleted."""
+    secret = "hunter7zebra"
+    path = _long_session(workspace, _line(f"my password is {secret} for the wifi router"))
+    assert secret in _found(workspace, secret)
+    if edit == "asterisks":
+        _overwrite(path, secret.encode(), b"*" * len(secret))
+    elif edit == "made private":  # 19 characters of tags in, 19 of filler out
+        _overwrite(path, f"my password is {secret} for the wifi router".encode(),
+                   f"my pw is <private>{secret}</private> router".encode())
+    else:
+        _overwrite(path, secret.encode(), b"*" * len(secret))
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(_line("the router sits in the hallway cupboard"))
+    assert secret not in _found(workspace, secret)
+    assert "wifi router" in _found(workspace, "router") or edit == "made private"
+    with contextlib.closing(sqlite3.connect(_index_file(workspace))) as conn:
+        rows = conn.execute("SELECT content FROM entries WHERE content LIKE '%router%'").fetchall()
+    assert rows and not any(secret in row[0] for row in rows)
+    assert (edit == "edited and appended") == any("hallway" in row[0] for row in rows)
+
+
+def _damaged_line(size: int, end: str = "\n") -> str:
+    """A record line of `size` bytes: a runaway write, not a message."""
+    start = '{"role": "user", "content": "'
+    return start + "x" * (size - len(start) - 2 - len(end)) + '"}' + end
+
+
+def test_a_line_over_the_limit_is_skipped_with_one_warning_and_never_held(workspace):
+    """Issue 37: one huge line was held whole in memory (and an unended one read again by
+    every search that found the file changed). Now a line over `MAX_LINE_BYTES` is skipped
+    as damaged, named once, and the lines after it are indexed at their own line numbers;
+    a read that ends inside one goes on from there next time, without parsing it again."""
+    from miniclaw.memory.appends import MAX_LINE_BYTES
+
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    source = CountingTranscripts()
+    path.write_text(_line("The canoe trip starts at the north dock.")
+                    + _damaged_line(MAX_LINE_BYTES + 4096)
+                    + _line("Pack the dry bags the night before.", second=2), encoding="utf-8")
+    rows = _index(workspace, source)
+    assert [(row[1], row[4]) for row in rows] == [
+        (1, "The canoe trip starts at the north dock."), (3, "Pack the dry bags the night before.")]
+    assert sum(len(text) for text in source.parsed) < 4096  # never given the long line
+    run = _cli(workspace, "search", "canoe", "--all")
+    assert run.exit_code == 0 and "canoe trip" in run.stdout
+    said = [line for line in run.stderr.splitlines() if "line 2 is over" in line]
+    assert len(said) == 1 and "skipped as damaged" in said[0], run.stderr
+    # A long line still being written at the end: skipped as far as it goes, and later
+    # appends to it are passed over from there, not read again to be parsed.
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(_damaged_line(MAX_LINE_BYTES + 4096, end=""))
+    source.parsed.clear()
+    _index(workspace, source)
+    with open(path, "a", encoding="utf-8") as out:
+        out.write("y" * 100_000 + "\n" + _line("The shuttle leaves the dock at noon.", second=5))
+    _index(workspace, source)
+    rows = _rows(workspace)
+    assert [(row[1], row[4]) for row in rows][-1] == (5, "The shuttle leaves the dock at noon.")
+    assert sum(len(text) for text in source.parsed) < 4096
+    warnings = _cli(workspace, "search", "shuttle", "--all").stderr.splitlines()
+    assert len(warnings) == 1 and "line 4 is over" in warnings[0]  # one per file, the last
+
+
+def test_a_warning_about_an_earlier_part_outlives_an_append(workspace):
+    """A transcript with bad bytes is named by every search; an append (read alone) set the
+    file's warning to the new part's, none, and the bad bytes went unmentioned."""
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(_line("The canoe trip starts at the \udcff north dock.").encode(
+        "utf-8", "surrogateescape").replace(b"\\udcff", b"\xff"))
+    assert "not valid UTF-8" in _cli(workspace, "search", "canoe", "--all").stderr
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(_line("Pack the dry bags the night before.", second=2))
+    run = _cli(workspace, "search", "canoe", "--all")
+    assert "canoe trip" in run.stdout and "not valid UTF-8" in run.stderr, run.stderr
+
+
+def test_a_skipped_line_with_a_tag_hides_nothing_past_its_own_record(workspace):
+    """A damaged line is not parsed. Transcripts apply the tag rules per record (issue 38:
+    a tool result that quotes an unclosed `<private>` hid every later message), so a tag in
+    the skipped line, which is one record, cannot reach the records after it."""
+    from miniclaw.memory.appends import MAX_LINE_BYTES
+
+    path = workspace / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    damaged = _damaged_line(MAX_LINE_BYTES + 10).replace("xxxx", "<private>", 1)
+    path.write_text(_line("The canoe trip starts at the north dock.") + damaged
+                    + _line("The locker code is by the door.", second=2)
+                    + _line("My <private>zanzibarquokka</private> paddles are in the shed.",
+                            second=3),
+                    encoding="utf-8")
+    contents = [row[4] for row in _index(workspace, TranscriptSource())]
+    assert contents == ["The canoe trip starts at the north dock.",
+                        "The locker code is by the door.", "My  paddles are in the shed."]
+
+
 _message = st.lists(st.sampled_from(["lake ", "tent ", " ", "<private>", "</private>", "é", "\n"]),
                     min_size=3, max_size=12).map("".join)
 
@@ -489,6 +637,50 @@ def test_reading_in_parts_or_appends_hides_what_a_whole_read_hides(tmp_path, mon
     expected = [(e.line_start, e.text) for e in whole]
     assert first + rest == expected
     assert entries(None)[0] == expected
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.one_of(_message, st.integers(245, 255), st.integers(300, 700)),
+                      min_size=1, max_size=8),
+       part=st.integers(min_value=1, max_value=400), cut=st.integers(min_value=0))
+def test_long_lines_are_skipped_alike_whole_in_parts_or_across_an_append(
+        tmp_path, monkeypatch, lines, part, cut):
+    """With lines over `MAX_LINE_BYTES` (an integer above: a line of that many bytes, 250 at
+    most kept), the entries are those of a whole read of the file with those lines blank,
+    whatever the part size, and when the file was first read cut anywhere (inside a long
+    line too)."""
+    from miniclaw.memory import appends, sync
+
+    monkeypatch.setattr(appends, "MAX_LINE_BYTES", 250)
+    monkeypatch.setattr(appends, "PART_BYTES", part)
+    source = TranscriptSource()
+    root = tmp_path / "p"
+    (root / "sessions").mkdir(parents=True, exist_ok=True)
+    path = root / "sessions" / "s1.jsonl"
+    texts = [_damaged_line(item) if isinstance(item, int) else _line(item, second=i)
+             for i, item in enumerate(lines)]
+    raw = "".join(texts).encode("utf-8")
+    blank = "".join("\n" if isinstance(item, int) and item > 250 else text
+                    for item, text in zip(lines, texts))
+    expected = [(e.line_start, e.text) for e in read_entries(source, blank, "sessions/s1.jsonl")]
+
+    def entries(tail):
+        found, last = [], None
+        for parsed in sync._parse_growing(source, source.file(root, str(path)), str(root), tail):
+            found += [(data[1], data[-1]) for _, data in parsed.keys]
+            last = parsed.tail
+        return found, last
+
+    assert all(len(text.encode()) <= 250 for item, text in zip(lines, texts)
+               if not isinstance(item, int))
+    path.write_bytes(raw)
+    assert entries(None)[0] == expected
+    path.write_bytes(raw[:cut % (len(raw) + 1)])
+    first, tail = entries(None)
+    path.write_bytes(raw)
+    rest, _ = entries(tail._replace(signature=(0, 0, path.stat().st_ino)))
+    assert first + rest == expected
 
 
 def test_an_empty_or_missing_sessions_folder_costs_a_search_no_source_search(workspace, monkeypatch):
