@@ -38,6 +38,10 @@ def utc_offset(moment: datetime) -> str:
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
+# The furthest ahead of today another zone's date can be: zones span UTC-12 to UTC+14, so at
+# 23:59 on the 1st at UTC-12 it is already 01:59 on the 3rd at UTC+14.
+ZONE_LEAD_DAYS = 2
+
 _FORMS = "YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d' or '2w'"
 
 
@@ -70,7 +74,11 @@ def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
         raise UsageError(f"{flag} {text!r} is not a date (expected {_FORMS})") from None
 
 
-def check_not_future(day: date, today: date, *, flag: str = "--date", zone: str = "UTC") -> date:
-    if day > today:
+def check_not_future(day: date, today: date, *, flag: str = "--date", zone: str = "UTC",
+                     exists: bool = False) -> date:
+    """`day`, unless it is after `today` with no note (`exists`): a note written where the
+    zone was ahead (travel, a second machine syncing the workspace) is dated tomorrow here,
+    and is still read."""
+    if day > today and not exists:
         raise UsageError(f"{flag} {day.isoformat()} is in the future (today is {today.isoformat()} {zone})")
     return day

@@ -431,8 +431,9 @@ class MemoryTools:
             from miniclaw.dates import check_not_future
 
             today = self.store.today()
-            entries = await self.store.read_day(
-                check_not_future(_day(which, today, "which"), today, flag="which"))
+            day = _day(which, today, "which")
+            entries = await self.store.read_day(check_not_future(
+                day, today, flag="which", exists=self.store.has_note(day)))
         return {"which": which, "entries": [e.to_dict() for e in entries]}
 
     async def _context(self, args: dict) -> dict:

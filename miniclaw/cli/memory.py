@@ -138,7 +138,9 @@ def read(
     else:
         day = store.today()
         if date is not None:
-            day = check_not_future(parse_day(date, day), day, zone=zone_name(store.zone))
+            asked = parse_day(date, day)
+            day = check_not_future(asked, day, zone=zone_name(store.zone),
+                                   exists=store.has_note(asked))
         entries = run(store.read_day(day))
         title = f"Daily Note {day.isoformat()} (memory/{day.isoformat()}.md)"
     if json_out:
