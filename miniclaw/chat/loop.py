@@ -31,6 +31,7 @@ from miniclaw.memory.privacy import visible_typed
 from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.text import is_utf8
 
+ENDINGS = ("exit", "quit")  # typed alone, they end the session as /exit does
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
 
 HELP = """\
@@ -41,7 +42,7 @@ Commands:
   /forget CITATION remove a memory, e.g. /forget memory/2026-02-14.md:5
   /context         what the assistant saw for your last message
   /help            this list
-  /exit            end the session (Ctrl-D too)
+  /exit            end the session (exit, quit or Ctrl-D too)
 Anything else is a message to the assistant; start it with // to send a literal /.
 Ctrl-C cancels the line being typed, or the answer being written."""
 
@@ -126,12 +127,14 @@ class ChatSession:
 
     async def act(self, text: str, *, deadline: float | None = None) -> bool:
         """Run a /command or answer a message (`//...` is a message starting with `/`);
-        False after /exit. Raises the `MiniclawError` of a failed turn."""
+        False after /exit (or `exit`, `quit` alone). Raises the `MiniclawError` of a failed turn."""
         if not is_utf8(text):
             raise UsageError("that line is not valid UTF-8 text (check the terminal's "
                              "encoding); nothing was done with it")
         if text.startswith("/") and not text.startswith("//"):
             return await self._command(text)
+        if text.lower() in ENDINGS:  # what people type to leave a prompt: not a message
+            return False
         await self.ask(text[1:] if text.startswith("//") else text, deadline=deadline)
         return True
 

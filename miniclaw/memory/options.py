@@ -19,13 +19,15 @@ from miniclaw.errors import UsageError
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
+# Why there is a cap (said with it): past the best 20, results hardly hold what was meant.
+WHY_LIMIT = "past the best 20, results hardly hold what was meant: narrow the search instead (more words, dates, tags)"
 DEFAULT_DAYS = 30
 MAX_DAYS = 36_500  # a century: further back is "all history"
 
 
 def check_limit(limit: int, name: str = "the result limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"{name} must be between 1 and {MAX_LIMIT}, not {limit!r}")
+        raise UsageError(f"{name} must be between 1 and {MAX_LIMIT}, not {limit!r}: {WHY_LIMIT}")
     return limit
 
 

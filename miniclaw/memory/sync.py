@@ -153,7 +153,7 @@ def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, 
     parse worker for a large build: `parse_worker`), so the writer only numbers them: each
     entry's terms are numbers into the part's vocabulary (uint32 bytes, with frequencies
     when some repeat), which the writer maps to the index's term ids in C."""
-    counted = [counted_index_terms(e.text) for e in entries]
+    counted = [counted_index_terms(_searchable(e)) for e in entries]
     vocabulary = list(dict.fromkeys(chain.from_iterable(c[0] for c in counted)))
     local = {term: number for number, term in enumerate(vocabulary)}.__getitem__
     terms = [(array("I", map(local, distinct)).tobytes(),
@@ -161,6 +161,13 @@ def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, 
              for distinct, frequencies, length in counted]
     return _Parsed(source_file, _entry_keys(entries), terms, warning, racy, append,
                    vocabulary=vocabulary)
+
+
+def _searchable(entry: Entry) -> str:
+    """The text whose terms index an entry: its text, and its tags as words (a query word
+    equal to a tag finds the entry: `#coffee` is about coffee). An untagged entry's terms
+    are its text's alone."""
+    return f"{entry.text}\n{' '.join(entry.tags)}" if entry.tags else entry.text
 
 
 #: A posting in a block: (entry id - the block's base) << TF_BITS | tf, tf capped at TF_MAX.

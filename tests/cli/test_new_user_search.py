@@ -56,3 +56,53 @@ def test_a_zone_name_that_is_a_folder_or_too_long_is_one_line_exit_2(workspace: 
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("Error: unknown time zone") and done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr and "zoneinfo" not in done.stderr
+
+
+# -- the chat and smaller edges (issue 39) --------------------------------------------------
+
+def _chat(workspace: Path, stdin: str) -> subprocess.CompletedProcess:
+    env = {name: "" for name in ("MINICLAW_LLM_BASE_URL", "MINICLAW_LLM_MODEL",
+                                 "MINICLAW_LLM_PROVIDER")}
+    return subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(workspace), "chat",
+                           "--mode", "bm25"], input=stdin, capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=120)
+
+
+@pytest.mark.parametrize("word", ["exit", "quit", "Exit", "  quit  "])
+def test_exit_or_quit_typed_alone_ends_the_chat(workspace: Path, word: str):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast coffee\n")
+    done = _chat(workspace, f"{word}\ncoffee?\n")
+    assert done.returncode == 0, done.stderr
+    assert "I found" not in done.stdout  # neither line went to the assistant
+    sessions = list((workspace / "sessions").glob("*.jsonl"))
+    assert all(not path.read_text().strip() for path in sessions)
+
+
+def test_the_echo_chat_shows_the_best_few_memories_not_every_one(workspace: Path):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n" + "".join(
+        f"- Coffee note {n}: tried a roast from farm {n}\n" for n in range(40)))
+    done = _chat(workspace, "coffee roast?\n")
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stdout.splitlines() if line.startswith("- Coffee note")]
+    assert len(shown) == 5
+    assert "the 5 most relevant" in done.stdout and "more: /context shows them all" in done.stdout
+
+
+def test_a_word_equal_to_a_tag_finds_the_tagged_entry(workspace: Path):
+    write(workspace, "memory/MEMORY.md",
+          "# Memory\n\n- Prefers the Ethiopian roast from Kaldi's\n"
+          "<!-- @tag: coffee -->\n<!-- @tag: morning -->\n"
+          "- Renewed the passport\n")
+    done = cli(workspace, "search", "coffee", "--json")
+    assert done.exit_code == 0, done.output
+    results = json.loads(done.stdout)["results"]
+    assert [r["content"] for r in results] == ["Prefers the Ethiopian roast from Kaldi's"]
+    assert results[0]["tags"] == ["coffee", "morning"]
+
+
+def test_the_result_cap_is_explained_in_help_and_error(workspace: Path):
+    helped = cli(workspace, "search", "--help")
+    assert "1-20: the best matches" in " ".join(helped.output.split())
+    refused = cli(workspace, "search", "coffee", "-n", "50")
+    assert refused.exit_code == 2
+    assert "between 1 and 20, not 50: past the best 20" in refused.stderr
