@@ -2,7 +2,8 @@
 
 "Today" is the date in the workspace's zone (the `timezone` setting, UTC by default;
 docs/ARCHITECTURE.md). `parse_day` accepts ISO dates
-(`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), and, through
+(`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), the phrases a
+question may hold (`3 days ago`, `last week`, `this month`: memory/date_cue.py), and, through
 python-dateutil (imported only then, since its parser is slow to import), forms like
 `14 Feb 2026`. Anything else is a `UsageError` naming the flag.
 """
@@ -42,11 +43,23 @@ def utc_offset(moment: datetime) -> str:
 # 23:59 on the 1st at UTC-12 it is already 01:59 on the 3rd at UTC+14.
 ZONE_LEAD_DAYS = 2
 
-_FORMS = "YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d' or '2w'"
+_FORMS = ("YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d', '2w', '3 days ago', "
+          "'last week' or 'this month'")
 
 
-def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
-    """The day a user means by `text`, relative to `today` (in the workspace's zone)."""
+def parse_day(text: str, today: date, *, flag: str = "--date", end: bool | None = None) -> date:
+    """The day a user means by `text`, relative to `today` (passed in: the caller's clock).
+    A phrase naming several days ("last week", "this month") is read by `end`: its first day
+    for a start (`--since`, end=False), its last for an end (`--until`, end=True), refused
+    where one day is meant (None)."""
+    from miniclaw.memory.date_cue import span_of
+
+    span = span_of(text, today)
+    if span is not None and (span.first == span.last or end is not None):
+        return span.last if end else span.first
+    if span is not None:
+        raise UsageError(f"{flag} {text!r} names {span.first} to {span.last}: give one day "
+                         "(YYYY-MM-DD, 'yesterday', '3 days ago', 'last friday')")
     value = text.strip().lower()
     if _ISO.match(value):
         try:

@@ -22,6 +22,8 @@ The kinds and their parameters:
     drop_requirement                   +word, a phrase or a required word limits the results
     fewer_words                        many words: fewer would match more
     other_words                        nothing better to suggest
+    other_dates        first, last     the query named only dates (from `first` to `last`,
+                                       ISO), and no memory is dated then
     narrow_category    category        a category found among the results
     narrow_tag         tag             a tag found among the results
     file (warning)     path, message   a memory file was indexed with a problem (message
@@ -97,6 +99,7 @@ WORDING: Mapping[str, str] = {
                         "of them",
     "fewer_words": "use fewer words",
     "other_words": "try broader or different words",
+    "other_dates": "no memory is dated {first} to {last}: try other dates, or words",
     "narrow_category": "narrow to the category {category} (found among these results)",
     "narrow_tag": "narrow to the tag {tag} (found among these results)",
     "file": "{message}",

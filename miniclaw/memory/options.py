@@ -74,7 +74,7 @@ class SearchOptions:
         values = dict(arguments)
         for name in ("since", "until"):
             if values.get(name) is not None:
-                values[name] = _day(values[name], today, label(name))
+                values[name] = _day(values[name], today, label(name), end=name == "until")
         for name in ("tags", "sources", "require", "exclude"):
             if name in values and (values[name] is not None or name != "sources"):
                 values[name] = _strings(values[name], label(name))
@@ -102,8 +102,10 @@ class SearchOptions:
         return options
 
 
-def _day(value: object, today: Date, name: str) -> Date:
-    """A date from a date, a datetime (its UTC date, not midnight) or a typed day."""
+def _day(value: object, today: Date, name: str, *, end: bool = False) -> Date:
+    """A date from a date, a datetime (its UTC date, not midnight) or a typed day; a
+    phrase naming several days ("last week") gives its last day for an `end`, else its
+    first."""
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             value = value.astimezone(timezone.utc)
@@ -113,7 +115,7 @@ def _day(value: object, today: Date, name: str) -> Date:
     if isinstance(value, str):
         from miniclaw.dates import parse_day
 
-        return parse_day(value, today, flag=name)
+        return parse_day(value, today, flag=name, end=end)
     raise UsageError(f"{name} must be a date, a datetime or a day such as 2026-02-14 or "
                      f"'yesterday', not {type(value).__name__}")
 

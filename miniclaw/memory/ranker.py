@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.date_cue import DateSpan, named_dates
+from miniclaw.memory.date_cue import DateSpan, date_phrases
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.database import IndexReplaced
@@ -31,7 +31,7 @@ from miniclaw.memory.neighbours import Lookups, add_neighbour_scores
 from miniclaw.memory.options import (DEFAULT_DAYS, DEFAULT_LIMIT, MAX_DAYS,  # noqa: F401
                                      MAX_LIMIT, SearchOptions, check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
-from miniclaw.memory.hints import SearchWarning, search_hints
+from miniclaw.memory.hints import Hint, SearchWarning, search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
@@ -122,17 +122,24 @@ class MemoryRanker:
                             phrase=options.phrase)
         mode = get_mode(options.mode)
         filters = self.filters(options)
+        said = date_phrases(query.text, self.today())
+        if said and filters.window_start:  # a date the question names is searched, whatever the window
+            named = min(span.first for _, _, span in said) - timedelta(days=DATE_SLACK_DAYS)
+            filters = filters._replace(window_start=min(filters.window_start, named))
 
         selected = [s for s in self.index.sources if s.name in filters.sources]
         for retriever in mode.retrievers:  # work to start before any thread does (a fork)
             if hasattr(retriever, "begin"):
                 retriever.begin(query)
         plan = await asyncio.to_thread(self._prepare, query, mode, options.correct, selected)
+        if said and _only_dates(query, said):
+            return await self._by_dates(query, mode, options, filters, selected, plan,
+                                        [span for _, _, span in said])
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
         request = Request(query, tuple(plan.terms), plan.stats, filters)
         phrases = tuple(fix(phrase) for phrase in query.phrases)
-        spans = named_dates(query.text, self.today()) if mode.date_weight else []
+        spans = [span for _, _, span in said] if mode.date_weight else []
         wide = mode.neighbor_weights or spans or len(mode.retrievers) > 1
         ks = tuple(max(options.limit, getattr(r, "candidates", _CANDIDATES)) if wide
                    else options.limit for r in mode.retrievers)
@@ -184,6 +191,35 @@ class MemoryRanker:
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
                              degraded=mode.degraded, auto=mode.auto)
+
+    async def _by_dates(self, query: Query, mode: SearchMode, options: SearchOptions,
+                        filters: Filters, selected: list, plan: _Plan,
+                        spans: list[DateSpan]) -> SearchResults:
+        """A question that names only dates ("what did I do yesterday?", "last week"): the
+        entries dated then, newest first, all of equal score (1). Ranking them by the date
+        words would find "coffee next week" for "last week", and nothing for "yesterday"."""
+        first, last = min(s.first for s in spans), max(s.last for s in spans)
+        filters = filters._replace(
+            window_start=None, excluded=query.excluded,
+            since=max(filters.since or first, first), until=min(filters.until or last, last))
+
+        def read() -> tuple[list[int], int, dict[int, Entry]]:
+            with self.index.snapshot():
+                places = self.index.dated(filters)
+                ids = [i for i, place in places.items() if place.date is not None
+                       and any(span.distance(place.date) == 0 for span in spans)]
+                ranked = _first(ids, dict.fromkeys(ids, 1.0), places, options.limit)
+                ranked = ranked[: options.limit]
+                return ranked, len(ids), self.index.entries(ranked)
+
+        ranked, total, entries = await asyncio.to_thread(read)
+        results = [self._result(entries[i], 1.0, frozenset(), {} if options.explain else None,
+                                0.0) for i in ranked if i in entries]
+        hints = () if results else (Hint("other_dates", first=first.isoformat(),
+                                         last=last.isoformat()),)
+        return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
+                             hints=hints, warnings=plan.warnings, degraded=mode.degraded,
+                             auto=mode.auto)
 
     def _prepare(self, query: Query, mode: SearchMode, correct: bool = True,
                  selected: list | tuple = ()) -> _Plan:
@@ -454,6 +490,23 @@ def _fuse(mode: SearchMode, found: list[_Found]
 
 
 DATE_SLACK_DAYS = 1  # a note written the day after still tells of the day named
+
+
+def _only_dates(query: Query, said: list[tuple[int, int, DateSpan]]) -> bool:
+    """Whether the query's words, once its date phrases are taken out, are only stop words
+    ("what did I do" + "yesterday"): then it asks for what those dates hold."""
+    if query.phrases or query.prefixes or query.required:
+        return False
+    rest, end = [], 0
+    for start, stop, _ in said:
+        rest.append(query.text[end:start])
+        end = stop
+    rest.append(query.text[end:])
+    return all(is_stop_word(term) or term in _DIARY_WORDS for term in tokenize(" ".join(rest)))
+
+
+# Words of a diary question that ask for everything ("what happened yesterday?"), not a topic.
+_DIARY_WORDS = frozenset(("happen", "anyth", "everyth"))
 
 
 def _date_bonus(scores: dict[int, float], places: dict[int, Place], spans: list[DateSpan],

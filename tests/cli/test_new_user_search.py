@@ -106,3 +106,49 @@ def test_the_result_cap_is_explained_in_help_and_error(workspace: Path):
     refused = cli(workspace, "search", "coffee", "-n", "50")
     assert refused.exit_code == 2
     assert "between 1 and 20, not 50: past the best 20" in refused.stderr
+
+
+# -- diary questions about dates (issue 39) -------------------------------------------------
+
+def _days_ago(n: int) -> str:
+    return (_utc_today() - timedelta(days=n)).isoformat()
+
+
+@pytest.fixture
+def diary(workspace: Path) -> Path:
+    today = _utc_today()
+    last_week = today - timedelta(days=today.weekday() + 4)  # the Thursday of last week
+    for day, text in ((_days_ago(0), "Plan: coffee next week with Sam"),
+                      (_days_ago(1), "Went climbing with Ana at the gym"),
+                      (last_week.isoformat(), "Dentist appointment, two fillings")):
+        write(workspace, f"memory/{day}.md", daily_note(day, [text], ["09:00:00"]))
+    return workspace
+
+
+def _contents(done) -> list[str]:
+    assert done.exit_code == 0, done.output
+    return [r["content"] for r in json.loads(done.stdout)["results"]]
+
+
+@pytest.mark.parametrize("mode", ["bm25", "keyword"])
+def test_what_did_i_do_yesterday_lists_yesterdays_entries(diary: Path, mode: str):
+    assert _contents(cli(diary, "search", "what did I do yesterday?", "--mode", mode,
+                         "--json")) == ["Went climbing with Ana at the gym"]
+
+
+def test_last_week_is_a_date_not_the_word_week(diary: Path):
+    """It found "coffee next week" (today's note): the words, not the dates."""
+    assert _contents(cli(diary, "search", "last week", "--json")) == [
+        "Dentist appointment, two fillings"]
+    assert _contents(cli(diary, "search", "what happened last week?", "--json")) == [
+        "Dentist appointment, two fillings"]
+
+
+def test_since_and_until_take_date_phrases(diary: Path):
+    found = cli(diary, "search", "dentist climbing coffee", "--since", "last week",
+                "--until", "last week", "--json")
+    assert _contents(found) == ["Dentist appointment, two fillings"]
+    assert _contents(cli(diary, "search", "climbing", "--since", "2 days ago", "--json")) == [
+        "Went climbing with Ana at the gym"]
+    refused = cli(diary, "search", "x", "--since", "last blursday")
+    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1
