@@ -176,21 +176,50 @@ class MemoryRanker:
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
         corrections = _corrections(query.text, plan.replaced, results)
-        windowed = [s for s in selected if s.windowed] if filters.window_start else []
-        if windowed and len(results) < options.limit:  # "widen": only when older notes exist
+        windowed = [s for s in selected if s.windowed and s.name not in plan.empty] \
+            if filters.window_start else []
+        if windowed:  # only where older notes exist
             windowed = await asyncio.to_thread(lambda: [s for s in windowed if self.index.has_older(
                 s, filters.window_start)])
+        older = await self._older(mode, request, ks, phrases, windowed, found, places, results,
+                                  options.limit) if windowed else 0
         unheld = await asyncio.to_thread(self.index.unheld, filters) \
             if not results and (filters.category is not None or filters.tags) else []
         hints = search_hints(query, results, options.limit,
-                             window=options.days if windowed else None,
+                             window=options.days if windowed and len(results) < options.limit
+                             else None,
                              missing_words=_typed_words(query.text, plan.missing)
                              if _by_words(mode) else (), unheld=unheld,
                              meaning=not results and not unheld and _by_words(mode)
                              and _meaning_runs())
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
-                             degraded=mode.degraded, auto=mode.auto)
+                             degraded=mode.degraded, auto=mode.auto, older=older,
+                             days=options.days if older else None)
+
+    async def _older(self, mode: SearchMode, request: Request, ks: tuple[int, ...],
+                     phrases: tuple[tuple[str, ...], ...], windowed: list, found: list[_Found],
+                     places: dict[int, Place], results: list[RankedMemory], limit: int) -> int:
+        """How many entries of the notes before the window would be among the `limit` best
+        without it: the window hid them, and the output says so (issue 39: older notes were
+        hidden without a word). Their candidates are ranked with the window's (one fusion
+        of both, so scores compare); the results shown are not changed."""
+        start = request.filters.window_start
+        before = request._replace(filters=request.filters._replace(
+            window_start=None, until=start - timedelta(days=1)))
+        old = await asyncio.gather(*(
+            asyncio.to_thread(self._search_source, source, mode, before, ks, phrases)
+            for source in windowed))
+        old_places = {i: place for part in old for i, place in part.places.items()}
+        if not old_places:
+            return 0
+        scores, _ = _fuse(mode, [*found, *old])
+        both = {**places, **old_places}
+        # the weakest result shown is the bar (entries since read out are not counted)
+        shown = {(r.path, r.line_start) for r in results}
+        ids = [i for i in scores if i in old_places or (both[i].path, both[i].line_start) in shown]
+        best = _first(ids, scores, both, limit)[:limit]
+        return sum(1 for i in best if i in old_places)
 
     async def _by_dates(self, query: Query, mode: SearchMode, options: SearchOptions,
                         filters: Filters, selected: list, plan: _Plan,

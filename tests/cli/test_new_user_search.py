@@ -152,3 +152,58 @@ def test_since_and_until_take_date_phrases(diary: Path):
         "Went climbing with Ana at the gym"]
     refused = cli(diary, "search", "x", "--since", "last blursday")
     assert refused.exit_code == 2 and refused.stderr.count("\n") == 1
+
+
+# -- one window everywhere, and what it hid said (issue 39) ---------------------------------
+
+@pytest.fixture
+def history(workspace: Path) -> Path:
+    """A better match 60 days back (the word twice), a weaker one this week."""
+    old, new = _days_ago(60), _days_ago(2)
+    write(workspace, f"memory/{old}.md", daily_note(old, ["Passport renewal: passport photos "
+                                                          "taken, passport form sent"],
+                                                    ["09:00:00"]))
+    write(workspace, f"memory/{new}.md", daily_note(new, ["Found the old passport in a drawer, "
+                                                          "and a long list of other things "
+                                                          "to sort out this weekend"],
+                                                    ["09:00:00"]))
+    return workspace
+
+
+def test_search_says_how_many_better_older_matches_the_window_hid(history: Path):
+    text = cli(history, "search", "passport")
+    assert text.exit_code == 0, text.output
+    assert "Found the old passport" in text.stdout
+    assert "1 older match beyond 30 days: add --all to include them" in text.stdout
+    found = json.loads(cli(history, "search", "passport", "--json").stdout)
+    assert found["older"] == {"count": 1, "days": 30}
+    assert [r["content"][:9] for r in found["results"]] == ["Found the"]  # unchanged
+    every = json.loads(cli(history, "search", "passport", "--all", "--json").stdout)
+    assert "older" not in every and len(every["results"]) == 2
+
+
+def test_a_weaker_older_match_is_not_said_to_be_hidden(history: Path):
+    found = json.loads(cli(history, "search", "drawer", "--json").stdout)
+    assert "older" not in found and len(found["results"]) == 1
+
+
+def test_chat_search_context_and_the_search_tool_share_the_window(history: Path):
+    """/search and context searched all history while `search` searched 30 days: one
+    question, three answers. Now one window, and each says what it hid."""
+    chat = _chat(history, "passport photos\n/search passport photos\n"
+                          "/search --all passport photos\n")
+    assert chat.returncode == 0, chat.stderr
+    said = "1 older match beyond 30 days: /search --all QUERY includes them"
+    assert chat.stdout.count(said) == 2  # the echo's answer and /search
+    assert chat.stdout.count("Passport renewal: passport photos") == 1  # only with --all
+    context = cli(history, "context", "passport photos", "--json")
+    assert json.loads(context.stdout)["older"] == {"count": 1, "days": 30}
+    from miniclaw.memory import MemoryStore
+    from miniclaw.memory_tools import MemoryTools
+    import asyncio
+
+    async def tool():
+        async with MemoryStore(history) as store:
+            return await MemoryTools(store).call("search_memory", {"query": "passport photos"})
+
+    assert asyncio.run(tool())["older"] == {"count": 1, "days": 30}
