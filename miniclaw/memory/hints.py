@@ -150,7 +150,9 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
         hints.append(Hint("by_meaning"))
     if query.required or query.phrases:
         hints.append(Hint("drop_requirement"))
-    if len(query.terms) > 2:
+    from miniclaw.memory.tokenizer import is_stop_word
+
+    if sum(not is_stop_word(term) for term in query.terms) > 2:  # "where do I live?": 1
         hints.append(Hint("fewer_words"))
     if not results or not hints:
         hints.append(Hint("other_words"))

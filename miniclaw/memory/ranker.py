@@ -35,6 +35,7 @@ from miniclaw.memory.hints import Hint, SearchWarning, search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
+from miniclaw.text import asks_only
 from miniclaw.memory.scoring import CorpusStats, Request, Retriever, SearchMode, get_mode
 from miniclaw.memory.scoring.fusion import score_fusion
 
@@ -148,6 +149,11 @@ class MemoryRanker:
             for source in selected if source.name not in plan.empty))
         places = {i: place for part in found for i, place in part.places.items()}
         own, shares = _fuse(mode, found)
+        asked = [part for source, part in zip(
+            [s for s in selected if s.name not in plan.empty], found)
+            if _is_chat(source)]  # chats: what was asked weighs less than what was said
+        if asked:
+            await asyncio.to_thread(self._weigh_asked, asked, own, shares)
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
@@ -175,6 +181,8 @@ class MemoryRanker:
         shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
+        if len(results) < options.limit:  # all there were: candidates the ranking left out
+            total = len(results)  # (texts that only ask, by meaning) were counted, not shown
         corrections = _corrections(query.text, plan.replaced, results)
         windowed = [s for s in selected if s.windowed and s.name not in plan.empty] \
             if filters.window_start else []
@@ -196,6 +204,18 @@ class MemoryRanker:
                              corrections=corrections, hints=hints, warnings=plan.warnings,
                              degraded=mode.degraded, auto=mode.auto, older=older,
                              days=options.days if older else None)
+
+    def _weigh_asked(self, asked: list[_Found], own: dict[int, float],
+                     shares: dict[int, tuple[float, ...]] | None) -> None:
+        """A question the user asked in a chat ("what is my job?") is not a memory: its
+        score (and shares) scaled by `ASKED_WEIGHT`, so what was stated ranks above it.
+        Only the candidates of sequence sources (`asked`: transcripts) are read."""
+        ids = [i for part in asked for i in part.places if i in own]
+        for i, entry in self.index.entries(ids).items() if ids else ():
+            if entry.meta.get("role") == "user" and asks_only(entry.text):
+                own[i] *= ASKED_WEIGHT
+                if shares is not None:
+                    shares[i] = tuple(v * ASKED_WEIGHT for v in shares[i])
 
     async def _older(self, mode: SearchMode, request: Request, ks: tuple[int, ...],
                      phrases: tuple[tuple[str, ...], ...], windowed: list, found: list[_Found],
@@ -516,6 +536,19 @@ def _fuse(mode: SearchMode, found: list[_Found]
         lists, weights=[getattr(r, "fusion_weight", 1.0) for r in mode.retrievers],
         bounded=[getattr(r, "bounded", False) for r in mode.retrievers])
     return {i: sum(parts) for i, parts in shares.items()}, shares
+
+
+#: What a question the user asked in a chat is worth beside what was stated (`_weigh_asked`):
+#: measured in tests/memory/test_asked.py (bm25); low enough that in hybrid a question found
+#: by its words (a fused share of 1 at most) stays below a statement found by meaning (a
+#: cosine share of at least `MIN_SIMILARITY`, 0.2).
+ASKED_WEIGHT = 0.1
+
+
+def _is_chat(source) -> bool:
+    from miniclaw.sources.transcripts import TranscriptSource  # loaded with the sources
+
+    return isinstance(source, TranscriptSource)
 
 
 DATE_SLACK_DAYS = 1  # a note written the day after still tells of the day named
