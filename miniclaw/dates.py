@@ -43,8 +43,9 @@ def utc_offset(moment: datetime) -> str:
 # 23:59 on the 1st at UTC-12 it is already 01:59 on the 3rd at UTC+14.
 ZONE_LEAD_DAYS = 2
 
-_FORMS = ("YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d', '2w', '3 days ago', "
-          "'last week' or 'this month'")
+_FORMS = "YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d', '2w' or '3 days ago'"
+# where a span's first or last day is taken (--since, --until): its phrases too
+_SPAN_FORMS = _FORMS.replace(" or ", ", ") + ", 'last week' or 'this month'"
 
 
 def parse_day(text: str, today: date, *, flag: str = "--date", end: bool | None = None) -> date:
@@ -61,6 +62,7 @@ def parse_day(text: str, today: date, *, flag: str = "--date", end: bool | None 
         raise UsageError(f"{flag} {text!r} names {span.first} to {span.last}: give one day "
                          "(YYYY-MM-DD, 'yesterday', '3 days ago', 'last friday')")
     value = text.strip().lower()
+    forms = _FORMS if end is None else _SPAN_FORMS
     if _ISO.match(value):
         try:
             return date.fromisoformat(value)
@@ -78,13 +80,13 @@ def parse_day(text: str, today: date, *, flag: str = "--date", end: bool | None 
         raise UsageError(f"{flag} {text!r} is ambiguous: write {value}d for {value} days ago, "
                          "or a date like 2026-02-14")
     if not value or not re.search(r"\d", value):
-        raise UsageError(f"{flag} {text!r} is not a date (expected {_FORMS})")
+        raise UsageError(f"{flag} {text!r} is not a date (expected {forms})")
     from dateutil import parser  # slow to import: only for unusual forms
 
     try:
         return parser.parse(text, default=datetime(today.year, 1, 1)).date()
     except (ValueError, OverflowError):
-        raise UsageError(f"{flag} {text!r} is not a date (expected {_FORMS})") from None
+        raise UsageError(f"{flag} {text!r} is not a date (expected {forms})") from None
 
 
 def check_not_future(day: date, today: date, *, flag: str = "--date", zone: str = "UTC",

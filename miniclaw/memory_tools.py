@@ -437,7 +437,7 @@ class MemoryTools:
             today = self.store.today()
             day = _day(which, today, "which")
             entries = await self.store.read_day(check_not_future(
-                day, today, flag="which", exists=self.store.has_note(day)))
+                day, today, flag="which", exists=day > today and self.store.has_note(day)))
         return {"which": which, "entries": [e.to_dict() for e in entries]}
 
     async def _context(self, args: dict) -> dict:

@@ -140,7 +140,7 @@ def read(
         if date is not None:
             asked = parse_day(date, day)
             day = check_not_future(asked, day, zone=zone_name(store.zone),
-                                   exists=store.has_note(asked))
+                                   exists=asked > day and store.has_note(asked))
         entries = run(store.read_day(day))
         title = f"Daily Note {day.isoformat()} (memory/{day.isoformat()}.md)"
     if json_out:

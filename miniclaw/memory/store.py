@@ -284,8 +284,12 @@ class MemoryStore:
         return await self._read(self.long_term_path, parse_long_term)
 
     def has_note(self, day: Date) -> bool:
-        """Whether `day` has a daily note file (one dated after today may: `check_not_future`)."""
-        return self._day_path(day).is_file()
+        """Whether `day` has a daily note file (one dated after today may: `check_not_future`);
+        True when that cannot be told (an unreadable folder): reading it then says why."""
+        try:
+            return self._day_path(day).is_file()
+        except OSError:
+            return True
 
     async def read_day(self, day: Date) -> list[Entry]:
         """The entries of one day's note, in file order (empty when there is none)."""
