@@ -49,7 +49,7 @@ from datetime import date as Date
 from datetime import timedelta
 from typing import NamedTuple
 
-from miniclaw.dates import zone_name
+from miniclaw.dates import ZONE_LEAD_DAYS, zone_name
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.hints import SearchWarning
@@ -209,7 +209,11 @@ class ContextBuilder:
         self.store.require_workspace()
         today = self.store.today()
         zone = zone_name(self.store.zone)
-        days = (today, today - timedelta(days=1))
+        # a note dated after today (written where the zone was ahead) is as recent as today's
+        ahead = await asyncio.to_thread(lambda: tuple(
+            day for n in range(ZONE_LEAD_DAYS, 0, -1)
+            if self.store.has_note(day := today + timedelta(days=n))))
+        days = (*ahead, today, today - timedelta(days=1))
         limit = self.memory_limit or MEMORY_FIRST_ASK
         identity, memories, *notes = await asyncio.gather(
             self._identity(), self._memories(message, limit),
@@ -379,6 +383,8 @@ def _indent(text: str) -> str:
 
 
 def _day_label(day: Date, today: Date) -> str:
+    if day > today:  # written where the zone was ahead (travel, a second machine)
+        return "Today, in a zone ahead"
     if day == today:
         return "Today"
     return "Yesterday" if day == today - timedelta(days=1) else day.isoformat()

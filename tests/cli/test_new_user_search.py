@@ -272,3 +272,14 @@ def test_a_question_of_common_words_is_not_told_to_use_fewer(workspace: Path):
     write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast coffee\n")
     found = json.loads(cli(workspace, "search", "where do I live?", "--json").stdout)
     assert found["results"] == [] and "fewer_words" not in [h["kind"] for h in found["hints"]]
+
+
+def test_the_context_holds_a_note_dated_tomorrow_with_todays(workspace: Path):
+    tomorrow = (_utc_today() + timedelta(days=1)).isoformat()
+    write(workspace, f"memory/{tomorrow}.md",
+          daily_note(tomorrow, ["Landed in Tokyo, hotel near Shinjuku"], ["08:00:00"]))
+    built = json.loads(cli(workspace, "context", "anything new", "--json").stdout)
+    notes = [item["content"] for s in built["sections"] if s["name"] == "notes"
+             for item in s["items"]]
+    assert notes == ["Landed in Tokyo, hotel near Shinjuku"]
+    assert f"## Today, in a zone ahead, {tomorrow}" in built["prompt"]
