@@ -59,6 +59,9 @@ class SearchOptions:
     # A source's metadata that must match: {"namespace": "_semantic/decisions"} (mnemonic).
     meta: tuple[tuple[str, str], ...] = ()
     phrase: bool = False  # the whole query is one phrase, no operators (ConKeeper's reading)
+    # a user's chat message that only asks ranks below what was stated (ranker.ASKED_WEIGHT);
+    # False where past conversations are what is sought (`sessions search`)
+    asked_below: bool = True
 
     @classmethod
     def build(cls, today: Date, *, names: Mapping[str, str] | None = None,
@@ -88,7 +91,7 @@ class SearchOptions:
             values["category"] = clean_category(_string(values["category"], label("category")))
         if values.get("mode") is not None:
             _string(values["mode"], label("mode"))
-        for name in ("explain", "correct", "excerpts", "phrase"):
+        for name in ("explain", "correct", "excerpts", "phrase", "asked_below"):
             if name in values and not isinstance(values[name], bool):
                 raise UsageError(f"{label(name)} must be true or false, not {values[name]!r}")
         if values.get("meta") is not None:

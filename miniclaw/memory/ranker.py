@@ -151,7 +151,7 @@ class MemoryRanker:
         own, shares = _fuse(mode, found)
         asked = [part for source, part in zip(
             [s for s in selected if s.name not in plan.empty], found)
-            if _is_chat(source)]  # chats: what was asked weighs less than what was said
+            if _is_chat(source)] if options.asked_below else []  # chats: asked < said
         if asked:
             await asyncio.to_thread(self._weigh_asked, asked, own, shares)
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))

@@ -283,3 +283,10 @@ def test_the_context_holds_a_note_dated_tomorrow_with_todays(workspace: Path):
              for item in s["items"]]
     assert notes == ["Landed in Tokyo, hotel near Shinjuku"]
     assert f"## Today, in a zone ahead, {tomorrow}" in built["prompt"]
+
+
+def test_sessions_search_still_finds_what_was_asked_first(asked: Path):
+    """Past conversations are what `sessions search` looks for: a question is no lower there."""
+    done = cli(asked, "sessions", "search", "job", "--json")
+    assert done.exit_code == 0, done.output
+    assert "what is my job?" in done.stdout
