@@ -124,7 +124,7 @@ class MemoryRanker:
         mode = get_mode(options.mode)
         filters = self.filters(options)
         said = date_phrases(query.text, self.today())
-        if said and filters.window_start:  # a date the question names is searched, whatever the window
+        if said and filters.window_start:  # a date the query names is searched, window or not
             named = min(span.first for _, _, span in said) - timedelta(days=DATE_SLACK_DAYS)
             filters = filters._replace(window_start=min(filters.window_start, named))
 
@@ -152,8 +152,8 @@ class MemoryRanker:
         asked = [part for source, part in zip(
             [s for s in selected if s.name not in plan.empty], found)
             if _is_chat(source)] if options.asked_below else []  # chats: asked < said
-        if asked:
-            await asyncio.to_thread(self._weigh_asked, asked, own, shares)
+        lowered = await asyncio.to_thread(self._weigh_asked, asked, own, shares) \
+            if asked else set()
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
@@ -190,7 +190,7 @@ class MemoryRanker:
             windowed = await asyncio.to_thread(lambda: [s for s in windowed if self.index.has_older(
                 s, filters.window_start)])
         older = await self._older(mode, request, ks, phrases, windowed, found, places, results,
-                                  options.limit) if windowed else 0
+                                  options.limit, lowered) if windowed else 0
         unheld = await asyncio.to_thread(self.index.unheld, filters) \
             if not results and (filters.category is not None or filters.tags) else []
         hints = search_hints(query, results, options.limit,
@@ -206,20 +206,24 @@ class MemoryRanker:
                              days=options.days if older else None)
 
     def _weigh_asked(self, asked: list[_Found], own: dict[int, float],
-                     shares: dict[int, tuple[float, ...]] | None) -> None:
+                     shares: dict[int, tuple[float, ...]] | None) -> set[int]:
         """A question the user asked in a chat ("what is my job?") is not a memory: its
         score (and shares) scaled by `ASKED_WEIGHT`, so what was stated ranks above it.
-        Only the candidates of sequence sources (`asked`: transcripts) are read."""
+        Only the candidates of chat transcripts (`asked`) are read. Returns those lowered."""
         ids = [i for part in asked for i in part.places if i in own]
+        lowered = set()
         for i, entry in self.index.entries(ids).items() if ids else ():
             if entry.meta.get("role") == "user" and asks_only(entry.text):
+                lowered.add(i)
                 own[i] *= ASKED_WEIGHT
                 if shares is not None:
                     shares[i] = tuple(v * ASKED_WEIGHT for v in shares[i])
+        return lowered
 
     async def _older(self, mode: SearchMode, request: Request, ks: tuple[int, ...],
                      phrases: tuple[tuple[str, ...], ...], windowed: list, found: list[_Found],
-                     places: dict[int, Place], results: list[RankedMemory], limit: int) -> int:
+                     places: dict[int, Place], results: list[RankedMemory], limit: int,
+                     lowered: set[int] = frozenset()) -> int:
         """How many entries of the notes before the window would be among the `limit` best
         without it: the window hid them, and the output says so (issue 39: older notes were
         hidden without a word). Their candidates are ranked with the window's (one fusion
@@ -234,6 +238,7 @@ class MemoryRanker:
         if not old_places:
             return 0
         scores, _ = _fuse(mode, [*found, *old])
+        scores.update((i, scores[i] * ASKED_WEIGHT) for i in lowered if i in scores)
         both = {**places, **old_places}
         # the weakest result shown is the bar (entries since read out are not counted)
         shown = {(r.path, r.line_start) for r in results}
