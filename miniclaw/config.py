@@ -89,7 +89,8 @@ def time_zone() -> tzinfo:
 
     try:
         return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
+    # OSError: a folder of the tz database (`America`) or a name too long for a file name
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         shown = name.strip()[:60].encode("ascii", "backslashreplace").decode()
         raise UsageError(f"unknown time zone {shown!r} (MINICLAW_TIMEZONE or \"timezone\" in "
                          f"config.json): {hint}") from None

@@ -49,10 +49,11 @@ from datetime import date as Date
 from datetime import timedelta
 from typing import NamedTuple
 
-from miniclaw.dates import zone_name
+from miniclaw.dates import ZONE_LEAD_DAYS, zone_name
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.hints import SearchWarning
+from miniclaw.memory.options import DEFAULT_DAYS
 from miniclaw.memory.results import RankedMemory, describe_corrections
 from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.memory.short_term import Turn
@@ -140,6 +141,8 @@ class Context(NamedTuple):
     mode: str | None = None  # the mode the memories were ranked by (what `auto` chose)
     vectors: SearchWarning | None = None  # while some memories have no vector (hints.py)
     degraded: SearchWarning | None = None  # the mode asked for could not run (hints.py)
+    older: int = 0  # memories of notes before the `days` window that would have been here
+    days: int | None = None  # the window, when it hid some (`SearchResults.older`)
 
     def render(self) -> str:
         """Sections apart by a blank line; in a section, its heading and items one per line."""
@@ -165,7 +168,8 @@ class Context(NamedTuple):
                 "tokens": estimate_tokens(prompt),
                 "corrections": [{"from": typed, "to": used} for typed, used in self.corrections],
                 "sections": [s.to_dict() for s in self.sections], "prompt": prompt,
-                **({"degraded": self.degraded.to_dict()} if self.degraded else {})}
+                **({"degraded": self.degraded.to_dict()} if self.degraded else {}),
+                **({"older": {"count": self.older, "days": self.days}} if self.older else {})}
 
 
 def check_budget(budget: int) -> int:
@@ -183,10 +187,13 @@ class ContextBuilder:
     """Builds the `Context` for a message from a `MemoryStore` (see the module docstring)."""
 
     def __init__(self, store, *, memory_limit: int | None = None,
-                 memory_days: int | None = None, mode: str = AUTO_MODE) -> None:
+                 memory_days: int | None = DEFAULT_DAYS, mode: str = AUTO_MODE) -> None:
         self.store = store
         self.memory_limit = memory_limit  # None: as many as the budget could hold
-        self.memory_days = memory_days  # None: all history (MEMORY.md is always searched)
+        # The search's window, as everywhere (`SearchOptions.days`): daily notes of the last
+        # 30 days, and a count of the older ones it hid; None: all history. MEMORY.md is
+        # always searched.
+        self.memory_days = memory_days
         self.mode = mode  # the ranking mode (memory/scoring): the best available by default
 
     async def build(self, message: str, *, budget_tokens: int = DEFAULT_BUDGET) -> Context:
@@ -202,7 +209,11 @@ class ContextBuilder:
         self.store.require_workspace()
         today = self.store.today()
         zone = zone_name(self.store.zone)
-        days = (today, today - timedelta(days=1))
+        # a note dated after today (written where the zone was ahead) is as recent as today's
+        ahead = await asyncio.to_thread(lambda: tuple(
+            day for n in range(ZONE_LEAD_DAYS, 0, -1)
+            if self.store.has_note(day := today + timedelta(days=n))))
+        days = (*ahead, today, today - timedelta(days=1))
         limit = self.memory_limit or MEMORY_FIRST_ASK
         identity, memories, *notes = await asyncio.gather(
             self._identity(), self._memories(message, limit),
@@ -219,7 +230,8 @@ class ContextBuilder:
             kept = context.items("memories")
             if len(memories.results) < limit or limit >= most or len(kept) < limit:
                 return context._replace(mode=memories.mode, vectors=memories.vectors,
-                                        degraded=memories.degraded)
+                                        degraded=memories.degraded, older=memories.older,
+                                        days=self.memory_days if memories.older else None)
             limit = min(limit * 4, most)
             memories = await self._memories(message, limit)
 
@@ -269,7 +281,7 @@ class ContextBuilder:
 
         vectors = next((w for w in found.warnings if w.kind == "vectors"), None)
         return _Found(not_running(found.results), found.corrections, found.warnings,
-                      found.mode, vectors, found.degraded)
+                      found.mode, vectors, found.degraded, found.older)
 
 
 class _Found(NamedTuple):
@@ -279,6 +291,7 @@ class _Found(NamedTuple):
     mode: str | None = None  # the mode that ran
     vectors: SearchWarning | None = None  # how many texts have a vector, while not all
     degraded: SearchWarning | None = None  # the mode asked for could not run
+    older: int = 0  # matches of notes before the window (`SearchResults.older`)
 
 
 def as_query(message: str) -> str:
@@ -371,6 +384,8 @@ def _indent(text: str) -> str:
 
 
 def _day_label(day: Date, today: Date) -> str:
+    if day > today:  # written where the zone was ahead (travel, a second machine)
+        return "Today, in a zone ahead"
     if day == today:
         return "Today"
     return "Yesterday" if day == today - timedelta(days=1) else day.isoformat()

@@ -2,7 +2,8 @@
 
 "Today" is the date in the workspace's zone (the `timezone` setting, UTC by default;
 docs/ARCHITECTURE.md). `parse_day` accepts ISO dates
-(`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), and, through
+(`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), the phrases a
+question may hold (`3 days ago`, `last week`, `this month`: memory/date_cue.py), and, through
 python-dateutil (imported only then, since its parser is slow to import), forms like
 `14 Feb 2026`. Anything else is a `UsageError` naming the flag.
 """
@@ -38,12 +39,30 @@ def utc_offset(moment: datetime) -> str:
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-_FORMS = "YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d' or '2w'"
+# The furthest ahead of today another zone's date can be: zones span UTC-12 to UTC+14, so at
+# 23:59 on the 1st at UTC-12 it is already 01:59 on the 3rd at UTC+14.
+ZONE_LEAD_DAYS = 2
+
+_FORMS = "YYYY-MM-DD, '14 Feb 2026', 'today', 'yesterday', '7d', '2w' or '3 days ago'"
+# where a span's first or last day is taken (--since, --until): its phrases too
+_SPAN_FORMS = _FORMS.replace(" or ", ", ") + ", 'last week' or 'this month'"
 
 
-def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
-    """The day a user means by `text`, relative to `today` (in the workspace's zone)."""
+def parse_day(text: str, today: date, *, flag: str = "--date", end: bool | None = None) -> date:
+    """The day a user means by `text`, relative to `today` (passed in: the caller's clock).
+    A phrase naming several days ("last week", "this month") is read by `end`: its first day
+    for a start (`--since`, end=False), its last for an end (`--until`, end=True), refused
+    where one day is meant (None)."""
+    from miniclaw.memory.date_cue import span_of
+
+    span = span_of(text, today)
+    if span is not None and (span.first == span.last or end is not None):
+        return span.last if end else span.first
+    if span is not None:
+        raise UsageError(f"{flag} {text!r} names {span.first} to {span.last}: give one day "
+                         "(YYYY-MM-DD, 'yesterday', '3 days ago', 'last friday')")
     value = text.strip().lower()
+    forms = _FORMS if end is None else _SPAN_FORMS
     if _ISO.match(value):
         try:
             return date.fromisoformat(value)
@@ -61,16 +80,20 @@ def parse_day(text: str, today: date, *, flag: str = "--date") -> date:
         raise UsageError(f"{flag} {text!r} is ambiguous: write {value}d for {value} days ago, "
                          "or a date like 2026-02-14")
     if not value or not re.search(r"\d", value):
-        raise UsageError(f"{flag} {text!r} is not a date (expected {_FORMS})")
+        raise UsageError(f"{flag} {text!r} is not a date (expected {forms})")
     from dateutil import parser  # slow to import: only for unusual forms
 
     try:
         return parser.parse(text, default=datetime(today.year, 1, 1)).date()
     except (ValueError, OverflowError):
-        raise UsageError(f"{flag} {text!r} is not a date (expected {_FORMS})") from None
+        raise UsageError(f"{flag} {text!r} is not a date (expected {forms})") from None
 
 
-def check_not_future(day: date, today: date, *, flag: str = "--date", zone: str = "UTC") -> date:
-    if day > today:
+def check_not_future(day: date, today: date, *, flag: str = "--date", zone: str = "UTC",
+                     exists: bool = False) -> date:
+    """`day`, unless it is after `today` with no note (`exists`): a note written where the
+    zone was ahead (travel, a second machine syncing the workspace) is dated tomorrow here,
+    and is still read."""
+    if day > today and not exists:
         raise UsageError(f"{flag} {day.isoformat()} is in the future (today is {today.isoformat()} {zone})")
     return day

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from miniclaw.errors import MiniclawError, UsageError
 from miniclaw.memory.options import DEFAULT_LIMIT as SEARCH_LIMIT
 from miniclaw.memory.entry import MAX_CATEGORY_CHARS, MAX_TAG_CHARS, MAX_TAGS
-from miniclaw.memory.options import MAX_DAYS, MAX_LIMIT
+from miniclaw.memory.options import DEFAULT_DAYS, MAX_DAYS, MAX_LIMIT
 from miniclaw.memory.scoring import AUTO_MODE
 
 MAX_WRITES_PER_TURN = 10  # a turn rarely has more than two or three things worth keeping
@@ -99,8 +99,9 @@ _RESULT_SCHEMA = {"type": "object", "properties": {
 # The hints in the search tool's own terms, its arguments (the kinds are in memory/hints.py);
 # the kinds not named here read as hints.WORDING.
 TOOL_WORDING = {
-    "widen_days": "omit days to search all history (only the last {days} days of daily "
-                  "notes were searched)",
+    "widen_days": f"days {MAX_DAYS} searches all history (only the last {{days}} days of "
+                  "daily notes were searched)",
+    "older": f"{{count}} older {{matches}} beyond {{days}} days: days {MAX_DAYS} includes them",
     "narrow_category": "category '{category}' (found among these results)",
     "by_meaning": "mode 'hybrid' finds memories by meaning, without the query's words",
     "narrow_tag": "tags ['{tag}'] (found among these results)",
@@ -132,15 +133,16 @@ SEARCH = ToolSpec(
     "best matching entries, best first, each with its citation (path:line) and date. The "
     "query is a few words; it may use \"exact phrase\", +required, -excluded and prefix*. A "
     "misspelt word is searched as the closest known word (see corrections); when few results "
-    "match, suggestions say what to try. All history is searched unless days/since/until.",
+    "match, suggestions say what to try. Daily notes of the last 30 days unless days/since/until "
+    "(`older` counts better matches before them).",
     _object({
         "query": {"type": "string", "minLength": 1, "maxLength": 1000,
                   "description": "What to look for, e.g. 'atlas budget' or '\"dark roast\" -tea'."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": SEARCH_LIMIT,
                   "description": "How many results."},
-        "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS,
+        "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS, "default": DEFAULT_DAYS,
                  "description": "Only daily notes of the last N days (MEMORY.md is always "
-                                "searched). Omit for all history."},
+                                f"searched); {MAX_DAYS} for all history."},
         "since": {"type": "string", "description": f"Only entries dated on or after {_DAY}; "
                                                    "since and until replace days."},
         "until": {"type": "string", "description": f"Only entries dated on or before {_DAY}."},
@@ -174,6 +176,8 @@ SEARCH = ToolSpec(
         "degraded": {"type": "object", "description": "only when the mode asked for could "
                                                       "not run: requested, mode, reason"},
         "auto": {"type": "boolean", "description": "only when mode auto chose `mode`"},
+        "older": {"type": "object", "description": "only when the days window hid better "
+                                                   "matches: count of them, days searched"},
     }, "required": ["query", "mode", "total", "corrections", "suggestions", "results"]},
 )
 
@@ -444,8 +448,9 @@ class MemoryTools:
             from miniclaw.dates import check_not_future
 
             today = self.store.today()
-            entries = await self.store.read_day(
-                check_not_future(_day(which, today, "which"), today, flag="which"))
+            day = _day(which, today, "which")
+            entries = await self.store.read_day(check_not_future(
+                day, today, flag="which", exists=day > today and self.store.has_note(day)))
         return {"which": which, "entries": [e.to_dict() for e in entries]}
 
     async def _context(self, args: dict) -> dict:

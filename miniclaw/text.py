@@ -72,3 +72,16 @@ def first_line(text: str) -> str:
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """`1 memory`, `2 memories`: a count with its noun in the right number."""
     return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_FEW_WORDS = 3  # a sentence this short ("Wow!", "Hey Nate!") says nothing either way
+
+
+def asks_only(text: str) -> bool:
+    """Whether a text only asks: it ends with a question mark, and each of its sentences is
+    a question or a word or three ("Wow, cool! What did you paint?")."""
+    body = text.strip()
+    return body.endswith("?") and all(
+        part.endswith("?") or len(part.split()) <= _FEW_WORDS
+        for part in _SENTENCE_END.split(body))

@@ -55,7 +55,7 @@ def test_bad_search_arguments_say_what_to_change(arguments, message):
 
 def test_defaults_come_from_the_schema():
     checked = check_arguments(SPECS["search_memory"], {"query": "coffee"})
-    assert checked["limit"] == 5 and checked["days"] is None
+    assert checked["limit"] == 5 and checked["days"] == 30  # the window of every search (issue 39)
     assert check_arguments(SPECS["add_memory"], {"content": "x"})["kind"] == "daily"
 
 

@@ -31,17 +31,25 @@ from miniclaw.memory.privacy import visible_typed
 from miniclaw.memory.scoring import AUTO_MODE
 from miniclaw.text import is_utf8
 
+# The chat's words for what a search hid or could try (hints.py): its own command, no flags.
+CHAT_WORDING = {
+    "older": "{count} older {matches} beyond {days} days: /search --all QUERY includes them",
+    "widen_days": "/search --all QUERY searches all history (only the last {days} days of "
+                  "daily notes were searched)",
+}
+ENDINGS = ("exit", "quit")  # typed alone, they end the session as /exit does
 MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this many rounds
 
 HELP = """\
 Commands:
   /remember TEXT   save TEXT in long-term memory (memory/MEMORY.md)
   /note TEXT       add TEXT to today's daily note
-  /search QUERY    search all of memory ("phrase", +must, -not, prefix*)
+  /search QUERY    search memory: MEMORY.md and the last 30 days of notes
+                   ("phrase", +must, -not, prefix*); /search --all QUERY: all history
   /forget CITATION remove a memory, e.g. /forget memory/2026-02-14.md:5
   /context         what the assistant saw for your last message
   /help            this list
-  /exit            end the session (Ctrl-D too)
+  /exit            end the session (exit, quit or Ctrl-D too)
 Anything else is a message to the assistant; start it with // to send a literal /.
 Ctrl-C cancels the line being typed, or the answer being written."""
 
@@ -126,12 +134,14 @@ class ChatSession:
 
     async def act(self, text: str, *, deadline: float | None = None) -> bool:
         """Run a /command or answer a message (`//...` is a message starting with `/`);
-        False after /exit. Raises the `MiniclawError` of a failed turn."""
+        False after /exit (or `exit`, `quit` alone). Raises the `MiniclawError` of a failed turn."""
         if not is_utf8(text):
             raise UsageError("that line is not valid UTF-8 text (check the terminal's "
                              "encoding); nothing was done with it")
         if text.startswith("/") and not text.startswith("//"):
             return await self._command(text)
+        if text.lower() in ENDINGS:  # what people type to leave a prompt: not a message
+            return False
         await self.ask(text[1:] if text.startswith("//") else text, deadline=deadline)
         return True
 
@@ -155,8 +165,13 @@ class ChatSession:
             entry = await self.store.add_daily_note(arg)
             self._out.line(f"Noted in today's daily note: {entry.citation}" if entry else
                            "Noted (all of it is private, so it will not show in searches).")
-        elif name == "search":
-            found = await self.store.search(arg, limit=SEARCH_LIMIT, days=None, mode=self.mode)
+        elif name == "search":  # the window of every search (`SearchOptions.days`), or --all
+            every, _, rest = arg.partition(" ")
+            if every == "--all" and not rest.strip():
+                raise UsageError("/search --all needs text: /search --all QUERY")
+            found = await (self.store.search(rest.strip(), limit=SEARCH_LIMIT, days=None,
+                                             mode=self.mode) if every == "--all" else
+                           self.store.search(arg, limit=SEARCH_LIMIT, mode=self.mode))
             found = _without_running(found)
             for warning in found.warnings:  # a damaged file, vectors still to come: said
                 self._err.line(f"Warning: {describe(warning)}")

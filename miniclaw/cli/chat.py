@@ -60,7 +60,7 @@ def chat(
     workspace = workspace_of(ctx)
 
     async def open_session():
-        from miniclaw.chat.loop import ChatSession
+        from miniclaw.chat.loop import CHAT_WORDING, ChatSession
         from miniclaw.chat.providers import make_provider
         from miniclaw.cli.render import Printable, Style, search_text
 
@@ -68,7 +68,7 @@ def chat(
         # way out; so /search in the chat is not coloured (its codes would be removed too).
         return ChatSession.open(workspace, make_provider(settings), out=Printable(sys.stdout),
                                 err=Printable(sys.stderr), budget=budget, mode=mode,
-                                format_search=lambda found: search_text(found, Style(False), {}))
+                                format_search=lambda found: search_text(found, Style(False), CHAT_WORDING))
 
     if once is not None:
         async def answer_once() -> None:

@@ -57,3 +57,7 @@ def context(
     if built.vectors:  # a semantic search ranked with the vectors it had: how far along
         sys.stderr.write(printable(f"({describe(built.vectors)})") + "\n")
     sys.stderr.write(f"(about {built.tokens} of {budget} tokens, estimated: {counts})\n")
+    if built.older:  # what the window hid, said (the search's own line, issue 39)
+        from miniclaw.memory.hints import older
+
+        sys.stderr.write(f"({describe(older(built.older, built.days))})\n")

@@ -145,7 +145,9 @@ def read(
     else:
         day = store.today()
         if date is not None:
-            day = check_not_future(parse_day(date, day), day, zone=zone_name(store.zone))
+            asked = parse_day(date, day)
+            day = check_not_future(asked, day, zone=zone_name(store.zone),
+                                   exists=asked > day and store.has_note(asked))
         entries = run(store.read_day(day))
         title = f"Daily Note {day.isoformat()} (memory/{day.isoformat()}.md)"
     if json_out:
@@ -190,7 +192,7 @@ def rank(
     ctx: typer.Context,
     query_words: Annotated[str | None, typer.Argument(metavar="QUERY", help='What to look for: words, "a phrase", +must, -mustnot, prefix* (or -q). One that starts with -mustnot goes after --: -- "-draft budget".', show_default=False)] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", metavar="QUERY", help="The query, as an option (scripts that build it).", show_default=False)] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many results (1-20).")] = 5,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many results, 1-20: the best matches (past them results hardly hold what was meant: narrow the search with words, --since or --tag).")] = 5,
     days: Annotated[int | None, typer.Option("--days", metavar="N", help="Daily notes of the last N days  [default: 30]", show_default=False)] = None,
     all_history: Annotated[bool, typer.Option("--all", help="Search all history, not just the last 30 days.")] = False,
     since: Annotated[str | None, typer.Option("--since", metavar="DAY", help="Only entries dated on or after DAY (2026-02-14, yesterday, 7d); replaces the 30-day window.", show_default=False)] = None,

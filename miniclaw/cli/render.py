@@ -87,6 +87,7 @@ CLI_WORDING = {
     "by_meaning": "--mode hybrid: it finds memories by meaning, without the query's words",
     "narrow_category": "--category {category} (found among these results)",
     "narrow_tag": "--tag {tag} (found among these results)",
+    "older": "{count} older {matches} beyond {days} days: add --all to include them",
 }
 
 
@@ -94,11 +95,13 @@ def search_json(found) -> str:
     return to_json(found.to_dict(CLI_WORDING))
 
 
-def suggestions(found, wording=CLI_WORDING) -> list[str]:
-    """The hints of a search in words: the CLI's flags by default, plain words with `{}`."""
+def suggestions(found, wording=CLI_WORDING, older: str | None = None) -> list[str]:
+    """The hints of a search in words: the CLI's flags by default, plain words with `{}`
+    (less "widen the window" when the `older` line above says it with a count)."""
     from miniclaw.memory.hints import describe
 
-    return [describe(hint, wording) for hint in found.hints]
+    return [describe(hint, wording) for hint in found.hints
+            if not (older and hint.kind == "widen_days")]
 
 
 def warning_lines(found) -> list[str]:
@@ -127,9 +130,10 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
         lines += [style(printable(describe(found.degraded)), "yellow"), ""]
     if found.corrections:
         lines += [printable(f"Searched instead: {_corrections(found)}"), ""]
+    older = found.older_line(wording)  # what the window hid, said (issue 39)
     if not found.results:
-        lines += ["No memories matched.", "Suggestions:"]
-        lines += [printable(f"  - {hint}") for hint in suggestions(found, wording)]
+        lines += ["No memories matched."] + ([older] if older else []) + ["Suggestions:"]
+        lines += [printable(f"  - {hint}") for hint in suggestions(found, wording, older)]
         return "\n".join(lines)
     for rank, hit in enumerate(found.results, 1):
         day = hit.date.isoformat() if hit.date else "undated"
@@ -143,6 +147,8 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
         lines.append("")
     lines.append(f"Found {plural(found.total, 'relevant memory', 'relevant memories')} "
                  f"(showing top {len(found.results)})")
+    if older:
+        lines.append(older)
     return "\n".join(lines)
 
 
@@ -171,6 +177,8 @@ def search_markdown(found) -> str:
     files = "file" if len(by_file) == 1 else "files"
     lines.append("---")
     lines.append(f"Found {len(found.results)} {noun} across {len(by_file)} {files}.")
+    if found.older:
+        lines.append(found.older_line(CLI_WORDING))
     return printable("\n".join(lines))
 
 

@@ -34,7 +34,7 @@ from miniclaw.memory.tokenizer import TOKENIZER_VERSION
 
 log = logging.getLogger("miniclaw")
 
-SCHEMA_VERSION = 506  # bump it and old indexes are rebuilt (see `index_format`)
+SCHEMA_VERSION = 507  # bump it and old indexes are rebuilt (see `index_format`)
 BUSY_TIMEOUT_S = 120.0
 WIPE_TIMEOUT_MS = 200  # how long emptying the WAL waits for readers before trying next time
 

@@ -1,5 +1,6 @@
 """Dates a question names ("in May", "last week", "3 days ago", "on 13 October 2023",
-"2026-02-14"), read relative to when it is asked, as a span of days.
+"2026-02-14", "this week", "last 3 days"), read relative to when it is asked, as a span of
+days; and a whole `--since`/`--until` value that is one such phrase (`span_of`).
 
 Why: any memory is dated, and "what did I buy last week?" is about entries written then. The
 ranker favours matching entries dated in the span; it never brings in one that does not match.
@@ -27,12 +28,14 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
 # Words without which a text names no date: most questions have none, and then the patterns
 # below are not even compiled (~2 ms of a one-shot CLI search).
-_CUES = ("ago", "last", "past", "previous", "yesterday", "today") + tuple(m[:3] for m in _MONTHS)
+_CUES = ("ago", "last", "past", "previous", "yesterday", "today", "this week", "this month",
+         "this year") + tuple(m[:3] for m in _MONTHS)
 
 
 @functools.cache
 def _patterns() -> tuple[re.Pattern, ...]:
-    """(ISO, day month, month day, in month, N units ago, last unit, yesterday/today)."""
+    """(ISO, day month, month day, in month, N units ago, last unit, yesterday/today,
+    last N units, this unit)."""
     return (
         re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"),
         re.compile(r"\b(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH
@@ -45,6 +48,9 @@ def _patterns() -> tuple[re.Pattern, ...]:
         re.compile(r"\b(?:last|past|previous)\s+(?P<unit>week|weekend|month|year|"
                    + "|".join(_WEEKDAYS) + r")\b", re.I),
         re.compile(r"\b(?P<word>yesterday|today)\b", re.I),
+        re.compile(r"\b(?:last|past|previous)\s+" + _AMOUNT
+                   + r"\s+(?P<unit>day|week|month|year)s?\b", re.I),
+        re.compile(r"\bthis\s+(?P<unit>week|month|year)\b", re.I),
     )
 
 
@@ -83,11 +89,30 @@ def _latest_year(month: int, day: int, today: Date) -> int:
 
 def named_dates(text: str, today: Date) -> list[DateSpan]:
     """The spans of days the text names, relative to `today`, in order of appearance."""
+    return [span for _, _, span in date_phrases(text, today)]
+
+
+def span_of(text: str, today: Date) -> DateSpan | None:
+    """The span a whole text names when it is one date phrase and nothing else ("last week",
+    "3 days ago", "yesterday"), as a `--since`/`--until` value; else None. "N days ago" is
+    that very day here (in a question it is about then)."""
+    text = text.strip()
+    found = date_phrases(text, today, exact=True)
+    if len(found) == 1 and found[0][0] == 0 and found[0][1] == len(text):
+        return found[0][2]
+    return None
+
+
+def date_phrases(text: str, today: Date, *,
+                 exact: bool = False) -> list[tuple[int, int, DateSpan]]:
+    """(start, end, span) of each date phrase of the text, in order of appearance: where it
+    is, so that a question's date words can be told from its other words (ranker.py)."""
     lowered = text.lower()
     if not any(cue in lowered for cue in _CUES) and not any(c.isdigit() for c in text):
         return []
-    _ISO, _DAY_MONTH, _MONTH_DAY, _IN_MONTH, _AGO, _LAST, _SINGLE = _patterns()
-    found: list[tuple[int, DateSpan]] = []
+    (_ISO, _DAY_MONTH, _MONTH_DAY, _IN_MONTH, _AGO, _LAST, _SINGLE, _RECENT,
+     _THIS) = _patterns()
+    found: list[tuple[int, int, DateSpan]] = []
     taken: list[tuple[int, int]] = []
 
     def add(match: re.Match, make: Callable[[], DateSpan | None]) -> None:
@@ -98,7 +123,15 @@ def named_dates(text: str, today: Date) -> list[DateSpan]:
         if span is None or any(s < match.end() and match.start() < e for s, e in taken):
             return
         taken.append((match.start(), match.end()))
-        found.append((match.start(), span))
+        found.append((match.start(), match.end(), span))
+
+    def amount(m: re.Match) -> int:
+        raw = " ".join(m.group("amount").lower().split())
+        return int(raw) if raw.isdigit() else _NUMBERS[raw.removeprefix("a ")]
+
+    for m in _RECENT.finditer(text):  # "last 3 days": up to today (before "last week")
+        days = amount(m) * _UNIT_DAYS[m.group("unit").lower()]
+        add(m, lambda: DateSpan(today - timedelta(days=days - 1), today) if days else None)
 
     for m in _ISO.finditer(text):
         add(m, lambda: _day(int(m.group(1)), int(m.group(2)), int(m.group(3))))
@@ -112,10 +145,8 @@ def named_dates(text: str, today: Date) -> list[DateSpan]:
         year = int(m.group("year")) if m.group("year") else _latest_year(month, 1, today)
         add(m, lambda: _month_span(year, month))
     for m in _AGO.finditer(text):
-        raw = m.group("amount").lower()
-        amount = int(raw) if raw.isdigit() else _NUMBERS[raw.removeprefix("a ")]
-        days = amount * _UNIT_DAYS[m.group("unit").lower()]
-        slack = max(days // 7, 1)  # "10 days ago" means about then
+        days = amount(m) * _UNIT_DAYS[m.group("unit").lower()]
+        slack = 0 if exact else max(days // 7, 1)  # "10 days ago" means about then
         add(m, lambda: DateSpan(today - timedelta(days=days + slack),
                                 today - timedelta(days=days - slack)))
     for m in _LAST.finditer(text):
@@ -135,4 +166,9 @@ def named_dates(text: str, today: Date) -> list[DateSpan]:
         back = 1 if m.group("word").lower() == "yesterday" else 0
         one = today - timedelta(days=back)
         add(m, lambda: DateSpan(one, one))
-    return [span for _, span in sorted(found)]
+    for m in _THIS.finditer(text):  # up to today: a diary holds nothing later
+        unit = m.group("unit").lower()
+        first = {"week": today - timedelta(days=today.weekday()),
+                 "month": today.replace(day=1), "year": today.replace(month=1, day=1)}[unit]
+        add(m, lambda: DateSpan(first, today))
+    return sorted(found, key=lambda item: item[0])

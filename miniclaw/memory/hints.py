@@ -22,6 +22,11 @@ The kinds and their parameters:
     drop_requirement                   +word, a phrase or a required word limits the results
     fewer_words                        many words: fewer would match more
     other_words                        nothing better to suggest
+    older              count, days     `SearchResults.older`: `count` entries of notes older
+                                       than the `days` window would be among the results
+                                       without it (not a hint of `hints`: said with them)
+    other_dates        first, last     the query named only dates (from `first` to `last`,
+                                       ISO), and no memory is dated then
     narrow_category    category        a category found among the results
     narrow_tag         tag             a tag found among the results
     file (warning)     path, message   a memory file was indexed with a problem (message
@@ -97,6 +102,8 @@ WORDING: Mapping[str, str] = {
                         "of them",
     "fewer_words": "use fewer words",
     "other_words": "try broader or different words",
+    "older": "{count} older {matches} beyond {days} days: search all history to include them",
+    "other_dates": "no memory is dated {first} to {last}: try other dates, or words",
     "narrow_category": "narrow to the category {category} (found among these results)",
     "narrow_tag": "narrow to the tag {tag} (found among these results)",
     "file": "{message}",
@@ -104,6 +111,11 @@ WORDING: Mapping[str, str] = {
                "(`miniclaw memory index` computes the rest)",
     "degraded": "[{mode}] \u26a0 {reason} ({install} for {requested})",
 }
+
+
+def older(count: int, days: int | None) -> Hint:
+    """The `older` line of a search (or a context) whose window hid `count` matches."""
+    return Hint("older", count=count, days=days, matches="match" if count == 1 else "matches")
 
 
 def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
@@ -144,7 +156,9 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
         hints.append(Hint("by_meaning"))
     if query.required or query.phrases:
         hints.append(Hint("drop_requirement"))
-    if len(query.terms) > 2:
+    from miniclaw.memory.tokenizer import is_stop_word
+
+    if sum(not is_stop_word(term) for term in query.terms) > 2:  # "where do I live?": 1
         hints.append(Hint("fewer_words"))
     if not results or not hints:
         hints.append(Hint("other_words"))

@@ -505,6 +505,21 @@ class SearchIndex:
             "SELECT 1 FROM files WHERE source = ? AND day < ? AND entry_count > 0 LIMIT 1",
             (source.name, day.isoformat())).fetchone()) is not None
 
+    def dated(self, filters: Filters, windowed: Sequence[str] = ()) -> dict[int, Place]:
+        """The places of every entry the filters allow, by each source's `_where` (the
+        window applies to the `windowed` sources): a question that names only dates ("what
+        did I do yesterday?") is answered by the entries of those dates (ranker.py)."""
+        def work(conn):
+            out = {}
+            for source in filters.sources:
+                where, params = self._where(filters, source, source in windowed)
+                out.update((row[0], row_to_place(row)) for row in conn.execute(
+                    f"SELECT e.id, e.date, e.time, e.path, e.line_start FROM entries e"
+                    f" WHERE {where}", params))
+            return out
+
+        return self._run(work)
+
     def unheld(self, filters: Filters) -> list[tuple[str, str]]:
         """("category" or "tag", value) of the filters' category and tags that no entry has
         in any source: a search they emptied says which to drop (a scan of the entries, so

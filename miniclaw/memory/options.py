@@ -19,13 +19,15 @@ from miniclaw.errors import UsageError
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
+# Why there is a cap (said with it): past the best 20, results hardly hold what was meant.
+WHY_LIMIT = "past the best 20, results hardly hold what was meant: narrow the search instead (more words, dates, tags)"
 DEFAULT_DAYS = 30
 MAX_DAYS = 36_500  # a century: further back is "all history"
 
 
 def check_limit(limit: int, name: str = "the result limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"{name} must be between 1 and {MAX_LIMIT}, not {limit!r}")
+        raise UsageError(f"{name} must be between 1 and {MAX_LIMIT}, not {limit!r}: {WHY_LIMIT}")
     return limit
 
 
@@ -57,6 +59,9 @@ class SearchOptions:
     # A source's metadata that must match: {"namespace": "_semantic/decisions"} (mnemonic).
     meta: tuple[tuple[str, str], ...] = ()
     phrase: bool = False  # the whole query is one phrase, no operators (ConKeeper's reading)
+    # a user's chat message that only asks ranks below what was stated (ranker.ASKED_WEIGHT);
+    # False where past conversations are what is sought (`sessions search`)
+    asked_below: bool = True
 
     @classmethod
     def build(cls, today: Date, *, names: Mapping[str, str] | None = None,
@@ -72,7 +77,7 @@ class SearchOptions:
         values = dict(arguments)
         for name in ("since", "until"):
             if values.get(name) is not None:
-                values[name] = _day(values[name], today, label(name))
+                values[name] = _day(values[name], today, label(name), end=name == "until")
         for name in ("tags", "sources", "require", "exclude"):
             if name in values and (values[name] is not None or name != "sources"):
                 values[name] = _strings(values[name], label(name))
@@ -86,7 +91,7 @@ class SearchOptions:
             values["category"] = clean_category(_string(values["category"], label("category")))
         if values.get("mode") is not None:
             _string(values["mode"], label("mode"))
-        for name in ("explain", "correct", "excerpts", "phrase"):
+        for name in ("explain", "correct", "excerpts", "phrase", "asked_below"):
             if name in values and not isinstance(values[name], bool):
                 raise UsageError(f"{label(name)} must be true or false, not {values[name]!r}")
         if values.get("meta") is not None:
@@ -100,8 +105,10 @@ class SearchOptions:
         return options
 
 
-def _day(value: object, today: Date, name: str) -> Date:
-    """A date from a date, a datetime (its UTC date, not midnight) or a typed day."""
+def _day(value: object, today: Date, name: str, *, end: bool = False) -> Date:
+    """A date from a date, a datetime (its UTC date, not midnight) or a typed day; a
+    phrase naming several days ("last week") gives its last day for an `end`, else its
+    first."""
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             value = value.astimezone(timezone.utc)
@@ -111,7 +118,7 @@ def _day(value: object, today: Date, name: str) -> Date:
     if isinstance(value, str):
         from miniclaw.dates import parse_day
 
-        return parse_day(value, today, flag=name)
+        return parse_day(value, today, flag=name, end=end)
     raise UsageError(f"{name} must be a date, a datetime or a day such as 2026-02-14 or "
                      f"'yesterday', not {type(value).__name__}")
 

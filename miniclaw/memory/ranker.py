@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.date_cue import DateSpan, named_dates
+from miniclaw.memory.date_cue import DateSpan, date_phrases
 from miniclaw.memory.entry import Entry
 from miniclaw.memory.excerpt import make_excerpt
 from miniclaw.memory.database import IndexReplaced
@@ -31,10 +31,11 @@ from miniclaw.memory.neighbours import Lookups, add_neighbour_scores
 from miniclaw.memory.options import (DEFAULT_DAYS, DEFAULT_LIMIT, MAX_DAYS,  # noqa: F401
                                      MAX_LIMIT, SearchOptions, check_days, check_limit)
 from miniclaw.memory.results import RankedMemory, SearchResults
-from miniclaw.memory.hints import SearchWarning, search_hints
+from miniclaw.memory.hints import Hint, SearchWarning, search_hints
 from miniclaw.memory.query import Query, parse_query, phrase_matches
 from miniclaw.memory.spelling import may_be_typo, suggest
 from miniclaw.memory.tokenizer import is_stop_word, token_spans, tokenize
+from miniclaw.text import asks_only
 from miniclaw.memory.scoring import (AUTO_MODE, CorpusStats, Request, Retriever, SearchMode,
                                      check_mode, get_mode)
 from miniclaw.memory.scoring.fusion import score_fusion
@@ -132,17 +133,24 @@ class MemoryRanker:
                             phrase=options.phrase)
         mode = mode or get_mode(options.mode)
         filters = self.filters(options)
+        said = date_phrases(query.text, self.today())
+        if said and filters.window_start:  # a date the query names is searched, window or not
+            named = min(span.first for _, _, span in said) - timedelta(days=DATE_SLACK_DAYS)
+            filters = filters._replace(window_start=min(filters.window_start, named))
 
         selected = [s for s in self.index.sources if s.name in filters.sources]
         for retriever in mode.retrievers:  # work to start before any thread does (a fork)
             if hasattr(retriever, "begin"):
                 retriever.begin(query)
         plan = await asyncio.to_thread(self._prepare, query, mode, options.correct, selected)
+        if said and _only_dates(query, said):
+            return await self._by_dates(query, mode, options, filters, selected, plan,
+                                        [span for _, _, span in said])
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)
         request = Request(query, tuple(plan.terms), plan.stats, filters)
         phrases = tuple(fix(phrase) for phrase in query.phrases)
-        spans = named_dates(query.text, self.today()) if mode.date_weight else []
+        spans = [span for _, _, span in said] if mode.date_weight else []
         wide = mode.neighbor_weights or spans or len(mode.retrievers) > 1
         ks = tuple(max(options.limit, getattr(r, "candidates", _CANDIDATES)) if wide
                    else options.limit for r in mode.retrievers)
@@ -151,6 +159,11 @@ class MemoryRanker:
             for source in selected if source.name not in plan.empty))
         places = {i: place for part in found for i, place in part.places.items()}
         own, shares = _fuse(mode, found)
+        asked = [part for source, part in zip(
+            [s for s in selected if s.name not in plan.empty], found)
+            if _is_chat(source)] if options.asked_below else []  # chats: asked < said
+        lowered = await asyncio.to_thread(self._weigh_asked, asked, own, shares) \
+            if asked else set()
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
@@ -178,22 +191,99 @@ class MemoryRanker:
         shown = frozenset(plan.terms) if options.excerpts else frozenset()
         results = [self._result(entries[i], own[i], shown, explained.get(i), dated.get(i, 0.0))
                    for i in ranked]
+        if len(results) < options.limit:  # all there were: candidates the ranking left out
+            total = len(results)  # (texts that only ask, by meaning) were counted, not shown
         corrections = _corrections(query.text, plan.replaced, results)
-        windowed = [s for s in selected if s.windowed] if filters.window_start else []
-        if windowed and len(results) < options.limit:  # "widen": only when older notes exist
+        windowed = [s for s in selected if s.windowed and s.name not in plan.empty] \
+            if filters.window_start else []
+        if windowed:  # only where older notes exist
             windowed = await asyncio.to_thread(lambda: [s for s in windowed if self.index.has_older(
                 s, filters.window_start)])
+        older = await self._older(mode, request, ks, phrases, windowed, found, places, results,
+                                  options.limit, lowered) if windowed else 0
         unheld = await asyncio.to_thread(self.index.unheld, filters) \
             if not results and (filters.category is not None or filters.tags) else []
         hints = search_hints(query, results, options.limit,
-                             window=options.days if windowed else None,
+                             window=options.days if windowed and len(results) < options.limit
+                             else None,
                              missing_words=_typed_words(query.text, plan.missing)
                              if _by_words(mode) else (), unheld=unheld,
                              meaning=not results and not unheld and _by_words(mode)
                              and _meaning_runs())
         return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
                              corrections=corrections, hints=hints, warnings=plan.warnings,
-                             degraded=mode.degraded, auto=mode.auto)
+                             degraded=mode.degraded, auto=mode.auto, older=older,
+                             days=options.days if older else None)
+
+    def _weigh_asked(self, asked: list[_Found], own: dict[int, float],
+                     shares: dict[int, tuple[float, ...]] | None) -> set[int]:
+        """A question the user asked in a chat ("what is my job?") is not a memory: its
+        score (and shares) scaled by `ASKED_WEIGHT`, so what was stated ranks above it.
+        Only the candidates of chat transcripts (`asked`) are read. Returns those lowered."""
+        ids = [i for part in asked for i in part.places if i in own]
+        lowered = set()
+        for i, entry in self.index.entries(ids).items() if ids else ():
+            if entry.meta.get("role") == "user" and asks_only(entry.text):
+                lowered.add(i)
+                own[i] *= ASKED_WEIGHT
+                if shares is not None:
+                    shares[i] = tuple(v * ASKED_WEIGHT for v in shares[i])
+        return lowered
+
+    async def _older(self, mode: SearchMode, request: Request, ks: tuple[int, ...],
+                     phrases: tuple[tuple[str, ...], ...], windowed: list, found: list[_Found],
+                     places: dict[int, Place], results: list[RankedMemory], limit: int,
+                     lowered: set[int] = frozenset()) -> int:
+        """How many entries of the notes before the window would be among the `limit` best
+        without it: the window hid them, and the output says so (issue 39: older notes were
+        hidden without a word). Their candidates are ranked with the window's (one fusion
+        of both, so scores compare); the results shown are not changed."""
+        start = request.filters.window_start
+        before = request._replace(filters=request.filters._replace(
+            window_start=None, until=start - timedelta(days=1)))
+        old = await asyncio.gather(*(
+            asyncio.to_thread(self._search_source, source, mode, before, ks, phrases)
+            for source in windowed))
+        old_places = {i: place for part in old for i, place in part.places.items()}
+        if not old_places:
+            return 0
+        scores, _ = _fuse(mode, [*found, *old])
+        scores.update((i, scores[i] * ASKED_WEIGHT) for i in lowered if i in scores)
+        both = {**places, **old_places}
+        # the weakest result shown is the bar (entries since read out are not counted)
+        shown = {(r.path, r.line_start) for r in results}
+        ids = [i for i in scores if i in old_places or (both[i].path, both[i].line_start) in shown]
+        best = _first(ids, scores, both, limit)[:limit]
+        return sum(1 for i in best if i in old_places)
+
+    async def _by_dates(self, query: Query, mode: SearchMode, options: SearchOptions,
+                        filters: Filters, selected: list, plan: _Plan,
+                        spans: list[DateSpan]) -> SearchResults:
+        """A question that names only dates ("what did I do yesterday?", "last week"): the
+        entries dated then, newest first, all of equal score (1). Ranking them by the date
+        words would find "coffee next week" for "last week", and nothing for "yesterday"."""
+        first, last = min(s.first for s in spans), max(s.last for s in spans)
+        filters = filters._replace(
+            window_start=None, excluded=query.excluded,
+            since=max(filters.since or first, first), until=min(filters.until or last, last))
+
+        def read() -> tuple[list[int], int, dict[int, Entry]]:
+            with self.index.snapshot():
+                places = self.index.dated(filters)
+                ids = [i for i, place in places.items() if place.date is not None
+                       and any(span.distance(place.date) == 0 for span in spans)]
+                ranked = _first(ids, dict.fromkeys(ids, 1.0), places, options.limit)
+                ranked = ranked[: options.limit]
+                return ranked, len(ids), self.index.entries(ranked)
+
+        ranked, total, entries = await asyncio.to_thread(read)
+        results = [self._result(entries[i], 1.0, frozenset(), {} if options.explain else None,
+                                0.0) for i in ranked if i in entries]
+        hints = () if results else (Hint("other_dates", first=first.isoformat(),
+                                         last=last.isoformat()),)
+        return SearchResults(query=query.text, mode=mode.name, total=total, results=results,
+                             hints=hints, warnings=plan.warnings, degraded=mode.degraded,
+                             auto=mode.auto)
 
     def _prepare(self, query: Query, mode: SearchMode, correct: bool = True,
                  selected: list | tuple = ()) -> _Plan:
@@ -463,7 +553,37 @@ def _fuse(mode: SearchMode, found: list[_Found]
     return {i: sum(parts) for i, parts in shares.items()}, shares
 
 
+#: What a question the user asked in a chat is worth beside what was stated (`_weigh_asked`):
+#: measured in tests/memory/test_asked.py (bm25); low enough that in hybrid a question found
+#: by its words (a fused share of 1 at most) stays below a statement found by meaning (a
+#: cosine share of at least `MIN_SIMILARITY`, 0.2).
+ASKED_WEIGHT = 0.1
+
+
+def _is_chat(source) -> bool:
+    from miniclaw.sources.transcripts import TranscriptSource  # loaded with the sources
+
+    return isinstance(source, TranscriptSource)
+
+
 DATE_SLACK_DAYS = 1  # a note written the day after still tells of the day named
+
+
+def _only_dates(query: Query, said: list[tuple[int, int, DateSpan]]) -> bool:
+    """Whether the query's words, once its date phrases are taken out, are only stop words
+    ("what did I do" + "yesterday"): then it asks for what those dates hold."""
+    if query.phrases or query.prefixes or query.required:
+        return False
+    rest, end = [], 0
+    for start, stop, _ in said:
+        rest.append(query.text[end:start])
+        end = stop
+    rest.append(query.text[end:])
+    return all(is_stop_word(term) or term in _DIARY_WORDS for term in tokenize(" ".join(rest)))
+
+
+# Words of a diary question that ask for everything ("what happened yesterday?"), not a topic.
+_DIARY_WORDS = frozenset(("happen", "anyth", "everyth"))
 
 
 def _date_bonus(scores: dict[int, float], places: dict[int, Place], spans: list[DateSpan],

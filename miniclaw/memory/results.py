@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from miniclaw.memory.entry import NO_META, citation, ref
-from miniclaw.memory.hints import Hint, SearchWarning, describe
+from miniclaw.memory.hints import Hint, SearchWarning, describe, older
 
 
 def describe_corrections(corrections: tuple[tuple[str, str], ...]) -> str:
@@ -85,6 +85,17 @@ class SearchResults:
     warnings: tuple[SearchWarning, ...] = ()  # files the search could not use as it should
     degraded: SearchWarning | None = None  # the mode asked for could not run (hints.py)
     auto: bool = False  # `mode` was chosen as the best available (mode `auto`)
+    # Entries of notes older than the `days` window that would be among the results without
+    # it: said, never hidden without a word (0 and None when the window hid none).
+    older: int = 0
+    days: int | None = None
+
+    def older_line(self, wording: Mapping[str, str] | None = None) -> str | None:
+        """"3 older matches beyond 30 days: ..." in the caller's `wording` (hints.py), when
+        the window hid some; else None."""
+        if not self.older:
+            return None
+        return describe(older(self.older, self.days), wording)
 
     @property
     def suggestions(self) -> tuple[str, ...]:
@@ -107,4 +118,6 @@ class SearchResults:
             out["degraded"] = self.degraded.to_dict()
         if self.auto:  # only then: `mode` is what `auto` chose here
             out["auto"] = True
+        if self.older:  # only then: matches the window hid (`older` of them, before `days`)
+            out["older"] = {"count": self.older, "days": self.days}
         return out

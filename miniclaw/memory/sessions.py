@@ -88,7 +88,7 @@ async def search_sessions(store, query: str, *, sessions: int = DEFAULT_SESSIONS
         text = parse_query(query, require=require, exclude=exclude).text
         return SessionResults(query=text, sessions=[], total=0)
     options = SearchOptions(limit=MAX_MATCHES, days=None, sources=names, require=tuple(require),
-                            exclude=tuple(exclude), correct=False)
+                            exclude=tuple(exclude), correct=False, asked_below=False)
     found = await store.search(query, options)
     skip = current_sessions() if skip is None else skip
     under = _project_filter(project)

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
 from miniclaw import config
-from miniclaw.dates import utc_now
+from miniclaw.dates import ZONE_LEAD_DAYS, utc_now
 from miniclaw.errors import UsageError, WorkspaceNotFoundError
 from miniclaw.memory import files
 from miniclaw.memory.entry import Entry, clean_category, clean_tags
@@ -310,6 +310,14 @@ class MemoryStore:
 
         return await self._read(self.long_term_path, parse_long_term)
 
+    def has_note(self, day: Date) -> bool:
+        """Whether `day` has a daily note file (one dated after today may: `check_not_future`);
+        True when that cannot be told (an unreadable folder): reading it then says why."""
+        try:
+            return self._day_path(day).is_file()
+        except OSError:
+            return True
+
     async def read_day(self, day: Date) -> list[Entry]:
         """The entries of one day's note, in file order (empty when there is none)."""
         self.require_workspace()
@@ -375,13 +383,16 @@ class MemoryStore:
 
     async def read_recent(self, days: int = 7) -> list[tuple[Date, list[Entry]]]:
         """The daily notes of the last `days` days (today included), newest day first;
-        days without a note are left out."""
+        days without a note are left out. Notes dated up to `ZONE_LEAD_DAYS` after today are
+        included: one written where the zone was ahead (travel, a second machine syncing the
+        workspace) is recent, not invisible."""
         check_days(days)
         self.require_workspace()
         today = self.today()
         first = today - timedelta(days=days - 1)
         notes = await asyncio.to_thread(self._listing, DailyNoteSource(), set())
-        wanted = sorted((f.day for f in notes if first <= f.day <= today), reverse=True)
+        last = today + timedelta(days=ZONE_LEAD_DAYS)
+        wanted = sorted((f.day for f in notes if first <= f.day <= last), reverse=True)
         found = await asyncio.gather(*(self.read_day(day) for day in wanted))
         return [(day, entries) for day, entries in zip(wanted, found) if entries]
 

@@ -153,7 +153,7 @@ def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, 
     parse worker for a large build: `parse_worker`), so the writer only numbers them: each
     entry's terms are numbers into the part's vocabulary (uint32 bytes, with frequencies
     when some repeat), which the writer maps to the index's term ids in C."""
-    counted = [counted_index_terms(e.text) for e in entries]
+    counted = [_counted(e) for e in entries]
     vocabulary = list(dict.fromkeys(chain.from_iterable(c[0] for c in counted)))
     local = {term: number for number, term in enumerate(vocabulary)}.__getitem__
     terms = [(array("I", map(local, distinct)).tobytes(),
@@ -161,6 +161,18 @@ def _parsed(source_file: SourceFile, entries: list[Entry], warning: str | None, 
              for distinct, frequencies, length in counted]
     return _Parsed(source_file, _entry_keys(entries), terms, warning, racy, append,
                    vocabulary=vocabulary)
+
+
+def _counted(entry: Entry) -> tuple[list[str], list[int] | None, int]:
+    """An entry's terms as the index stores them (`counted_index_terms`): its text's, and
+    its tags as words, so that a query word equal to a tag finds it (a `coffee` tag is about
+    coffee). Its length stays its text's: a tag changes no other word's score, and an
+    untagged entry is indexed as before."""
+    counted = counted_index_terms(entry.text)
+    if not entry.tags:
+        return counted
+    distinct, frequencies, _ = counted_index_terms(f"{entry.text}\n{' '.join(entry.tags)}")
+    return distinct, frequencies, counted[2]
 
 
 #: A posting in a block: (entry id - the block's base) << TF_BITS | tf, tf capped at TF_MAX.

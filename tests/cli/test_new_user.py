@@ -76,7 +76,7 @@ def test_an_out_of_range_count_names_its_flag(runner: CliRunner, workspace: Path
     """`search x -n 50` said "the result limit must be ...", a name no option has."""
     from tests.cli.test_cli import assert_usage_error
 
-    assert assert_usage_error(run(runner, workspace, "search", "x", "-n", "50")) == (
-        "Error: -n/--limit must be between 1 and 20, not 50")
+    assert assert_usage_error(run(runner, workspace, "search", "x", "-n", "50")).startswith(
+        "Error: -n/--limit must be between 1 and 20, not 50: past the best 20")
     assert assert_usage_error(run(runner, workspace, "memory", "rank", "x", "--days", "0")) == (
         "Error: --days must be between 1 and 36500, not 0")

@@ -234,7 +234,7 @@ def test_since_after_until_exits_2(runner, dated):
     assert_usage_error(rank(runner, dated, "-q", "coffee", "--since", day(1), "--until", day(5)))
 
 
-@pytest.mark.parametrize("value", ["notadate", "2026-13-45", "last tuesday", "", "yesterdayy"])
+@pytest.mark.parametrize("value", ["notadate", "2026-13-45", "last blursday", "", "yesterdayy"])
 def test_malformed_since_exits_2(runner, dated, value):
     assert_usage_error(rank(runner, dated, "-q", "coffee", "--since", value))
 

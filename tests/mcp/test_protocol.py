@@ -31,7 +31,7 @@ def test_stdout_holds_the_protocol_only_and_warnings_go_to_stderr(memories):
             "clientInfo": {"name": "test", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "search_memory", "arguments": {"query": "byte"}}},
+         "params": {"name": "search_memory", "arguments": {"query": "byte", "days": 36500}}},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
          "params": {"name": "search_memory", "arguments": {"query": ["not", "text"]}}},
     ]

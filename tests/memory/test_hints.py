@@ -64,7 +64,7 @@ async def test_hints_are_kinds_and_parameters_worded_by_each_caller(store, damag
                    "searched)", "--category preference (found among these results)"]
     tools = (await MemoryTools(store).call("search_memory", {"query": "coffee", "days": 30}))
     assert tools["hints"] == [hint.to_dict() for hint in found.hints]
-    assert tools["suggestions"][0].startswith("omit days to search all history")
+    assert tools["suggestions"][0].startswith("days 36500 searches all history")
     assert not any("--" in text for text in tools["suggestions"] + list(found.suggestions))
 
 

@@ -287,9 +287,12 @@ async def test_read_recent_is_newest_first_and_skips_empty_days(store, workspace
     write(workspace, "memory/2026-02-13.md", "# Daily Note - 2026-02-13\n")  # no entries
     write(workspace, "memory/2026-02-12.md", "## 09:00:00 UTC\n\ntwo days ago\n")
     write(workspace, "memory/2026-02-10.md", "## 09:00:00 UTC\n\nfour days ago\n")
-    write(workspace, "memory/2026-02-15.md", "## 09:00:00 UTC\n\nfuture\n")
+    # written where the zone was a day ahead (issue 38): listed; a plan for next month is not
+    write(workspace, "memory/2026-02-15.md", "## 09:00:00 UTC\n\ntomorrow here\n")
+    write(workspace, "memory/2026-03-15.md", "## 09:00:00 UTC\n\nfuture\n")
     found = await store.read_recent(5)
     assert [(day, [e.text for e in entries]) for day, entries in found] == [
+        (date(2026, 2, 15), ["tomorrow here"]),
         (date(2026, 2, 14), ["today"]),
         (date(2026, 2, 12), ["two days ago"]),
         (date(2026, 2, 10), ["four days ago"]),

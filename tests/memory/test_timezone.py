@@ -207,11 +207,15 @@ def test_every_form_a_bad_date_error_lists_is_one_parse_day_takes():
 
     today = date(2026, 11, 27)
     with pytest.raises(UsageError) as raised:
-        dates.parse_day("last week", today, flag="--since")
+        dates.parse_day("lastweek", today, flag="--date")
     message = str(raised.value)
-    assert message.startswith("--since 'last week' is not a date") and "\n" not in message
+    assert message.startswith("--date 'lastweek' is not a date") and "\n" not in message
     forms = re.findall(r"'([^']+)'", dates._FORMS)
-    assert forms == ["14 Feb 2026", "today", "yesterday", "7d", "2w"]
+    assert forms == ["14 Feb 2026", "today", "yesterday", "7d", "2w", "3 days ago"]
     assert [dates.parse_day(form, today) for form in ["2026-02-14", *forms]] == [
         date(2026, 2, 14), date(2026, 2, 14), today, date(2026, 11, 26), date(2026, 11, 20),
-        date(2026, 11, 13)]
+        date(2026, 11, 13), date(2026, 11, 24)]
+    # --since and --until list the phrases of several days too, each of which they take
+    spans = re.findall(r"'([^']+)'", dates._SPAN_FORMS)
+    assert spans == forms + ["last week", "this month"]
+    assert all(dates.parse_day(form, today, flag="--since", end=False) for form in spans)

@@ -42,7 +42,6 @@ a semantic mode runs, so the other modes' start-up pays nothing for them.
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,6 +52,7 @@ from miniclaw.memory import embedding, forked_query
 from miniclaw.memory.hints import SearchWarning
 from miniclaw.memory.scoring.base import Candidates, Request
 from miniclaw.memory.scoring.bm25 import BM25Scorer
+from miniclaw.text import asks_only
 
 if TYPE_CHECKING:
     from miniclaw.memory.index import SearchIndex
@@ -79,17 +79,6 @@ FUSION_WEIGHT = 1.0
 # Index terms up to which a cosine counts in full; beyond, it is scaled by LONG_TERMS / length
 # (`_by_length`). 40 terms is a long paragraph; dev-set curve in benchmarks/hybrid_variants.py.
 LONG_TERMS = 40
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_FEW_WORDS = 3  # a sentence this short ("Wow!", "Hey Nate!") says nothing either way
-
-
-def asks_only(text: str) -> bool:
-    """Whether a text only asks: it ends with a question mark, and each of its sentences is
-    a question or a word or three ("Wow, cool! What did you paint?")."""
-    body = text.strip()
-    return body.endswith("?") and all(
-        part.endswith("?") or len(part.split()) <= _FEW_WORDS
-        for part in _SENTENCE_END.split(body))
 
 
 class _Vectors:
