@@ -355,7 +355,8 @@ def _with_transcript(ws: Path, monkeypatch) -> Path:
     monkeypatch.delenv("CLAUDE_SESSION_ID", raising=False)
     write(ws, "memory/2026-02-14.md", "# Daily Note - 2026-02-14\n\n## 09:00:00 UTC\n\n"
           "Start the passport renewal\n\n---\n\n## 10:00:00 UTC\n\nKayak on Saturday\n")
-    said = "passport renewal? passport renewal: when is the passport renewal due?"
+    # A statement, not a question: a chat question ranks below what was stated (issue 39).
+    said = "passport renewal: the passport renewal is due in March, passport renewal first."
     write(ws, "sessions/20260214-091203-s10000.jsonl", json.dumps(
         {"role": "user", "content": said, "timestamp": "2026-02-14T09:00:00.000Z",
          "session_id": "s1"}) + "\n")
