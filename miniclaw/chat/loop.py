@@ -159,11 +159,11 @@ class ChatSession:
             raise UsageError(f"/{name} needs text: /{name} {what}")
         elif name == "remember":
             entry = await self.store.add_long_term(arg)
-            self._out.line(f"Remembered in long-term memory: {entry.citation}" if entry else
+            self._out.line(f"Remembered in long-term memory: {entry.ref}" if entry else
                            "Remembered (all of it is private, so it will not show in searches).")
         elif name == "note":
             entry = await self.store.add_daily_note(arg)
-            self._out.line(f"Noted in today's daily note: {entry.citation}" if entry else
+            self._out.line(f"Noted in today's daily note: {entry.ref}" if entry else
                            "Noted (all of it is private, so it will not show in searches).")
         elif name == "search":  # the window of every search (`SearchOptions.days`), or --all
             every, _, rest = arg.partition(" ")

@@ -83,7 +83,7 @@ def add(
         typer.echo("Added (all of its text is private, so it will not show in searches).")
     else:
         where = "long-term memory" if long else "today's daily note"
-        typer.echo(f"Added to {where}: {entry.citation}")
+        typer.echo(f"Added to {where}: {entry.ref}")
 
 
 def _text_or_stdin(text: str | None) -> str:

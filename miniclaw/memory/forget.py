@@ -207,7 +207,9 @@ def note_shifted(store, shifted: list[Entry]) -> None:
     from miniclaw.memory.sync import content_hash
 
     try:
-        if not shifted or not store.index.path.exists():  # no index: it served nothing
+        # Noted even before any search made the index: a citation `memory add` printed
+        # names lines too, and a second forget of one would take the memory that moved in.
+        if not shifted:
             return
         store.index.note_shifted([(e.path, e.line_start, e.line_end, content_hash(e.text))
                                   for e in shifted])

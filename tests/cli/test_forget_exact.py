@@ -472,3 +472,57 @@ def test_a_bare_citation_from_before_a_long_term_insert_is_refused(runner: CliRu
     assert path.read_bytes() == before
     assert run(runner, workspace, "memory", "forget", budget["ref"], "--yes").exit_code == 0
     assert "Budget" not in path.read_text() and "Atlas" in path.read_text()
+
+
+def _added(runner: CliRunner, ws: Path) -> list[str]:
+    """The three notes added with no search before: the citations `memory add` printed."""
+    said = []
+    for text in NOTES:
+        result = run(runner, ws, "memory", "add", text)
+        assert result.exit_code == 0, result.stderr
+        said.append(result.stdout.strip().rpartition(": ")[2])
+    return said
+
+
+def test_memory_add_prints_a_ref_that_a_forget_follows_after_the_file_shifted(
+        runner: CliRunner, workspace: Path):
+    """`memory add` printed a bare `path:line`: the citation people copy first."""
+    dentist, lunch, _ = _added(runner, workspace)
+    assert "#" in dentist and "#" in lunch
+    assert run(runner, workspace, "memory", "forget", dentist, "--yes").exit_code == 0
+    second = run(runner, workspace, "memory", "forget", lunch, "--yes")
+    assert second.exit_code == 0, second.stderr
+    note = _today_note(workspace).read_text()
+    assert "Lunch" not in note and "passport renewal" in note
+
+
+def test_a_bare_citation_add_printed_is_refused_once_a_forget_before_any_search_moved_it(
+        runner: CliRunner, workspace: Path):
+    """QA's reproduction: three adds, no search (so no index yet), forget `:5`, then `:11`
+    (the lunch, as `memory add` cited it): the passport note had moved to 11 and was
+    removed, in the CLI and in a chat's /forget. A forget now notes the places it moved
+    even when it has to make the index for it."""
+    from tests.chat.test_cli_chat import miniclaw
+
+    dentist, lunch, _ = (c.partition("#")[0] for c in _added(runner, workspace))
+    assert run(runner, workspace, "memory", "forget", dentist, "--yes").exit_code == 0
+    note = _today_note(workspace)
+    before = note.read_bytes()
+    second = run(runner, workspace, "memory", "forget", lunch, "--yes")
+    assert second.exit_code == 2, (second.stdout, second.stderr)
+    assert "changed since" in second.stderr and note.read_bytes() == before
+    assert run(runner, workspace, "search", "plumbing").exit_code == 0  # a search between
+    again = run(runner, workspace, "memory", "forget", lunch, "--yes")
+    assert again.exit_code == 2 and note.read_bytes() == before, again.stderr
+
+
+def test_a_chat_forget_of_a_bare_citation_add_printed_is_refused_once_it_moved(
+        runner: CliRunner, workspace: Path):
+    """The same reproduction through a chat's /forget, which asked nothing."""
+    from tests.chat.test_cli_chat import miniclaw
+
+    dentist, lunch, _ = (c.partition("#")[0] for c in _added(runner, workspace))
+    chat = miniclaw(workspace, "chat", stdin=f"/forget {dentist}\n/forget {lunch}\n")
+    assert f"Forgot {dentist}" in chat.stdout and "changed since" in chat.stdout + chat.stderr
+    note = _today_note(workspace).read_text()
+    assert "passport renewal" in note and "Lunch with Sam" in note and "Dentist" not in note
