@@ -247,6 +247,7 @@ def _without(store, path: str, raw: bytes, targets: list[Entry],
         first, last = _span(decoded, visible, target,
                             daily=path != store._relative(store.long_term_path))
         doomed.update(range(first, last + 1))
+    _refuse_hidden_headings(decoded, visible, doomed, targets[0])
     physical = raw.split(b"\n")
     kept = b"\n".join(line for i, line in enumerate(physical) if i not in doomed)
     if raw.endswith(b"\n") and kept and not kept.endswith(b"\n"):
@@ -260,6 +261,22 @@ def _without(store, path: str, raw: bytes, targets: list[Entry],
     places = {(e.line_start, e.line_end, e.text) for e in after}
     shifted.extend(e for e in before if (e.line_start, e.line_end, e.text) not in places)
     return kept
+
+
+def _refuse_hidden_headings(decoded: list[str], visible: list[str], doomed: set[int],
+                            target: Entry) -> None:
+    """A `##` heading inside a private block of the lines to remove starts a note of its
+    own that the user was never shown (a timestamped note made private whole): it is not
+    removed along with the entry whose lines hide it."""
+    from miniclaw.memory.parsing import HEADING
+
+    for i in sorted(doomed):
+        heading = None if visible[i].strip() else HEADING.match(decoded[i].strip())
+        if heading and len(heading.group(1)) == 2:
+            raise MemoryFileError(
+                f"cannot remove {target.citation} alone: a <private> block in its lines holds "
+                f"another note (the heading on line {i + 1}); edit the file by hand (miniclaw "
+                "memory edit); nothing was removed")
 
 
 def _key(entry: Entry) -> tuple:

@@ -526,3 +526,24 @@ def test_a_chat_forget_of_a_bare_citation_add_printed_is_refused_once_it_moved(
     assert f"Forgot {dentist}" in chat.stdout and "changed since" in chat.stdout + chat.stderr
     note = _today_note(workspace).read_text()
     assert "passport renewal" in note and "Lunch with Sam" in note and "Dentist" not in note
+
+
+def test_forget_never_removes_a_note_hidden_whole_in_a_private_block_of_its_lines(
+        runner: CliRunner, workspace: Path):
+    """QA of issue 37: a timestamped note inside a `<private>` block after another note is
+    part of that note's lines as parsed; `forget -q alpha` showed only "Alpha meeting notes"
+    and removed 11 lines, the hidden 01:05 note with them. It is refused, writing nothing."""
+    text = ("# Daily Note - 2026-02-14\n\n## 01:00:00 UTC\n\nAlpha meeting notes\n\n"
+            "<private>\n## 01:05:00 UTC\n\nBeta hidden thing\n</private>\n")
+    note = workspace / "memory/2026-02-14.md"
+    note.write_text(text)
+    for how in (["memory/2026-02-14.md:5"], ["-q", "alpha"]):
+        result = run(runner, workspace, "memory", "forget", *how, "--yes")
+        assert result.exit_code != 0 and "another note" in result.stderr, result.stderr
+        assert "Beta" not in result.stdout + result.stderr
+        assert note.read_text() == text
+    # A private block that is only the note's own text still goes with it.
+    note.write_text(text.replace("## 01:05:00 UTC\n\n", ""))
+    assert run(runner, workspace, "memory", "forget", "memory/2026-02-14.md:5",
+               "--yes").exit_code == 0
+    assert "Alpha" not in note.read_text() and "Beta" not in note.read_text()
