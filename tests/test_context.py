@@ -20,8 +20,8 @@ from miniclaw.context import (MIN_CUT, ContextBuilder, as_query, assemble, check
 from miniclaw.tokens import estimate_tokens
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore, RankedMemory
-from miniclaw.memory.entry import Entry
-from miniclaw.memory.short_term import Turn
+from miniclaw.entries.entry import Entry
+from miniclaw.store.short_term import Turn
 from tests.conftest import NOW, write
 
 TODAY = NOW.date()

@@ -2,4 +2,4 @@
 
 # The default sources (memory/sources.py: SOURCES) include transcripts.py's, so that module
 # must load after FileSource exists, whichever of the two a program imports first.
-import miniclaw.memory.sources  # noqa: E402,F401
+import miniclaw.sources.base  # noqa: E402,F401

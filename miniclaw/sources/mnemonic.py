@@ -22,8 +22,8 @@ from datetime import date as Date
 from datetime import datetime
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.entry import TAG_PATTERN, Entry
-from miniclaw.memory.sources import FileSource
+from miniclaw.entries.entry import TAG_PATTERN, Entry
+from miniclaw.sources.base import FileSource
 from miniclaw.text import LazyPattern
 
 SUFFIX = ".memory.md"
@@ -239,8 +239,8 @@ def subcall(store, found, *, namespace: str | None = None, tag: str | None = Non
     (file, id, title, namespace, type, tags, relevance, evidence, citations_count), the
     namespaces searched and those worth trying, and refinement suggestions. `sources`: the
     search's (None: every mnemonic store configured)."""
-    from miniclaw.memory.hints import describe
-    from miniclaw.memory.index import Filters
+    from miniclaw.search.hints import describe
+    from miniclaw.index.search_index import Filters
 
     ours = [s for s in store.sources if isinstance(s, MnemonicSource)
             and (sources is None or s.name in sources)]

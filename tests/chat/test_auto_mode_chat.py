@@ -17,10 +17,11 @@ from miniclaw.chat.loop import ChatSession
 from miniclaw.chat.providers import ToolCall
 from miniclaw.cli.render import Style, search_text
 from miniclaw.context import ContextBuilder
-from miniclaw.memory import embedding
-from miniclaw.memory.derived import DerivedData
-from miniclaw.memory.hints import SearchWarning
-from miniclaw.memory.scoring import BM25Scorer, SearchMode, register_mode, semantic
+from miniclaw.semantic import model as embedding
+from miniclaw.index.derived import DerivedData
+from miniclaw.search.hints import SearchWarning
+from miniclaw.search.scoring import BM25Scorer, SearchMode, register_mode
+from miniclaw.semantic import retriever as semantic
 from miniclaw.memory_tools import MemoryTools
 from tests.conftest import long_term, write
 from tests.memory.test_auto_mode import QUERY, model_here, no_model  # noqa: F401 (fixtures)

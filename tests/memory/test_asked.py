@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory import ranker
+from miniclaw.search import ranker
 from tests.conftest import NOW, daily_note, long_term, write
 
 FACTS = {  # question -> the words of the entry that answers it

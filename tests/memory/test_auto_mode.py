@@ -14,8 +14,9 @@ import json
 
 import pytest
 
-from miniclaw.memory import embedding, scoring
-from miniclaw.memory.scoring import BM25Scorer, SearchMode, best_available, register_mode
+from miniclaw.semantic import model as embedding
+from miniclaw.search import scoring
+from miniclaw.search.scoring import BM25Scorer, SearchMode, best_available, register_mode
 from tests.conftest import long_term, write
 from tests.memory.test_retrievers import FACTS, HashedEmbedding
 from tests.memory.test_semantic import _cli

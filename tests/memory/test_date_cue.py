@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miniclaw.memory.date_cue import DateSpan, named_dates
+from miniclaw.date_cue import DateSpan, named_dates
 from tests.conftest import write
 
 TODAY = Date(2026, 2, 14)  # a Saturday

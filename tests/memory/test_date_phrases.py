@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from miniclaw.dates import parse_day
 from miniclaw.errors import UsageError
-from miniclaw.memory.date_cue import DateSpan, date_phrases, span_of
+from miniclaw.date_cue import DateSpan, date_phrases, span_of
 
 TODAY = Date(2026, 2, 14)  # a Saturday
 days = st.dates(min_value=Date(1900, 3, 1), max_value=Date(9000, 12, 31))

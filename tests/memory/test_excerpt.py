@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.excerpt import EXCERPT_WIDTH, make_excerpt
-from miniclaw.memory.tokenizer import tokenize
+from miniclaw.search.excerpt import EXCERPT_WIDTH, make_excerpt
+from miniclaw.entries.tokenizer import tokenize
 
 
 def _terms(query: str) -> frozenset[str]:
@@ -170,8 +170,8 @@ def test_every_highlight_is_a_matched_word(text, terms):
 def test_matches_found_chunk_by_chunk_are_those_of_every_word(text, terms):
     """Excerpts look word by word only inside chunks holding a query term (speed on long
     entries): they must find exactly the matches a scan of every word finds."""
-    from miniclaw.memory.excerpt import _hits
-    from miniclaw.memory.tokenizer import token_spans
+    from miniclaw.search.excerpt import _hits
+    from miniclaw.entries.tokenizer import token_spans
 
     flat = " ".join(text.split())
     every_word = [(start, end, terms.intersection(found))
@@ -184,7 +184,7 @@ def test_matches_found_chunk_by_chunk_are_those_of_every_word(text, terms):
 def test_the_window_is_the_first_holding_the_most_distinct_terms(text, terms, room):
     """The one-pass window (speed on long entries with many hits) is the one comparing every
     hit with every hit after it finds."""
-    from miniclaw.memory.excerpt import _best_window, _hits
+    from miniclaw.search.excerpt import _best_window, _hits
 
     hits = _hits(" ".join(text.split()), terms)
     best = (0, 0, -1)

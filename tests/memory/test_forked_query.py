@@ -1,4 +1,4 @@
-"""A one-shot command's query embedded by a forked child (miniclaw/memory/forked_query.py).
+"""A one-shot command's query embedded by a forked child (miniclaw/semantic/forked_query.py).
 
 A fork is only safe in a process of one thread, and pytest's are not: each case runs in a
 fresh interpreter of its own. The child's work (`_embedded`) is replaced where the case is
@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from miniclaw.memory import embedding
+from miniclaw.semantic import model as embedding
 
 pytest.importorskip("numpy")
 
@@ -24,7 +24,8 @@ needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not
 _HEAD = textwrap.dedent("""
     import os, sys, threading, time
     from miniclaw import collector
-    from miniclaw.memory import embedding, forked_query as F
+    from miniclaw.semantic import model as embedding
+    from miniclaw.semantic import forked_query as F
     embedding.import_numpy()  # as the search does: BLAS on one thread, no other to fork past
     import numpy as np
     WANT = np.arange(embedding.DIM, dtype=np.float32)

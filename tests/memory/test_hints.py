@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from miniclaw.cli.render import Style, search_json, search_text, warning_lines
-from miniclaw.memory.hints import Hint, SearchWarning, describe
+from miniclaw.search.hints import Hint, SearchWarning, describe
 from miniclaw.memory_tools import MemoryTools
 from tests.conftest import long_term, write
 from tests.memory.test_retrievers import hybrid  # noqa: F401 (a fixture)
@@ -156,7 +156,7 @@ async def test_a_word_search_that_found_nothing_points_to_meaning_only_where_it_
     """bm25 (the CLI's default) found nothing: where the embedding model is installed, the
     hint says hybrid finds by meaning; where it is not, nothing points to a mode that would
     only say it cannot run. A search that found something gets no such hint."""
-    from miniclaw.memory import embedding
+    from miniclaw.semantic import model as embedding
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
     monkeypatch.setattr(embedding, "available", lambda: (True, ""))

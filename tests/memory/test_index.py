@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.database import index_format
-from miniclaw.memory.files import decode
-from miniclaw.memory.parsing import parse_daily_note, parse_long_term
-from miniclaw.memory.sources import daily_note_date
-from miniclaw.memory.tokenizer import counted_index_terms, index_terms, tokenize
+from miniclaw.index.database import index_format
+from miniclaw.fs.files import decode
+from miniclaw.entries.parsing import parse_daily_note, parse_long_term
+from miniclaw.sources.base import daily_note_date
+from miniclaw.entries.tokenizer import counted_index_terms, index_terms, tokenize
 from tests.conftest import NOW, daily_note, long_term, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -629,7 +629,7 @@ _SEARCHER = textwrap.dedent("""
     import asyncio, json, os, sys
     from pathlib import Path
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.tokenizer import tokenize
+    from miniclaw.entries.tokenizer import tokenize
     ws, count, done = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     problems, rounds = [], 0
     async def check(store):
@@ -788,7 +788,7 @@ def parsed_rows(workspace: Path) -> tuple[set, set]:
     """What `indexed_rows` must give, from a fresh parse of the files."""
     from collections import Counter
 
-    from miniclaw.memory.tokenizer import index_terms
+    from miniclaw.entries.tokenizer import index_terms
 
     entries, postings = set(), set()
     for e in fresh_entries(workspace):
@@ -820,7 +820,7 @@ async def test_a_large_refresh_stores_exactly_what_the_files_hold(workspace, tmp
     """Many files take the parse-ahead path; batches of every size (a limit below one entry
     row's 13 values writes row by row), any read-ahead (1 byte: one file at a time) and
     blocks sorted in groups of any size must store the same rows as a fresh parse."""
-    from miniclaw.memory import sync
+    from miniclaw.index import sync
 
     monkeypatch.setattr(sync, "MAX_BATCH_PARAMS", max_params)
     monkeypatch.setattr(sync, "SORTED_BLOCKS", sorted_blocks)
@@ -843,7 +843,7 @@ async def test_a_large_refresh_stores_exactly_what_the_files_hold(workspace, tmp
 
 async def test_a_failure_while_parsing_ahead_leaves_the_index_as_it_was(workspace, tmp_path,
                                                                         monkeypatch):
-    from miniclaw.memory import sync
+    from miniclaw.index import sync
 
     many_files_workspace(workspace)
     index_file = tmp_path / "index.sqlite3"
@@ -872,7 +872,7 @@ async def test_a_failure_while_parsing_ahead_leaves_the_index_as_it_was(workspac
 def _third_store_fails(monkeypatch) -> None:
     """The sync's third file write fails as a full disk does (once: the disk is then
     freed)."""
-    from miniclaw.memory import sync
+    from miniclaw.index import sync
 
     real_store, stored = sync._store, []
 
@@ -890,7 +890,7 @@ async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_pat
     failed (or was interrupted): it is stopped before the error leaves the refresh."""
     import threading
 
-    from miniclaw.memory import sync
+    from miniclaw.index import sync
 
     monkeypatch.setattr(sync, "PARSE_AHEAD_DEPTH", 4)
     many_files_workspace(workspace)
@@ -915,7 +915,8 @@ async def test_a_failure_while_writing_stops_the_parse_thread(workspace, tmp_pat
 @pytest.fixture
 def parse_workers(monkeypatch) -> list:
     """Every build of more than a byte parses in another process; the workers started."""
-    from miniclaw.memory import parse_worker, sync
+    from miniclaw.index import parse_worker
+    from miniclaw.index import sync
 
     started = []
 
@@ -941,7 +942,7 @@ def rows_with_transcript(workspace: Path) -> tuple[set, set]:
     """`parsed_rows` and those of `sessions/s1.jsonl`, parsed whole."""
     from collections import Counter
 
-    from miniclaw.memory.sources import read_entries
+    from miniclaw.sources.base import read_entries
     from miniclaw.sources.transcripts import TranscriptSource
 
     entries, postings = parsed_rows(workspace)
@@ -973,7 +974,7 @@ async def test_a_build_parsed_in_another_process_stores_what_the_files_hold(
     many_files_workspace(workspace)
     write(workspace, "sessions/s1.jsonl", transcript_lines(30))
     index_file = tmp_path / "index.sqlite3"
-    from miniclaw.memory import parse_worker
+    from miniclaw.index import parse_worker
 
     count = parse_worker.worker_count()
     assert count == min(2, os.cpu_count())  # two on CI's two cores: files answered out of order
@@ -1001,7 +1002,7 @@ async def test_a_parse_worker_that_cannot_run_leaves_the_parsing_to_the_writer(
         workspace, tmp_path, parse_workers, monkeypatch, interpreter):
     """No interpreter to start (or none known: embedded), or a child that stops at once:
     the build parses the files itself, with the same result."""
-    from miniclaw.memory import parse_worker
+    from miniclaw.index import parse_worker
 
     monkeypatch.setattr(sys, "executable", interpreter)
     many_files_workspace(workspace)
@@ -1018,7 +1019,7 @@ async def test_a_parse_worker_that_dies_halfway_leaves_its_files_to_the_writer(
     still sent to it (every worker starts with two): the files it had not answered are
     parsed by the writer, the others by the workers still running; every file is stored
     once, as a fresh parse."""
-    from miniclaw.memory import parse_worker
+    from miniclaw.index import parse_worker
 
     answer = parse_worker.ParseWorker.next_result
 
@@ -1040,7 +1041,7 @@ async def test_a_parse_worker_that_dies_halfway_leaves_its_files_to_the_writer(
 def _long_transcript(workspace: Path) -> None:
     """`sessions/s1.jsonl` over `appends.PART_BYTES` (two parts), a `<private>` block open
     across the cut, and a few notes."""
-    from miniclaw.memory import appends
+    from miniclaw.sources import appends
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-01-05", ["kiwi orchard fact"])))
     text, n, size = [], 0, 0
@@ -1081,7 +1082,7 @@ async def test_a_worker_that_dies_inside_a_long_transcript_is_followed_from_its_
     has sent the first part of the growth. The writer stored that part and where it ended
     (`_Parsed.tail`), and reads the rest itself from there, not from the tail the build
     started with (which would store the first part twice)."""
-    from miniclaw.memory import parse_worker
+    from miniclaw.index import parse_worker
 
     answer = parse_worker.ParseWorker.next_result
     killing = []
@@ -1120,7 +1121,9 @@ def _racing_lines(n: int, tag: str = "") -> str:
 def _dying_after_a_part(monkeypatch, meanwhile) -> None:
     """Parse workers as the pool gives their answers, in this process: a transcript's first
     part is answered, then `meanwhile()` changes the file, then its worker is gone."""
-    from miniclaw.memory import appends, parse_worker, sync
+    from miniclaw.sources import appends
+    from miniclaw.index import parse_worker
+    from miniclaw.index import sync
 
     class Pool:
         def __init__(self, count):
@@ -1245,7 +1248,7 @@ async def test_text_made_private_after_a_tokenizer_change_leaves_no_posting(stor
     path = write(workspace, "memory/MEMORY.md",
                  f"# Memory\n\n## 2026-02-12\n- apple {SECRET} once public\n- bread\n")
     assert await store.search_memories(SECRET)
-    monkeypatch.setattr("miniclaw.memory.sync.counted_index_terms", _tokenize_differently)
+    monkeypatch.setattr("miniclaw.index.sync.counted_index_terms", _tokenize_differently)
     path.write_text(f"# Memory\n\n## 2026-02-12\n<private>\n- apple {SECRET} once public\n"
                     "</private>\n- bread\n")
     await store.refresh_index()
@@ -1260,7 +1263,7 @@ async def test_text_made_private_after_a_tokenizer_change_leaves_no_posting(stor
 
 async def test_a_change_of_the_tokenizers_environment_rebuilds_the_index(workspace, caplog,
                                                                           monkeypatch):
-    import miniclaw.memory.database as database
+    import miniclaw.index.database as database
 
     sample_workspace(workspace)
     async with MemoryStore(workspace, now=lambda: NOW) as first:
@@ -1363,7 +1366,7 @@ class _SwappedAfterScan:
     last stat and its read."""
 
     def __init__(self, restore, replace) -> None:
-        from miniclaw.memory.sources import DailyNoteSource
+        from miniclaw.sources.base import DailyNoteSource
 
         self._source, self._restore, self._replace = DailyNoteSource(), restore, replace
         source = self._source
@@ -1379,8 +1382,8 @@ class _SwappedAfterScan:
 
 
 def _index_with_swap(workspace: Path, tmp_path: Path, restore, replace):
-    from miniclaw.memory.index import SearchIndex
-    from miniclaw.memory.sources import LongTermSource
+    from miniclaw.index.search_index import SearchIndex
+    from miniclaw.sources.base import LongTermSource
 
     return SearchIndex(tmp_path / "index.sqlite3", workspace,
                        (LongTermSource(), _SwappedAfterScan(restore, replace)))

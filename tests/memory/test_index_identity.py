@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from miniclaw.memory.tokenizer import index_terms
+from miniclaw.entries.tokenizer import index_terms
 from tests.conftest import long_term, write
 from tests.memory.test_index import assert_index_matches_files, indexed_rows, parsed_rows
 

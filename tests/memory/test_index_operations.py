@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.database import IndexDatabase, IndexReplaced
-from miniclaw.memory.index import SearchIndex
-from miniclaw.memory.ranker import MemoryRanker
+from miniclaw.index.database import IndexDatabase, IndexReplaced
+from miniclaw.index.search_index import SearchIndex
+from miniclaw.search.ranker import MemoryRanker
 from tests.conftest import NOW, daily_note, long_term, write
 from tests.reliability.support import cli, subprocess_env
 

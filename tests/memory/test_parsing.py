@@ -8,8 +8,8 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM
-from miniclaw.memory.parsing import parse_annotation, parse_daily_note, parse_long_term
+from miniclaw.entries.entry import DAILY_NOTE, LONG_TERM
+from miniclaw.entries.parsing import parse_annotation, parse_daily_note, parse_long_term
 
 LT = "memory/MEMORY.md"
 DN = "memory/2026-02-14.md"

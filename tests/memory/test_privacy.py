@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import unicodedata
 
-from miniclaw.memory.files import decode
-from miniclaw.memory.parsing import parse_daily_note, parse_long_term, split_lines
-from miniclaw.memory.privacy import front_matter_end, is_private_file, open_at_end, redact_lines
+from miniclaw.fs.files import decode
+from miniclaw.entries.parsing import parse_daily_note, parse_long_term, split_lines
+from miniclaw.entries.privacy import front_matter_end, is_private_file, open_at_end, redact_lines
 
 # -- block tags -------------------------------------------------------------------------
 
@@ -400,7 +400,7 @@ def test_split_lines_then_redact_keeps_crlf_line_numbers():
 def test_every_character_that_folds_to_an_angle_bracket_is_looked_for_before_folding():
     """`may_hold_private` skips folding text without any of `_LESS_THAN`: that list must hold
     every character whose compatibility form has a `<`, or a disguised tag would be missed."""
-    from miniclaw.memory.privacy import _LESS_THAN, may_hold_private
+    from miniclaw.entries.privacy import _LESS_THAN, may_hold_private
 
     brackets = [chr(c) for c in range(0x110000)
                 if "<" in unicodedata.normalize("NFKD", chr(c))]
@@ -418,7 +418,7 @@ _TAG_ALPHABET = st.sampled_from([*"ab <>/\u00e9\u200b\u226e\ufe64\uff1c\uff50\u0
 
 @given(st.lists(_TAG_ALPHABET, max_size=30).map("".join))
 def test_the_quick_check_for_a_tag_answers_as_folding_the_text_does(text):
-    from miniclaw.memory.privacy import _MAYBE_TAG, _fold_fast, may_hold_private
+    from miniclaw.entries.privacy import _MAYBE_TAG, _fold_fast, may_hold_private
 
     folded = bool(_MAYBE_TAG.search(text) or _MAYBE_TAG.search(_fold_fast(text)))
     # Only `≮` (itself again when folded, not a `<`) may make it answer "maybe" needlessly.
@@ -431,7 +431,7 @@ def test_every_character_folding_to_an_angle_bracket_is_found(text):
     the places a regex of the four finds, every one."""
     import re
 
-    from miniclaw.memory.privacy import _LESS_THAN, _less_thans
+    from miniclaw.entries.privacy import _LESS_THAN, _less_thans
 
     found = list(_less_thans(text))
     assert sorted(found) == [m.start() for m in re.finditer(f"[{''.join(_LESS_THAN)}]", text)]
@@ -446,7 +446,7 @@ def test_the_first_line_is_the_one_partition_gives(text):
 
 # -- what a person types (a query, a message): `visible_typed` -----------------------------
 
-from miniclaw.memory.privacy import visible_typed  # noqa: E402
+from miniclaw.entries.privacy import visible_typed  # noqa: E402
 
 
 @pytest.mark.parametrize("typed, visible", [

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.query import MAX_QUERY_CHARS, parse_query
+from miniclaw.search.query import MAX_QUERY_CHARS, parse_query
 from tests.conftest import NOW, write
 
 def two_entries(first: str, second: str) -> str:
@@ -200,7 +200,7 @@ async def test_private_words_in_required_and_excluded_words_are_not_used(store, 
 
 async def test_sessions_search_without_transcripts_reads_the_query_the_same_way(store, zoo,
                                                                                monkeypatch):
-    from miniclaw.memory import sessions
+    from miniclaw.search import sessions
 
     monkeypatch.setattr(sessions, "transcript_sources", lambda sources: ())
     found = await sessions.search_sessions(store, "lion <private>zebra</private>")

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miniclaw.errors import QueryError
-from miniclaw.memory.query import MAX_QUERY_CHARS, Query, parse_query, phrase_matches
-from miniclaw.memory.tokenizer import is_stop_word, tokenize
+from miniclaw.search.query import MAX_QUERY_CHARS, Query, parse_query, phrase_matches
+from miniclaw.entries.tokenizer import is_stop_word, tokenize
 
 # -- each operator alone -------------------------------------------------------------------
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.ranker import MemoryRanker
-from miniclaw.memory.tokenizer import tokenize
+from miniclaw.search.ranker import MemoryRanker
+from miniclaw.entries.tokenizer import tokenize
 from tests.conftest import NOW, long_term, write
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.entry import NO_META, Entry, Meta
-from miniclaw.memory.privacy import may_hold_private, visible_text
-from miniclaw.memory.sources import _redacted, redacted_entries
+from miniclaw.entries.entry import NO_META, Entry, Meta
+from miniclaw.entries.privacy import may_hold_private, visible_text
+from miniclaw.sources.base import _redacted, redacted_entries
 
 _PIECES = st.sampled_from(["<private>", "</private>", "<PRIVATE reason='x'>", "\uff1cprivate\uff1e",
                            "<pri\u200bvate>", "<", ">", "---", "secret", " ", "\n", "caf\u00e9",

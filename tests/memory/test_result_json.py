@@ -40,7 +40,7 @@ def memories(workspace: Path) -> Path:
 @pytest.mark.parametrize("name", sorted(SEARCHES))
 async def test_search_json_is_byte_identical_to_the_recorded_output(store, memories, name,
                                                                      monkeypatch):
-    from miniclaw.memory import embedding
+    from miniclaw.semantic import model as embedding
 
     # recorded where the embedding model is not installed (it adds the by_meaning hint)
     monkeypatch.setattr(embedding, "available", lambda: (False, "no embedding model installed"))
@@ -53,7 +53,7 @@ def test_results_are_frozen_records_built_by_keyword():
     import dataclasses
     from datetime import date
 
-    from miniclaw.memory.results import RankedMemory, SearchResults
+    from miniclaw.search.results import RankedMemory, SearchResults
 
     hit = RankedMemory(content="a", excerpt="a", score=1.0, source="long_term",
                        date=date(2026, 1, 5), path="memory/MEMORY.md", line_start=4,

@@ -14,11 +14,11 @@ from collections import Counter
 
 import pytest
 
-from miniclaw.memory.scoring import (BM25Scorer, Candidates, SearchMode, get_mode,
+from miniclaw.search.scoring import (BM25Scorer, Candidates, SearchMode, get_mode,
                                      register_mode)
-from miniclaw.memory.scoring.fusion import score_fusion
-from miniclaw.memory.sources import DailyNoteSource
-from miniclaw.memory.tokenizer import is_stop_word, tokenize
+from miniclaw.search.scoring.fusion import score_fusion
+from miniclaw.sources.base import DailyNoteSource
+from miniclaw.entries.tokenizer import is_stop_word, tokenize
 from tests.conftest import long_term, write
 
 DIMENSIONS = 64
@@ -66,7 +66,7 @@ class HashedEmbedding:
 @pytest.fixture
 def hybrid():
     """The mode `hybrid`: BM25 and the fake embedding, fused (registered from this module)."""
-    from miniclaw.memory import scoring
+    from miniclaw.search import scoring
 
     saved = dict(scoring._MODES)  # miniclaw's own hybrid comes back afterwards
     register_mode("hybrid", lambda: SearchMode("hybrid", (BM25Scorer(), HashedEmbedding())))
@@ -114,7 +114,7 @@ async def test_one_retriever_keeps_its_own_scores(store, workspace, hybrid):
     try:
         again = await store.search("repair", mode="bm25-again")
     finally:
-        from miniclaw.memory import scoring
+        from miniclaw.search import scoring
         scoring._MODES.pop("bm25-again")
     assert [(h.content, h.score) for h in again.results] == \
         [(h.content, h.score) for h in plain.results]
@@ -146,7 +146,7 @@ async def test_each_retriever_brings_its_own_number_of_candidates(store, workspa
             assert len(found.results) == limit
             assert set(asked) == {("bm25", 50), ("hashed", depth)}
     finally:
-        from miniclaw.memory import scoring
+        from miniclaw.search import scoring
         scoring._MODES.pop("shallow")
 
 
@@ -220,7 +220,7 @@ class TopOneEmbedding(HashedEmbedding):
 async def test_every_candidate_is_scored_by_every_retriever(store, workspace, monkeypatch):
     """A BM25 hit the other retriever left out of its (short) list still gets that
     retriever's score, from its `parts()`: being cut from a list is not a score of 0."""
-    from miniclaw.memory import scoring
+    from miniclaw.search import scoring
 
     monkeypatch.setitem(scoring._MODES, "fused", lambda: SearchMode(
         "fused", (BM25Scorer(), TopOneEmbedding())))
@@ -257,8 +257,8 @@ async def test_a_short_entry_takes_its_cosine_context_from_its_neighbours(store,
                                                                           monkeypatch):
     """A cosine (bounded, no terms) gains a share of a neighbour's cosine above its own,
     in full for a short turn and by SHORT_TERMS / length for a long one (neighbours.py)."""
-    from miniclaw.memory import scoring
-    from miniclaw.memory.neighbours import SHORT_TERMS
+    from miniclaw.search import scoring
+    from miniclaw.search.neighbours import SHORT_TERMS
 
     bm25 = BM25Scorer()
     monkeypatch.setitem(scoring._MODES, "fused", lambda: SearchMode(
@@ -301,7 +301,7 @@ async def test_a_neighbour_below_the_cosines_floor_does_not_join(store, workspac
                                                                  monkeypatch):
     """Context lifts matches only: a turn whose own cosine is no match stays out, however
     close it is to one (and the count of matches stays true)."""
-    from miniclaw.memory import scoring
+    from miniclaw.search import scoring
 
     bm25 = BM25Scorer()
     monkeypatch.setitem(scoring._MODES, "floored", lambda: SearchMode(
@@ -321,13 +321,13 @@ class AskingCosine(FixedCosine):
     cosines = {**FixedCosine.cosines, "Ed:": 0.3}
 
     def counts(self, text):
-        from miniclaw.memory.scoring.semantic import asks_only
+        from miniclaw.semantic.retriever import asks_only
 
         return not asks_only(text)
 
 
 def _asking_mode(monkeypatch, *retrievers):
-    from miniclaw.memory import scoring
+    from miniclaw.search import scoring
 
     bm25 = BM25Scorer()
     monkeypatch.setitem(scoring._MODES, "asking", lambda: SearchMode(
@@ -388,8 +388,8 @@ async def test_a_fused_search_asks_the_index_about_an_entry_once(store, workspac
     for the cosine's candidates ask about many of the same entries: each entry's neighbours,
     filter check and each retriever's parts are read once per search of a source
     (`neighbours.Lookups`), and the scores are those of reading them every time."""
-    from miniclaw.memory import scoring
-    from miniclaw.memory.index import SearchIndex
+    from miniclaw.search import scoring
+    from miniclaw.index.search_index import SearchIndex
 
     bm25 = BM25Scorer()
     monkeypatch.setitem(scoring._MODES, "fused", lambda: SearchMode(
@@ -399,7 +399,8 @@ async def test_a_fused_search_asks_the_index_about_an_entry_once(store, workspac
              "Sam: automobile fixed", "Anna: great news"]
     write(workspace, "memory/2026-02-14.md", "# Daily Note - 2026-02-14\n" + "".join(
         f"\n## 09:{n:02d}:00 UTC\n\n{turn}\n" for n, turn in enumerate(turns)))
-    from miniclaw.memory import neighbours, ranker
+    from miniclaw.search import neighbours
+    from miniclaw.search import ranker
 
     class ReadEveryTime(neighbours.Lookups):
         """Lookups that keep nothing: each question read from the index again."""

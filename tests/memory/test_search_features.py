@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import QueryError, UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.hints import Hint
+from miniclaw.search.hints import Hint
 from tests.conftest import NOW, daily_note, long_term, write
 
 

@@ -1,4 +1,4 @@
-"""One search signature (memory/options.py): the API, the ranker, the tools and the CLI share
+"""One search signature (search/options.py): the API, the ranker, the tools and the CLI share
 `SearchOptions`, whose arguments take what callers naturally pass and refuse the rest with a
 `UsageError` naming the argument, never another exception."""
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.options import SearchOptions
+from miniclaw.search.options import SearchOptions
 from tests.conftest import NOW, long_term, write
 from tests.memory.test_search_features import note
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory import database
-from miniclaw.memory.index import Filters
-from miniclaw.memory.scoring import BM25Scorer, register_mode
+from miniclaw.index import database
+from miniclaw.index.search_index import Filters
+from miniclaw.search.scoring import BM25Scorer, register_mode
 from tests.conftest import daily_note, long_term, write
 
 
@@ -34,7 +34,7 @@ def statements(monkeypatch):
 @pytest.fixture
 def spy_mode():
     """The mode `spy`: BM25, noting each source it is asked to search."""
-    from miniclaw.memory import scoring
+    from miniclaw.search import scoring
 
     searched: list[str] = []
 
@@ -111,8 +111,8 @@ async def test_filter_ids_in_one_source_keeps_only_that_sources_entries(store, w
 def test_a_stored_time_is_read_as_seconds_or_is_damage(value):
     """`neighbours` reads both times of a pair in Python, one lookup each, and must accept
     and refuse exactly what `_clock` (the reading of a row's time) does."""
-    from miniclaw.memory.database import IndexRowError
-    from miniclaw.memory.index import _clock, _seconds
+    from miniclaw.index.database import IndexRowError
+    from miniclaw.index.search_index import _clock, _seconds
 
     try:
         clock = _clock(value)
@@ -131,8 +131,8 @@ async def test_a_fused_search_reads_where_its_candidates_sit_once_per_source(
     """Every retriever of a fused mode finds mostly the same candidates: their places are
     read in one statement per source, not one per retriever (a hybrid search on L made
     four where two do)."""
-    from miniclaw.memory import scoring
-    from miniclaw.memory.scoring import SearchMode
+    from miniclaw.search import scoring
+    from miniclaw.search.scoring import SearchMode
     from tests.memory.test_retrievers import HashedEmbedding
 
     _notes(workspace)
@@ -160,8 +160,8 @@ def test_the_first_results_are_those_a_full_sort_puts_first(rows, n):
     first `n` of the whole order, ties broken by date, path and line as always."""
     from datetime import date as Date
 
-    from miniclaw.memory.index import Place
-    from miniclaw.memory.ranker import _first, _order_key
+    from miniclaw.index.search_index import Place
+    from miniclaw.search.ranker import _first, _order_key
 
     scores = {i: score for i, (score, _, _) in enumerate(rows)}
     places = {i: Place(Date(2026, 1, 1 + day), None, f"memory/{line % 2}.md", line)

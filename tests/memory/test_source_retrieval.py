@@ -12,9 +12,9 @@ from datetime import date
 
 import pytest
 
-from miniclaw.memory import database
-from miniclaw.memory.index import Filters, SearchIndex
-from miniclaw.memory.scoring import BM25Scorer
+from miniclaw.index import database
+from miniclaw.index.search_index import Filters, SearchIndex
+from miniclaw.search.scoring import BM25Scorer
 from tests.conftest import daily_note, long_term, write
 
 WORDS = ["oslo", "hotel", "harbour", "flight", "cat", "miso", "garden", "piano", "train",

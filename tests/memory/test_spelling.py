@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.spelling import edit_distance, may_be_typo, suggest
+from miniclaw.search.spelling import edit_distance, may_be_typo, suggest
 
 
 @pytest.mark.parametrize("a, b, distance", [
@@ -124,7 +124,7 @@ def test_the_word_list_read_from_its_file_says_what_wordfreq_says(word):
     """The list is read from wordfreq's data file (an import costs ~150 ms a CLI call)."""
     from wordfreq import zipf_frequency
 
-    from miniclaw.memory import spelling
+    from miniclaw.search import spelling
 
     assert spelling._english_words() is not None  # the file was read, not the fallback
     assert spelling._is_word.__wrapped__(word) == (zipf_frequency(word, "en", wordlist="small") > 0)
@@ -135,7 +135,7 @@ def test_without_any_word_list_nothing_is_corrected(monkeypatch):
     with no list, every word counts as real, so none is replaced."""
     import builtins
 
-    from miniclaw.memory import spelling
+    from miniclaw.search import spelling
 
     real_import = builtins.__import__
 

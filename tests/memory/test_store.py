@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import MemoryFileError, UsageError, WorkspaceNotFoundError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM
-from miniclaw.memory.parsing import parse_daily_note, parse_long_term
+from miniclaw.entries.entry import DAILY_NOTE, LONG_TERM
+from miniclaw.entries.parsing import parse_daily_note, parse_long_term
 from tests.conftest import NOW, write
 
 TODAY = NOW.date()
@@ -215,7 +215,7 @@ async def test_bad_tag_is_rejected_and_nothing_is_written(store, workspace, tag)
 
 
 async def test_text_over_the_size_limit_is_rejected(store, workspace):
-    from miniclaw.memory.store import MAX_ENTRY_CHARS
+    from miniclaw.store.store import MAX_ENTRY_CHARS
 
     with pytest.raises(UsageError):
         await store.add_long_term("x" * (MAX_ENTRY_CHARS + 1))
@@ -578,7 +578,7 @@ def test_any_text_is_either_refused_or_read_back_and_the_note_stays_readable(
 ])
 async def test_a_new_file_is_removed_whatever_error_stops_the_write(store, workspace, monkeypatch,
                                                                     formatter, add):
-    from miniclaw.memory import writing
+    from miniclaw.entries import writing
 
     def broken(*args, **kwargs):
         raise ValueError("a bug in formatting")
@@ -626,7 +626,7 @@ async def test_a_link_to_outside_is_refused_even_when_swapped_in_after_the_first
         store, workspace, tmp_path, monkeypatch):
     """The old check looked at the path before taking the lock, then opened it following
     links: a link swapped in between was written through. Now the open itself refuses it."""
-    from miniclaw.memory import files
+    from miniclaw.fs import files
 
     outside = tmp_path / "outside.md"
     outside.write_text("# Memory\n\n- outside secret\n")
@@ -647,7 +647,7 @@ async def test_a_link_to_outside_is_refused_even_when_swapped_in_after_the_first
 
 
 async def test_an_oversized_note_is_read_but_not_added_to(store, workspace):
-    from miniclaw.memory.files import MAX_FILE_BYTES
+    from miniclaw.fs.files import MAX_FILE_BYTES
 
     path = write(workspace, "memory/2026-02-14.md", "# Daily Note - 2026-02-14\n\n## 08:00:00 UTC\n\n")
     with path.open("ab") as handle:

@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.entry import NO_META, Entry, Meta
-from miniclaw.memory.sync import _meta_json
+from miniclaw.entries.entry import NO_META, Entry, Meta
+from miniclaw.index.sync import _meta_json
 
 _values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10)
                        | st.dates(), lambda inner: st.lists(inner, max_size=3)
@@ -38,7 +38,7 @@ def test_packed_blocks_hold_each_entrys_postings(entries):
     postings of the entries holding it in entry order: place << 10 | tf, tf capped at 1,023."""
     from array import array
 
-    from miniclaw.memory.sync import _packed
+    from miniclaw.index.sync import _packed
 
     terms = [(array("I", numbers).tobytes(),
               array("I", frequencies).tobytes() if frequencies else None, len(numbers))
@@ -58,7 +58,7 @@ def _entry_keys_before(entries):
     """`sync._entry_keys` as of 93140e5 (a Counter of texts seen, an encoder per call)."""
     from collections import Counter
 
-    from miniclaw.memory.sync import content_hash
+    from miniclaw.index.sync import content_hash
 
     days: dict = {None: None}
     seen: Counter = Counter()
@@ -89,6 +89,6 @@ _entries = st.lists(st.builds(
 def test_entry_keys_are_what_they_were(entries):
     """Each entry's identity (text hash, occurrence) and row data, as before they were made
     by unpacking each entry and with a dict of texts seen."""
-    from miniclaw.memory.sync import _entry_keys
+    from miniclaw.index.sync import _entry_keys
 
     assert _entry_keys(entries) == _entry_keys_before(entries)

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from miniclaw.dates import parse_day, utc_offset
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.parsing import parse_daily_note
-from miniclaw.memory.writing import append_daily, daily_entry, normalize_text
+from miniclaw.entries.parsing import parse_daily_note
+from miniclaw.entries.writing import append_daily, daily_entry, normalize_text
 from tests.conftest import NOW
 
 TOKYO = ZoneInfo("Asia/Tokyo")

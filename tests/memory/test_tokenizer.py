@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.tokenizer import index_terms, is_stop_word, token_spans, tokenize
+from miniclaw.entries.tokenizer import index_terms, is_stop_word, token_spans, tokenize
 from tests.conftest import write
 
 
@@ -234,7 +234,7 @@ def test_index_terms_are_tokenize_without_stop_words(text):
 def test_ascii_chunks_take_a_shortcut_to_the_same_terms(text):
     """A chunk the cache has not seen is mostly ASCII, tokenized in one pass
     (`_ascii_terms`): the same terms as folding and splitting each word on its own."""
-    from miniclaw.memory.tokenizer import _TOKEN, _ascii_terms, _word_terms
+    from miniclaw.entries.tokenizer import _TOKEN, _ascii_terms, _word_terms
 
     chunk = "".join(text.split())
     assert _ascii_terms(chunk) == tuple(term for word in _TOKEN.findall(chunk)
@@ -243,7 +243,7 @@ def test_ascii_chunks_take_a_shortcut_to_the_same_terms(text):
 
 def test_long_chunks_are_tokenized_but_not_cached():
     """URLs and hashes seldom repeat: caching each would grow the caches without end."""
-    from miniclaw.memory import tokenizer
+    from miniclaw.entries import tokenizer
 
     url = "https://example.com/some/long/path?query=visit-kyoto-2026&x=1"
     assert "kyoto" in tokenize(url) and "kyoto" in index_terms(url)
@@ -254,7 +254,7 @@ def test_long_chunks_are_tokenized_but_not_cached():
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300))
 def test_terms_by_chunk_are_the_terms_of_the_text(text):
-    from miniclaw.memory.tokenizer import chunk_terms
+    from miniclaw.entries.tokenizer import chunk_terms
 
     chunks = text.split()
     found = chunk_terms(chunks)
@@ -286,7 +286,7 @@ _WORDS = st.lists(st.sampled_from(["coffee", "Coffee,", "the", "tea", "Sam's", "
 def test_counted_index_terms_are_index_terms_counted(text):
     """What a build stores for an entry, counted as its chunks are looked up: the same
     distinct terms in the same order (they number new terms), the same frequencies."""
-    from miniclaw.memory.tokenizer import counted_index_terms
+    from miniclaw.entries.tokenizer import counted_index_terms
 
     terms = [term for term in tokenize(text) if not is_stop_word(term)]
     assert counted_index_terms(text) == _counted_reference(terms)
@@ -296,7 +296,7 @@ def test_counted_index_terms_are_index_terms_counted(text):
 def test_counted_index_terms_keep_set_order_of_many_distinct_terms():
     """Hundreds of distinct terms: a set of them grows several times, and its order must
     still be the one counting the term list gave."""
-    from miniclaw.memory.tokenizer import counted_index_terms
+    from miniclaw.entries.tokenizer import counted_index_terms
 
     text = " ".join(f"word{i}x" for i in range(700))
     assert counted_index_terms(text) == _counted_reference(index_terms(text))
@@ -304,7 +304,7 @@ def test_counted_index_terms_keep_set_order_of_many_distinct_terms():
 
 def test_index_terms_fill_one_cache():
     """A build's chunks are kept once (`_index_cache`), as tuples that flatten in C."""
-    from miniclaw.memory import tokenizer
+    from miniclaw.entries import tokenizer
 
     index_terms("zanzibarian, the")
     assert tokenizer._index_cache["zanzibarian,"] == ("zanzibarian",)

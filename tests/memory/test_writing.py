@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.parsing import parse_daily_note, parse_long_term
-from miniclaw.memory.writing import (append_daily, daily_entry, insert_long_term,
+from miniclaw.entries.parsing import parse_daily_note, parse_long_term
+from miniclaw.entries.writing import (append_daily, daily_entry, insert_long_term,
                                      long_term_item, normalize_text)
 
 NOW = datetime(2026, 2, 14, 9, 12, 3, tzinfo=timezone.utc)

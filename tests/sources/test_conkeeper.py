@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.sources import SOURCES, configured_sources, read_entries
+from miniclaw.sources.base import SOURCES, configured_sources, read_entries
 from miniclaw.sources.conkeeper import ConKeeperSource, redact
 from tests.conftest import NOW
 from tests.memory import test_privacy as privacy_cases
