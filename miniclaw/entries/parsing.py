@@ -17,10 +17,11 @@ text is what the writer was given (see `writing.normalize_text`), unescaped.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date as Date
 
-from miniclaw.entries.entry import CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry
+from miniclaw.entries.entry import (CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry,
+                                    Meta)
 
 HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -157,16 +158,12 @@ def _visible_lines(text: str) -> Iterator[tuple[int, str]]:
 
 def parse_long_term(text: str, path: str) -> list[Entry]:
     """The entries a reader gets from a MEMORY.md-style file (redacted, stamped)."""
-    from miniclaw.sources.base import redacted_entries
-
     return redacted_entries(LONG_TERM, lambda visible: long_term_entries(visible, path, LONG_TERM),
                             text)
 
 
 def parse_daily_note(text: str, path: str, day: Date | None) -> list[Entry]:
     """The entries a reader gets from a daily note dated `day` (redacted, stamped)."""
-    from miniclaw.sources.base import redacted_entries
-
     return redacted_entries(
         DAILY_NOTE, lambda visible: daily_note_entries(visible, path, day, DAILY_NOTE), text)
 
@@ -290,3 +287,65 @@ def daily_note_entries(text: str, path: str, day: Date | None, source: str = "")
             item.add(number, line)
     items.extend(_bullet_items(loose, day))
     return _entries(items, source, path)
+
+
+def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
+                     redact: Callable[[str], str] | None = None, **visibility: bool) -> list[Entry]:
+    """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped.
+    `redact`: a format's own privacy rules (lines it hides become empty), applied to the raw
+    text first; it must keep hiding what miniclaw's tags hide (see `sources/conkeeper.py`).
+    `visibility` as `sources.base._visibility` gives it."""
+    from miniclaw.entries.privacy import may_hold_private, visible_text
+
+    entries = parse(visible_text(redact(text) if redact else text, **visibility))
+    # Every record is checked again: a format may spell a tag the file does not show, with
+    # any of its characters escaped (JSON's `\u0070` for `p`: no `<`, no "private" in the
+    # line). `may_hold_private` answers most texts with two scans in C. An entry is made
+    # again only when something changed (one tuple, not one per change: a transcript's
+    # entries all get their source's name and a read-only `Meta`).
+    make = Entry._make
+    out = []
+    for entry in entries:
+        clean, meta = entry.text, entry.meta
+        if may_hold_private(clean):
+            clean = visible_text(clean).strip()
+            if not clean:
+                continue
+        if meta and not _plain(meta.values(), may_hold_private):  # its values too
+            meta = {key: _redacted(value) for key, value in meta.items()}
+        if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
+            meta = Meta(meta)
+        if clean is not entry.text or meta is not entry.meta or entry.source != name:
+            fields = [clean, name, *entry[2:]]
+            fields[_META] = meta
+            entry = make(fields)
+        out.append(entry)
+    return out
+
+
+_META = Entry._fields.index("meta")
+
+
+def _plain(values: Iterable[object], may_hold_private: Callable[[str], bool]) -> bool:
+    """Whether `_redacted` would keep each metadata value as it is: no text, or text that
+    cannot hold a tag or open front matter (most values: a session id, a role, a time)."""
+    for value in values:
+        if isinstance(value, str):
+            if "---" in value or may_hold_private(value):
+                return False
+        elif isinstance(value, (list, dict)):
+            return False
+    return True
+
+
+def _redacted(value: object) -> object:
+    """A metadata value (JSON) with private parts of its strings removed."""
+    from miniclaw.entries.privacy import visible_text
+
+    if isinstance(value, str):
+        return visible_text(value).strip()
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    return value

@@ -162,7 +162,7 @@ def open_in_workspace(path: Path, workspace: str | Path | None, flags: int = os.
         if exc.errno != errno.ELOOP and not (exc.errno == errno.EEXIST and os.path.islink(path)):
             raise
     target = Path(os.path.realpath(path))
-    if workspace is not None and not _inside(target, workspace):
+    if workspace is not None and not inside_workspace(target, workspace):
         raise OutsideWorkspaceError(f"{name} is a symlink out of the workspace; miniclaw does "
                                     "not read or write through it", path=name)
     try:
@@ -175,10 +175,10 @@ def open_in_workspace(path: Path, workspace: str | Path | None, flags: int = os.
     return fd, st, target
 
 
-def _inside(path: Path, root: str | Path) -> bool:
-    from miniclaw.sources.base import inside_workspace  # not at import: config.py reads here
-
-    return inside_workspace(path, root)
+def inside_workspace(path: str | Path, workspace: str | Path) -> bool:
+    """Whether `path`, symlinks resolved, stays inside the workspace (or any root)."""
+    root = os.path.realpath(workspace)
+    return os.path.commonpath([os.path.realpath(path), root]) == root
 
 
 def read_head(path: str | Path, count: int, name: str | None = None) -> bytes | None:

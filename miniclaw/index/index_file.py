@@ -19,7 +19,7 @@ from pathlib import Path
 
 from miniclaw import config
 from miniclaw.errors import UsageError
-from miniclaw.sources.base import inside_workspace
+from miniclaw.fs.files import inside_workspace
 
 APPLICATION_ID = 0x6D636C77  # "mclw", in the file's header: this file is a miniclaw index
 _SQLITE_MAGIC = b"SQLite format 3\x00"

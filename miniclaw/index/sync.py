@@ -331,7 +331,8 @@ def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str
     `head` being the file's first line."""
     from miniclaw.sources import appends
     from miniclaw.entries.privacy import open_depth
-    from miniclaw.sources.base import redacted_entries, source_warning
+    from miniclaw.entries.parsing import redacted_entries
+    from miniclaw.sources.base import source_warning
 
     try:
         opened = _open(source_file, workspace)

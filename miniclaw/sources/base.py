@@ -21,7 +21,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 from datetime import date as Date
 from pathlib import Path
@@ -29,7 +29,8 @@ from typing import NamedTuple, Protocol
 
 from miniclaw.config import LONG_TERM_FILE, MEMORY_DIR
 from miniclaw.errors import UsageError
-from miniclaw.entries.entry import DAILY_NOTE, LONG_TERM, Entry, Meta
+from miniclaw.fs.files import inside_workspace
+from miniclaw.entries.entry import DAILY_NOTE, LONG_TERM, Entry
 
 DAILY_NOTE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 #: What `sources add --name` accepts: a word to type after `--source`, print on one line
@@ -92,12 +93,6 @@ class MemorySource(Protocol):
 
     def parse(self, text: str, path: str) -> list[Entry]:
         """Entries of one file's text (already redacted by the caller, `read_entries`)."""
-
-
-def inside_workspace(path: str | Path, workspace: str | Path) -> bool:
-    """Whether `path`, symlinks resolved, stays inside the workspace (or any root)."""
-    root = os.path.realpath(workspace)
-    return os.path.commonpath([os.path.realpath(path), root]) == root
 
 
 def stat_in_workspace(path: str, workspace: Path | str) -> os.stat_result | None:
@@ -552,14 +547,6 @@ class DailyNoteSource(FileSource):
         return daily_note_entries(text, path, daily_note_date(path.rsplit("/", 1)[-1]), self.name)
 
 
-def _default_transcripts() -> MemorySource:
-    from miniclaw.sources.transcripts import TranscriptSource
-
-    return TranscriptSource()
-
-
-SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource(), _default_transcripts())
-SOURCE_NAMES = tuple(source.name for source in SOURCES)
 #: Source kinds config.json may name (`{"kind": "conkeeper", "root": "~/x/.claude/memory"}`):
 #: kind -> "module:Class", imported only when a workspace configures it.
 KINDS: dict[str, str] = {
@@ -569,6 +556,22 @@ KINDS: dict[str, str] = {
     "transcripts": "miniclaw.sources.transcripts:TranscriptSource",
     "claude_code": "miniclaw.sources.claude_code:ClaudeCodeSource",
 }
+
+
+def _import_class(spec: str) -> type:
+    """The class `module:Class` names, imported now."""
+    import importlib
+
+    module_name, _, class_name = spec.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+# The default sources: the workspace's own files, then its transcripts, a kind named by its
+# `KINDS` path like any other (sources/transcripts.py builds on FileSource: this module never
+# imports a kind by name, so the two import no circle).
+SOURCES: tuple[MemorySource, ...] = (LongTermSource(), DailyNoteSource(),
+                                     _import_class(KINDS["transcripts"])())
+SOURCE_NAMES = tuple(source.name for source in SOURCES)
 
 
 def read_twice(files: Iterable[SourceFile]) -> list[tuple[SourceFile, str]]:
@@ -698,6 +701,8 @@ def read_entries(source: MemorySource, text: str, path: str) -> list[Entry]:
     before the source parses it, and again from each record (a format may encode a tag the
     line scan cannot see), each entry stamped with the source's name. The one place that
     calls `source.parse`, so no source can forget privacy."""
+    from miniclaw.entries.parsing import redacted_entries
+
     return redacted_entries(source.name, lambda visible: source.parse(visible, path), text,
                             getattr(source, "redact", None), **_visibility(source))
 
@@ -708,68 +713,6 @@ def _visibility(source: MemorySource) -> dict[str, bool]:
     `<private>` tag cannot span records, so each line is redacted on its own)."""
     return {"keep_front_matter": getattr(source, "reads_front_matter", False),
             "per_line": getattr(source, "line_records", False)}
-
-
-def redacted_entries(name: str, parse: Callable[[str], list[Entry]], text: str,
-                     redact: Callable[[str], str] | None = None, **visibility: bool) -> list[Entry]:
-    """`read_entries` for a parse function: `parse(visible text)`, records redacted, stamped.
-    `redact`: a format's own privacy rules (lines it hides become empty), applied to the raw
-    text first; it must keep hiding what miniclaw's tags hide (see `sources/conkeeper.py`).
-    `visibility` as `_visibility` gives it."""
-    from miniclaw.entries.privacy import may_hold_private, visible_text
-
-    entries = parse(visible_text(redact(text) if redact else text, **visibility))
-    # Every record is checked again: a format may spell a tag the file does not show, with
-    # any of its characters escaped (JSON's `\u0070` for `p`: no `<`, no "private" in the
-    # line). `may_hold_private` answers most texts with two scans in C. An entry is made
-    # again only when something changed (one tuple, not one per change: a transcript's
-    # entries all get their source's name and a read-only `Meta`).
-    make = Entry._make
-    out = []
-    for entry in entries:
-        clean, meta = entry.text, entry.meta
-        if may_hold_private(clean):
-            clean = visible_text(clean).strip()
-            if not clean:
-                continue
-        if meta and not _plain(meta.values(), may_hold_private):  # its values too
-            meta = {key: _redacted(value) for key, value in meta.items()}
-        if meta and type(meta) is not Meta:  # a plain dict: made read-only and hashable
-            meta = Meta(meta)
-        if clean is not entry.text or meta is not entry.meta or entry.source != name:
-            fields = [clean, name, *entry[2:]]
-            fields[_META] = meta
-            entry = make(fields)
-        out.append(entry)
-    return out
-
-
-_META = Entry._fields.index("meta")
-
-
-def _plain(values: Iterable[object], may_hold_private: Callable[[str], bool]) -> bool:
-    """Whether `_redacted` would keep each metadata value as it is: no text, or text that
-    cannot hold a tag or open front matter (most values: a session id, a role, a time)."""
-    for value in values:
-        if isinstance(value, str):
-            if "---" in value or may_hold_private(value):
-                return False
-        elif isinstance(value, (list, dict)):
-            return False
-    return True
-
-
-def _redacted(value: object) -> object:
-    """A metadata value (JSON) with private parts of its strings removed."""
-    from miniclaw.entries.privacy import visible_text
-
-    if isinstance(value, str):
-        return visible_text(value).strip()
-    if isinstance(value, list):
-        return [_redacted(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
-    return value
 
 
 def source_warning(source: MemorySource, text: str, path: str) -> str | None:
@@ -883,11 +826,3 @@ def _of_kind(item: dict, where: str) -> MemorySource:
 def kind_class(kind: str) -> type:
     """The class of a source kind (`KINDS`), imported now."""
     return _import_class(KINDS[kind])
-
-
-def _import_class(spec: str) -> type:
-    """The class `module:Class` names, imported now."""
-    import importlib
-
-    module_name, _, class_name = spec.partition(":")
-    return getattr(importlib.import_module(module_name), class_name)

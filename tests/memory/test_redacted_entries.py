@@ -1,4 +1,4 @@
-"""`sources.redacted_entries` checks every record again after its source parsed it: the
+"""`parsing.redacted_entries` checks every record again after its source parsed it: the
 same entries as the loop it replaced (which rebuilt an entry once per change), privacy
 included."""
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from miniclaw.entries.entry import NO_META, Entry, Meta
 from miniclaw.entries.privacy import may_hold_private, visible_text
-from miniclaw.sources.base import _redacted, redacted_entries
+from miniclaw.entries.parsing import _redacted, redacted_entries
 
 _PIECES = st.sampled_from(["<private>", "</private>", "<PRIVATE reason='x'>", "\uff1cprivate\uff1e",
                            "<pri\u200bvate>", "<", ">", "---", "secret", " ", "\n", "caf\u00e9",
