@@ -36,7 +36,7 @@ _GONE = object()  # the worker stopped answering (crashed, or never started)
 # The child imports what the parent imported: its module path is the parent's (`-m` would
 # put the working folder first, where another checkout of miniclaw may be).
 _START = ("import sys; sys.path[:] = sys.argv[1:]; "
-          "from miniclaw.index.parse_worker import main; main()")
+          "from miniclaw.index.parse_child import main; main()")
 AHEAD = 2  # files sent to a child and not yet answered, at most
 WORKERS = 2  # children of a build, at most (fewer on a machine of fewer cores)
 
@@ -187,42 +187,3 @@ def worker_count() -> int:
     """How many children a build starts: one per core beside the writer's, up to `WORKERS`."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(WORKERS, (cores or 1)))
-
-
-def _send(out, answer: tuple) -> None:
-    pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
-    out.flush()
-
-
-def main() -> None:
-    import gc
-
-    from miniclaw.index.sync import _Parsed, _parse_one, _with_blocks
-
-    # A parse makes millions of short-lived objects and next to no cycles: collecting every
-    # 700 allocations walked the imports' and the tokenizer cache's objects again and again
-    # (4-6% of the child's CPU). Those are frozen, and collections made rarer.
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
-    out = sys.stdout.buffer
-    try:
-        while True:
-            try:
-                args = pickle.load(sys.stdin.buffer)
-            except EOFError:  # no more files
-                return
-            try:
-                # The blocks too: a build's files are new, and packing their postings here
-                # takes that work off the writer.
-                found = _parse_one(*args)
-                if isinstance(found, _Parsed):
-                    _send(out, ("ok", _with_blocks(found)))
-                    continue
-                for part in found:  # a transcript: part by part, as it is read
-                    _send(out, ("part", _with_blocks(part)))
-                _send(out, ("ok", None))
-            except Exception as exc:
-                _send(out, ("error", exc))
-                return
-    except BrokenPipeError:  # the parent stopped reading: nothing left to do
-        pass
