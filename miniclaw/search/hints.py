@@ -42,14 +42,8 @@ The kinds and their parameters:
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from miniclaw.search.query import Query
-    from miniclaw.search.results import RankedMemory
 
 
 class Hint:
@@ -129,43 +123,3 @@ def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
 
         return template.format(**hint.params, install=install_command("semantic"))
     return template.format(**hint.params)
-
-
-def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
-                 window: int | None, missing_words: Sequence[str],
-                 unheld: Sequence[tuple[str, str]] = (),
-                 meaning: bool = False) -> tuple[Hint, ...]:
-    """Suggestions when fewer than `limit` results came back (none otherwise). `window` is
-    the number of days of daily notes searched, None when it was not limited;
-    `missing_words`: the words no memory holds, given only when words decide what matches
-    (never for a search by meaning, which finds memories without them); `unheld`: the
-    (filter, value) of a category or tag no memory has (`SearchIndex.unheld`); `meaning`:
-    the search matched by words only and a mode that finds by meaning could run."""
-    if len(results) >= limit:
-        return ()
-    hints: list[Hint] = []
-    if not query.has_words:
-        hints.append(Hint("rarer_words"))
-    if window is not None:
-        hints.append(Hint("widen_days", days=window))
-    for word in missing_words if not results else ():  # with results, it is not why few
-        hints.append(Hint("drop_word", word=word))
-    for name, value in unheld if not results else ():
-        hints.append(Hint("drop_filter", filter=name, value=value))
-    if meaning and not results and query.has_words:
-        hints.append(Hint("by_meaning"))
-    if query.required or query.phrases:
-        hints.append(Hint("drop_requirement"))
-    from miniclaw.entries.tokenizer import is_stop_word
-
-    if sum(not is_stop_word(term) for term in query.terms) > 2:  # "where do I live?": 1
-        hints.append(Hint("fewer_words"))
-    if not results or not hints:
-        hints.append(Hint("other_words"))
-    categories = Counter(hit.category for hit in results if hit.category)
-    tags = Counter(tag for hit in results for tag in hit.tags)
-    for category, _ in categories.most_common(2):
-        hints.append(Hint("narrow_category", category=category))
-    for tag, _ in tags.most_common(3):
-        hints.append(Hint("narrow_tag", tag=tag))
-    return tuple(hints)

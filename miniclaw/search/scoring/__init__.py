@@ -10,6 +10,8 @@ itself needs no edit (docs/ARCHITECTURE.md, "Adding a retriever").
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, NamedTuple
 
 from miniclaw.errors import UsageError
@@ -43,11 +45,21 @@ class SearchMode(NamedTuple):
                    float(getattr(retriever, "date_weight", 0.0)))
 
 
+#: The modes that find by meaning live a floor up (miniclaw.semantic: the embedding model and
+#: its retriever, which builds on this registry), named here by module path and imported
+#: only when one runs: search never imports semantic, so the two make no import circle.
+PLUGINS = {"model": "miniclaw.semantic.model", "retriever": "miniclaw.semantic.retriever"}
+
+
+def plugin(name: str) -> ModuleType:
+    """The module `PLUGINS` names ("model", "retriever"), imported now."""
+    return import_module(PLUGINS[name])
+
+
 def _semantic(name: str) -> Callable[[], SearchMode]:
     """A semantic mode, its module (and the model's) imported only when it runs."""
     def make() -> SearchMode:
-        from miniclaw.semantic import retriever as semantic
-        return getattr(semantic, f"{name}_mode")()
+        return getattr(plugin("retriever"), f"{name}_mode")()
     return make
 
 
@@ -60,8 +72,7 @@ def best_available() -> tuple[str, str]:
     (loading it here, once per process: a long-lived process pays it at its first search),
     else bm25. Nothing the caller named is refused, so no degraded warning either way."""
     global _unloadable
-    from miniclaw.semantic import model as embedding
-
+    embedding = plugin("model")
     ok, why = embedding.available()
     if not ok:
         return BM25Scorer.name, why
