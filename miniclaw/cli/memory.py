@@ -286,7 +286,7 @@ def _shape_data(form: str, store, found, options):
 
         return result_notes(store, found)
     if form == "mnemonic":
-        from miniclaw.sources.mnemonic import subcall
+        from miniclaw.cli.render_formats import subcall
 
         meta = dict(options.meta)
         return subcall(store, found, namespace=meta.get("namespace"),
