@@ -6,7 +6,9 @@
         for hit in await store.search_memories("coffee", limit=5):
             print(hit.score, hit.path, hit.line_start, hit.excerpt)
 
-Names are imported on first use (PEP 562), so importing one submodule does not pay for all.
+The public face of the packages below (store, search, index, entries...): it re-exports
+and holds nothing else. Names are imported on first use (PEP 562), so importing one does not
+pay for all.
 """
 
 from __future__ import annotations
