@@ -12,8 +12,8 @@ from miniclaw.cli.render import Style, search_json, search_text, warning_lines
 from miniclaw.search.hints import Hint, SearchWarning, describe
 from miniclaw.memory_tools import MemoryTools
 from tests.conftest import long_term, write
-from tests.memory.test_retrievers import hybrid  # noqa: F401 (a fixture)
-from tests.memory.test_search_features import write_note
+from tests.search.test_retrievers import hybrid  # noqa: F401 (a fixture)
+from tests.search.test_search_features import write_note
 
 BAD_NOTE = b"## 09:00:00 UTC\n\nzanzibar \xff ferry\n"
 

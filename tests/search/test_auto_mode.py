@@ -18,8 +18,8 @@ from miniclaw.semantic import model as embedding
 from miniclaw.search import scoring
 from miniclaw.search.scoring import BM25Scorer, SearchMode, best_available, register_mode
 from tests.conftest import long_term, write
-from tests.memory.test_retrievers import FACTS, HashedEmbedding
-from tests.memory.test_semantic import _cli
+from tests.search.test_retrievers import FACTS, HashedEmbedding
+from tests.semantic.test_semantic import _cli
 
 QUERY = "automobile repair"  # BM25 finds the repairs; only the fake embedding the car wash
 

@@ -7,7 +7,7 @@ import sqlite3
 
 from miniclaw.entries.tokenizer import index_terms
 from tests.conftest import long_term, write
-from tests.memory.test_index import assert_index_matches_files, indexed_rows, parsed_rows
+from tests.index.test_index import assert_index_matches_files, indexed_rows, parsed_rows
 
 BULLETS = [f"fact number {i} about topic{i % 37}" for i in range(1000)]
 

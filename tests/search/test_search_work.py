@@ -133,7 +133,7 @@ async def test_a_fused_search_reads_where_its_candidates_sit_once_per_source(
     four where two do)."""
     from miniclaw.search import scoring
     from miniclaw.search.scoring import SearchMode
-    from tests.memory.test_retrievers import HashedEmbedding
+    from tests.search.test_retrievers import HashedEmbedding
 
     _notes(workspace)
     write(workspace, "memory/MEMORY.md", long_term(("Travel", ["prefers a hotel in Oslo"])))

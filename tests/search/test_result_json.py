@@ -10,7 +10,7 @@ import pytest
 
 from miniclaw.cli.render import search_json
 from tests.conftest import long_term, write
-from tests.memory.test_search_features import write_note
+from tests.search.test_search_features import write_note
 
 GOLDEN = Path(__file__).parent / "golden"
 

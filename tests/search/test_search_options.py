@@ -19,7 +19,7 @@ from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
 from miniclaw.search.options import SearchOptions
 from tests.conftest import NOW, long_term, write
-from tests.memory.test_search_features import note
+from tests.search.test_search_features import note
 
 TODAY = NOW.date()
 
