@@ -238,7 +238,7 @@ class ContextBuilder:
     async def _identity(self) -> list[tuple[str, str]]:
         """(file name, visible text) of each identity file that has some."""
         from miniclaw.fs.files import (NotMemoryFileError, OutsideWorkspaceError, decode,
-                                           read_bytes)
+                                       read_bytes)
         from miniclaw.entries.parsing import split_lines
         from miniclaw.entries.privacy import redact_lines
 

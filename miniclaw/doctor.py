@@ -178,7 +178,7 @@ def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: the second never finds it)."""
     from miniclaw.sources.base import (folder_problem, listing, read_twice,
-                                         read_twice_warnings, root_outside_workspace)
+                                       read_twice_warnings, root_outside_workspace)
 
     every: list = []  # the files each source reads, in the sources' order
     shown_as: dict[str, str] = {}

@@ -53,7 +53,7 @@ from miniclaw.errors import UsageError
 from miniclaw.index.database import IndexDatabase, IndexReplaced, IndexRowError, rollback
 from miniclaw.entries.entry import NO_META, Entry, Meta
 from miniclaw.sources.base import (SOURCES, MemorySource, SourceFile, in_unlisted, is_alias,
-                                     listing, read_once, read_twice_warnings)
+                                   listing, read_once, read_twice_warnings)
 from miniclaw.index.sync import RefreshReport, drop_orphan_derived, sync_files
 
 log = logging.getLogger("miniclaw")

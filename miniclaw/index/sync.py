@@ -48,7 +48,7 @@ from typing import NamedTuple
 from miniclaw.entries.entry import Entry
 from miniclaw.index.database import IndexRowError
 from miniclaw.fs.files import (MAX_FILE_BYTES, NotMemoryFileError, OutsideWorkspaceError,
-                                   decode, open_in_workspace, read_fd)
+                               decode, open_in_workspace, read_fd)
 from miniclaw.sources.base import MemorySource, SourceFile, read_entries, source_warning
 from miniclaw.entries.tokenizer import counted_index_terms
 

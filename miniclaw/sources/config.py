@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from miniclaw.errors import UsageError
 from miniclaw.sources.base import (KINDS, SOURCE_NAMES, configured_sources, folder_problem,
-                                     kind_class, name_problem, read_twice, source_named)
+                                   kind_class, name_problem, read_twice, source_named)
 
 
 class ConfiguredSource(NamedTuple):

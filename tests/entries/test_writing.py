@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from miniclaw.entries.parsing import parse_daily_note, parse_long_term
 from miniclaw.entries.writing import (append_daily, daily_entry, insert_long_term,
-                                     long_term_item, normalize_text)
+                                      long_term_item, normalize_text)
 
 NOW = datetime(2026, 2, 14, 9, 12, 3, tzinfo=timezone.utc)
 TODAY = NOW.date()
