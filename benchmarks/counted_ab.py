@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 async def measure(workspace: Path, queries: list[str], embed_each: bool = False) -> None:
-    from miniclaw.memory import MemoryStore, ranker
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.memory import MemoryStore
+    from miniclaw.search import ranker
+    from miniclaw.semantic import retriever as semantic
 
     counts = semantic.VectorRetriever.counts
     first, counted, finish = ranker._first, ranker.MemoryRanker._counted_first, \

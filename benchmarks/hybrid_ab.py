@@ -83,8 +83,8 @@ def cli(trees: dict[str, tuple[Path, Path]], runs: int, modes: list[str]) -> Non
 _WARM = """
 import asyncio, json, statistics, sys, time
 from miniclaw.memory import MemoryStore
-from miniclaw.memory import neighbours
-from miniclaw.memory.scoring import semantic
+from miniclaw.search import neighbours
+from miniclaw.semantic import retriever as semantic
 folder, asked = sys.argv[1], json.loads(sys.argv[2])
 scaled = hasattr(neighbours, "SHORT_TERMS")  # a tree from before the cosine's context has none
 variants = ["hybrid", "hybrid without cosine context", "bm25"] if scaled else ["hybrid", "bm25"]

@@ -25,12 +25,12 @@ def patch() -> None:
     import numpy as np
 
     import retrieval
-    from miniclaw.memory import ranker
-    from miniclaw.memory.date_cue import named_dates
-    from miniclaw.memory.derived import DerivedData
-    from miniclaw.memory import embedding
-    from miniclaw.memory.neighbours import MAX_GAP_S
-    from miniclaw.memory.scoring import semantic  # stored vectors are bfloat16: `_unpacked`
+    from miniclaw.search import ranker
+    from miniclaw.date_cue import named_dates
+    from miniclaw.index.derived import DerivedData
+    from miniclaw.semantic import model as embedding
+    from miniclaw.search.neighbours import MAX_GAP_S
+    from miniclaw.semantic import retriever as semantic  # stored vectors are bfloat16: `_unpacked`
 
     write = retrieval.write_conversation
 

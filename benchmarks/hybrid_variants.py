@@ -222,7 +222,7 @@ _QUERY: dict[str, object] = {}  # the question being asked and its ranker (for `
 
 
 def _track_queries() -> None:
-    from miniclaw.memory import ranker
+    from miniclaw.search import ranker
 
     search = ranker.MemoryRanker._search
 
@@ -235,8 +235,8 @@ def _track_queries() -> None:
 
 def _fusion(transform) -> None:
     """Fuse with `transform(lists, bounded) -> (lists, bounded)` applied first."""
-    from miniclaw.memory import ranker
-    from miniclaw.memory.scoring import fusion
+    from miniclaw.search import ranker
+    from miniclaw.search.scoring import fusion
 
     def fused(lists, weights=None, bounded=None):
         lists, bounded = transform(lists, bounded or [False] * len(lists))
@@ -251,21 +251,21 @@ def base() -> None:
 
 def weight(value: str) -> None:
     """the cosine's fusion weight"""
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     semantic.FUSION_WEIGHT = float(value)
 
 
 def candidates(value: str) -> None:
     """entries per source BM25 brings to the fusion (50)"""
-    from miniclaw.memory import ranker
+    from miniclaw.search import ranker
 
     ranker._CANDIDATES = int(value)
 
 
 def vcandidates(value: str) -> None:
     """entries per source the cosine brings to the fusion (30)"""
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     semantic.VectorRetriever.candidates = int(value)
 
@@ -273,7 +273,7 @@ def vcandidates(value: str) -> None:
 def floatquery() -> None:
     """the query embedded by the memories' graph (float products), as before 2026-11-27
     night, not by the int8 query graph"""
-    from miniclaw.memory import embedding
+    from miniclaw.semantic import model as embedding
 
     cached = embedding.load()  # the vector cache (`install`): memories' vectors, by text
     cached.embed_query = lambda text: cached.embed([text])[0]
@@ -281,7 +281,7 @@ def floatquery() -> None:
 
 def floor(value: str) -> None:
     """the cosine below which the vector retriever finds nothing (0.2)"""
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     init = semantic.VectorRetriever.__init__
 
@@ -327,7 +327,7 @@ def bmsat(value: str) -> None:
 
 def nonbvec() -> None:
     """no neighbour context for the cosine (hybrid before 2026-11-25 03:00)"""
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     semantic.VectorRetriever.neighbours = False
 
@@ -335,7 +335,7 @@ def nonbvec() -> None:
 def nbvec(value: str = "1") -> None:
     """neighbour context for the cosine unscaled by length: an entry gains VALUE x the mode's
     share of each neighbour's cosine above its own, whatever its length"""
-    from miniclaw.memory import neighbours
+    from miniclaw.search import neighbours
 
     share = float(value)
     neighbours._shortness = lambda index, ids: {i: share for i in ids}
@@ -344,14 +344,14 @@ def nbvec(value: str = "1") -> None:
 def nbvecshort(value: str = "20") -> None:
     """the length in index terms up to which a cosine takes full neighbour context
     (neighbours.SHORT_TERMS, 20; beyond, SHORT_TERMS / length)"""
-    from miniclaw.memory import neighbours
+    from miniclaw.search import neighbours
 
     neighbours.SHORT_TERMS = int(value)
 
 
 def nbvecnojoin() -> None:
     """the cosine's neighbour context lifts its candidates only: no neighbour joins them"""
-    from miniclaw.memory import ranker
+    from miniclaw.search import ranker
 
     stage = ranker.add_neighbour_scores
 
@@ -365,7 +365,7 @@ def nbvecnojoin() -> None:
 def nbvecprev(value: str = "1") -> None:
     """as nbvec, but the cosine is lifted only by the entries before (the question a turn
     answers), not after"""
-    from miniclaw.memory import ranker
+    from miniclaw.search import ranker
 
     nbvec(value)
     retrieve = ranker.MemoryRanker._retrieve
@@ -385,7 +385,7 @@ _QUESTION_WORDS = re.compile(r"^\s*(what|when|where|who|whom|which|why|how|did|d
 
 def qstrip() -> None:
     """the query embedded without its leading question word and question mark"""
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     vector = semantic._query_vector
     semantic._query_vector = lambda text: vector(
@@ -403,8 +403,8 @@ _TIME_WORDS = ("yesterday today tomorrow tonight ago last week weekend month yea
 def timecue(value: str) -> None:
     """a "when" question: an entry that states a time (yesterday, last week, a weekday, a
     month) gains VALUE of its score, as the date cue does"""
-    from miniclaw.memory import ranker
-    from miniclaw.memory.tokenizer import tokenize
+    from miniclaw.search import ranker
+    from miniclaw.entries.tokenizer import tokenize
 
     share = float(value)
     terms = {t: 1.0 for word in _TIME_WORDS for t in tokenize(word)}
@@ -425,7 +425,7 @@ def timecue(value: str) -> None:
 def longterms(value: str) -> None:
     """the length in index terms up to which a cosine counts in full (semantic.LONG_TERMS,
     40; beyond, LONG_TERMS / length); a huge VALUE is hybrid before the length scale"""
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     semantic.LONG_TERMS = int(value)
 
@@ -433,9 +433,9 @@ def longterms(value: str) -> None:
 def nobmctx() -> None:
     """the vector's candidates that BM25's top 50 left out are scored by BM25 without
     neighbour context (hybrid before 2026-11-25 05:45: `MemoryRanker._score_all`)"""
-    from miniclaw.memory import ranker
+    from miniclaw.search import ranker
 
-    from miniclaw.memory.neighbours import Lookups
+    from miniclaw.search.neighbours import Lookups
 
     score_all = ranker.MemoryRanker._score_all
     ranker.MemoryRanker._score_all = lambda self, mode, found, lookups: score_all(
@@ -449,9 +449,9 @@ def _feedback(value: str, source_of) -> None:
     share of the feedback texts (tf over length, summed), the best `_FEEDBACK_TERMS`."""
     from collections import Counter
 
-    from miniclaw.memory import ranker
-    from miniclaw.memory.scoring.bm25 import BM25Scorer
-    from miniclaw.memory.tokenizer import is_stop_word, tokenize
+    from miniclaw.search import ranker
+    from miniclaw.search.scoring.bm25 import BM25Scorer
+    from miniclaw.entries.tokenizer import is_stop_word, tokenize
 
     beta = float(value)
     extra: dict[str, float] = {}
@@ -529,8 +529,8 @@ def bmmax(value: str = "1") -> None:
     """BM25 divided by VALUE x the sum of the query terms' weights (idf: what an entry of
     median length holding each term once scores), not by the search's best: a weak best
     match keeps a small share, so the cosine decides more where BM25 found little"""
-    from miniclaw.memory import ranker
-    from miniclaw.memory.scoring.bm25 import BM25Scorer
+    from miniclaw.search import ranker
+    from miniclaw.search.scoring.bm25 import BM25Scorer
 
     scale = float(value)
     held: dict[str, float] = {}
@@ -556,7 +556,7 @@ def qonly(value: str = "0") -> None:
     the fusion (its BM25 share and what it lends its neighbours unchanged): a question's
     vector is close to the question asked by its form, and a question holds no answer
     (hybrid since 2026-11-27 with 0, as `VectorRetriever.counts`)"""
-    from miniclaw.memory.scoring.semantic import asks_only
+    from miniclaw.semantic.retriever import asks_only
 
     share = float(value)
 
@@ -572,7 +572,7 @@ def qonly(value: str = "0") -> None:
 
 def qonlyall(value: str = "0") -> None:
     """as `qonly`, but every share of an entry that only asks is scaled by VALUE (BM25's too)"""
-    from miniclaw.memory.scoring.semantic import asks_only
+    from miniclaw.semantic.retriever import asks_only
 
     share = float(value)
 
@@ -589,7 +589,7 @@ def qonlyall(value: str = "0") -> None:
 def noqonly() -> None:
     """the cosine of an entry that only asks counts like any other (hybrid before
     2026-11-27: `VectorRetriever.counts`)"""
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     semantic.VectorRetriever.counts = lambda self, text: True
 
@@ -640,8 +640,8 @@ def float32() -> None:
     """the index stores float32 vectors again, as before 2026-11-27 (not bfloat16)"""
     import numpy as np
 
-    from miniclaw.memory import embedding
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import model as embedding
+    from miniclaw.semantic import retriever as semantic
 
     semantic.STORED_BYTES = embedding.DIM * 4
     semantic._FLOAT32_BYTES = -1  # nothing to convert

@@ -104,7 +104,7 @@ def first_answers(ws: Path, env: dict, query: str, mode: str) -> tuple[float, fl
 
 
 IMPORTS = {"python": "pass",
-           "miniclaw": "import miniclaw.cli, miniclaw.memory_tools, miniclaw.memory.store",
+           "miniclaw": "import miniclaw.cli, miniclaw.memory_tools, miniclaw.store.store",
            "protocol types": "import mcp_types.methods",
            "SDK server": "import mcp.server.lowlevel, mcp.server.stdio"}
 

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.tokenizer import is_stop_word, tokenize
+from miniclaw.entries.tokenizer import is_stop_word, tokenize
 
 # (fact, a question about it): questions word it as people ask, so some share few words.
 FACTS = [

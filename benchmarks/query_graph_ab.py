@@ -31,8 +31,9 @@ VARIANTS = ("float", "int8", "int8-1t", "cand50", "bm25")
 
 
 async def measure(folder: Path, asked: list[str]) -> dict[str, tuple[list[float], list[float]]]:
-    from miniclaw.memory import MemoryStore, embedding
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.memory import MemoryStore
+    from miniclaw.semantic import model as embedding
+    from miniclaw.semantic import retriever as semantic
 
     embedding.THREADS = 1
     one = embedding.Embedder()

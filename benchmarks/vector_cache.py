@@ -19,7 +19,7 @@ class CachedEmbedder:
     """The real model behind a text-hash -> vector cache (loaded only on a miss)."""
 
     def __init__(self, path: Path) -> None:
-        from miniclaw.memory import embedding
+        from miniclaw.semantic import model as embedding
 
         self._embedding = embedding
         self.name, self.dim = embedding.NAME, embedding.DIM
@@ -67,7 +67,7 @@ class CachedEmbedder:
 
 def install(path: Path) -> CachedEmbedder:
     """Make `embedding.load()` return the cached model for the rest of this process."""
-    from miniclaw.memory import embedding
+    from miniclaw.semantic import model as embedding
 
     real = embedding.load
     cached = CachedEmbedder(path)

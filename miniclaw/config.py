@@ -197,7 +197,7 @@ def settings_text(path: Path, *, capped: bool = True) -> str | None:
     """The text of a JSON settings file people edit (config.json, ~/.claude.json), None when
     there is none; a link is followed, but only to a regular file of at most 16 MB
     (`capped=False`: of any size, as Claude Code's own file grows with its history)."""
-    from miniclaw.memory import files
+    from miniclaw.fs import files
 
     try:
         raw = files.read_bytes(path, None, path.name, capped=capped)

@@ -31,7 +31,7 @@ daily-note entry that is also a ranked memory is only in `memories`.
 Invariants: `estimate_tokens(context.render()) <= budget`; the same files, clock and message
 (and, when the mode is semantic, the same vectors in the index: each search computes a few
 more until all are there) give the same rendered text; no private text, because memories come from the parser's entries,
-identity files go through the same redaction (`miniclaw.memory.privacy`), and the message
+identity files go through the same redaction (`miniclaw.entries.privacy`), and the message
 loses its `<private>` parts before anything reads it (`visible_typed`: what `Context.message`
 holds and the memories are searched for), as the turns do in short-term memory.
 
@@ -51,12 +51,12 @@ from typing import NamedTuple
 
 from miniclaw.dates import ZONE_LEAD_DAYS, zone_name
 from miniclaw.errors import QueryError, UsageError
-from miniclaw.memory.entry import Entry
-from miniclaw.memory.hints import SearchWarning
-from miniclaw.memory.options import DEFAULT_DAYS
-from miniclaw.memory.results import RankedMemory, describe_corrections
-from miniclaw.memory.scoring import AUTO_MODE
-from miniclaw.memory.short_term import Turn
+from miniclaw.entries.entry import Entry
+from miniclaw.search.hints import SearchWarning
+from miniclaw.search.options import DEFAULT_DAYS
+from miniclaw.search.results import RankedMemory, describe_corrections
+from miniclaw.search.scoring import AUTO_MODE
+from miniclaw.store.short_term import Turn
 from miniclaw.tokens import estimate_tokens
 
 log = logging.getLogger("miniclaw")
@@ -197,7 +197,7 @@ class ContextBuilder:
         self.mode = mode  # the ranking mode (memory/scoring): the best available by default
 
     async def build(self, message: str, *, budget_tokens: int = DEFAULT_BUDGET) -> Context:
-        from miniclaw.memory.privacy import visible_typed
+        from miniclaw.entries.privacy import visible_typed
 
         check_budget(budget_tokens)
         typed, message = message, visible_typed(message)  # never searched, echoed or sent
@@ -237,10 +237,10 @@ class ContextBuilder:
 
     async def _identity(self) -> list[tuple[str, str]]:
         """(file name, visible text) of each identity file that has some."""
-        from miniclaw.memory.files import (NotMemoryFileError, OutsideWorkspaceError, decode,
-                                           read_bytes)
-        from miniclaw.memory.parsing import split_lines
-        from miniclaw.memory.privacy import redact_lines
+        from miniclaw.fs.files import (NotMemoryFileError, OutsideWorkspaceError, decode,
+                                       read_bytes)
+        from miniclaw.entries.parsing import split_lines
+        from miniclaw.entries.privacy import redact_lines
 
         def read() -> list[tuple[str, str]]:
             found = []
@@ -265,7 +265,7 @@ class ContextBuilder:
         return await asyncio.to_thread(read)
 
     async def _memories(self, message: str, limit: int) -> _Found:
-        from miniclaw.memory.ranker import SearchOptions
+        from miniclaw.search.ranker import SearchOptions
 
         query = as_query(message)
         if not query:

@@ -53,7 +53,7 @@ def parse_day(text: str, today: date, *, flag: str = "--date", end: bool | None 
     A phrase naming several days ("last week", "this month") is read by `end`: its first day
     for a start (`--since`, end=False), its last for an end (`--until`, end=True), refused
     where one day is meant (None)."""
-    from miniclaw.memory.date_cue import span_of
+    from miniclaw.date_cue import span_of
 
     span = span_of(text, today)
     if span is not None and (span.first == span.last or end is not None):

@@ -100,7 +100,7 @@ def _configured_sources(workspace: Path, report: Report, readable: bool) -> tupl
     configuration a search would refuse is an error finding, and the built-in ones are
     checked instead."""
     from miniclaw.errors import UsageError
-    from miniclaw.memory.sources import SOURCES, check_roots, configured_sources, shown_name
+    from miniclaw.sources.base import SOURCES, check_roots, configured_sources, shown_name
 
     if not readable:  # config.json itself is the finding already
         return SOURCES
@@ -121,7 +121,7 @@ def _check_source_names(workspace: Path, report: Report) -> None:
     """A name config.json gives a source by hand that `sources add` would refuse (a
     newline, an escape, spaces, a leading `-`): still searched, but it garbles listings and
     is hard to give to --source."""
-    from miniclaw.memory.sources import SOURCE_NAME_RULE, name_problem, shown_name
+    from miniclaw.sources.base import SOURCE_NAME_RULE, name_problem, shown_name
 
     for item in config.workspace_settings(workspace).get("sources") or []:
         if isinstance(item, dict) and "name" in item and name_problem(item["name"]):
@@ -137,7 +137,7 @@ def _in_memory_folder(source, workspace: Path) -> bool:
 
 
 def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
-    from miniclaw.memory.sources import SOURCES
+    from miniclaw.sources.base import SOURCES
 
     inside = [source for source in sources if _in_memory_folder(source, workspace)]
     memory = workspace / config.MEMORY_DIR
@@ -149,7 +149,7 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
                                        _readable_fix(memory, writes=True)))
         return
     count = 0
-    from miniclaw.memory.files import leftovers
+    from miniclaw.fs.files import leftovers
 
     ours = {path.name for path in leftovers(memory)}  # proved ours: never a user's own .tmp
     for name in names:
@@ -177,8 +177,8 @@ def _check_files(workspace: Path, report: Report, sources: tuple) -> None:
 def _check_source_files(workspace: Path, report: Report, sources: tuple) -> None:
     """Each other source: its root reachable, its files checked as memory files are, and
     none read by two sources (the index keeps a file once: the second never finds it)."""
-    from miniclaw.memory.sources import (folder_problem, listing, read_twice,
-                                         read_twice_warnings, root_outside_workspace)
+    from miniclaw.sources.base import (folder_problem, listing, read_twice,
+                                       read_twice_warnings, root_outside_workspace)
 
     every: list = []  # the files each source reads, in the sources' order
     shown_as: dict[str, str] = {}
@@ -250,9 +250,9 @@ def _check_file(path: Path, workspace: Path, rel: str, *, records: bool = False)
     """What may keep one memory file from being read, or hide part of it. `records`: a file
     of one JSON record per line (another tool's store, a transcript), whose tags apply per
     record: an unclosed one hides the rest of its record only, nothing to fix in the file."""
-    from miniclaw.memory import files
-    from miniclaw.memory.parsing import split_lines
-    from miniclaw.memory.privacy import front_matter_warning, unclosed_private_line
+    from miniclaw.fs import files
+    from miniclaw.entries.parsing import split_lines
+    from miniclaw.entries.privacy import front_matter_warning, unclosed_private_line
 
     def finding(severity: str, message: str, fix: str) -> Finding:
         return Finding(severity, "file", rel, message, fix)
@@ -315,7 +315,8 @@ def _check_index(workspace: Path, report: Report, usable: bool, sources: tuple) 
 def _check_index_file(workspace: Path, report: Report, usable: bool,
                       sources: tuple) -> str | None:
     from miniclaw.errors import UsageError
-    from miniclaw.memory import files, index_file
+    from miniclaw.fs import files
+    from miniclaw.index import index_file
 
     path = config.index_path(workspace)
     shown = str(path)
@@ -379,7 +380,7 @@ def _open_read_only(path: Path, wal: int) -> sqlite3.Connection:
 
 def _check_index_content(conn: sqlite3.Connection, workspace: Path, finding, usable: bool,
                          sources: tuple) -> None:
-    from miniclaw.memory.database import index_format
+    from miniclaw.index.database import index_format
 
     problems = [line for row in conn.execute("PRAGMA integrity_check(5)")
                 for line in str(row[0]).splitlines() if not line.startswith("***")]
@@ -410,7 +411,7 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
     over every source the workspace searches."""
     known = {row[0]: tuple(row[1:]) for row in
              conn.execute("SELECT path, size, mtime_ns, inode, source FROM files")}
-    from miniclaw.memory.sources import in_unlisted, listing, read_once
+    from miniclaw.sources.base import in_unlisted, listing, read_once
 
     every, unlisted = [], []
     for source in sources:
@@ -430,8 +431,8 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
 def _too_wide(source, workspace: Path) -> str | None:
     """What is wrong with a source's root that is too wide to be walked (`/`, the home
     folder, one holding it or the workspace: `source_config.root_problem`), or None."""
-    from miniclaw.memory.source_config import root_problem
-    from miniclaw.memory.sources import root_outside_workspace
+    from miniclaw.sources.config import root_problem
+    from miniclaw.sources.base import root_outside_workspace
 
     if not root_outside_workspace(source, workspace):
         return None
@@ -499,7 +500,7 @@ def _check_model(report: Report) -> None:
 def _check_search(report: Report) -> None:
     """Which mode `auto` (the chat's, the context's, the MCP server's) runs here, and why:
     the embedding model is loaded to find out (memory/scoring: `best_available`)."""
-    from miniclaw.memory.scoring import best_available
+    from miniclaw.search.scoring import best_available
 
     mode, why = best_available()
     report.checked.append(f"search: auto runs {mode}: {why}")
@@ -654,7 +655,7 @@ def fix(workspace: Path, report: Report) -> list[str]:
 def _remove_temp_files(workspace: Path, temps: list[str]) -> list[str]:
     """Remove the leftover temp files the report listed, under the write lock (no writer
     owns one then), each proved ours again there (`files.leftovers`)."""
-    from miniclaw.memory import files
+    from miniclaw.fs import files
 
     done = []
     memory = workspace / config.MEMORY_DIR
@@ -705,7 +706,8 @@ def _rebuild_index(workspace: Path, findings: list[Finding]) -> list[str]:
 
 def _provably_ours(path: Path) -> bool:
     """In miniclaw's cache folder, or carrying miniclaw's application id in its header."""
-    from miniclaw.memory import files, index_file
+    from miniclaw.fs import files
+    from miniclaw.index import index_file
 
     if path.parent == config.cache_dir():
         return True

@@ -56,3 +56,10 @@ class SearchIndexError(MiniclawError):
 class ProviderError(MiniclawError):
     """The model server (an LLM provider) could not be reached, timed out or answered with an
     error; the message names the server. The chat loop reports it and keeps running."""
+
+
+class ModelUnavailable(MiniclawError):
+    """The embedding model is installed but cannot load or run here (out of memory, a
+    library that cannot be mapped, a broken install): a semantic mode then searches by BM25
+    and says so (`semantic/retriever.py`), as when the model is not installed. Here, not in
+    semantic/model.py, so the ranker catches it without importing the model."""

@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
 from miniclaw.errors import MiniclawError, UsageError
-from miniclaw.memory.options import DEFAULT_LIMIT as SEARCH_LIMIT
-from miniclaw.memory.entry import MAX_CATEGORY_CHARS, MAX_TAG_CHARS, MAX_TAGS
-from miniclaw.memory.options import DEFAULT_DAYS, MAX_DAYS, MAX_LIMIT
-from miniclaw.memory.scoring import AUTO_MODE
+from miniclaw.search.options import DEFAULT_LIMIT as SEARCH_LIMIT
+from miniclaw.entries.entry import MAX_CATEGORY_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from miniclaw.search.options import DEFAULT_DAYS, MAX_DAYS, MAX_LIMIT
+from miniclaw.search.scoring import AUTO_MODE
 
 MAX_WRITES_PER_TURN = 10  # a turn rarely has more than two or three things worth keeping
 MAX_WRITES_PER_SESSION = 100
@@ -421,7 +421,7 @@ class MemoryTools:
                 "entry": entry.to_dict() if entry else None, "writes_left": self.writes.left}
 
     async def _forget(self, args: dict) -> dict:
-        from miniclaw.memory import forget
+        from miniclaw.store import forget
 
         if self.confirm is None:
             raise UsageError("forget_memory is refused: no user is here to confirm it; the "

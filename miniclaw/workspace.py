@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError, UsageError
-from miniclaw.memory.files import FILE_MODE, ensure_dir
+from miniclaw.fs.files import FILE_MODE, ensure_dir
 
 TEMPLATE_PACKAGE = "miniclaw.workspace_template"
 

@@ -20,8 +20,8 @@ from miniclaw.context import (MIN_CUT, ContextBuilder, as_query, assemble, check
 from miniclaw.tokens import estimate_tokens
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore, RankedMemory
-from miniclaw.memory.entry import Entry
-from miniclaw.memory.short_term import Turn
+from miniclaw.entries.entry import Entry
+from miniclaw.store.short_term import Turn
 from tests.conftest import NOW, write
 
 TODAY = NOW.date()
@@ -448,7 +448,7 @@ def test_context_says_the_mode_that_ran_when_hybrid_cannot(workspace):
     """`miniclaw context --mode hybrid` without the model ranked by bm25 without a word
     (search says it): now a line on stderr, and `degraded` in its JSON as in search's."""
     from tests.conftest import long_term
-    from tests.memory.test_semantic import FACTS, _cli
+    from tests.semantic.test_semantic import FACTS, _cli
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     done = _cli(workspace, "context", "Lisbon", "--mode", "hybrid", patch_missing=True)

@@ -133,7 +133,7 @@ def test_a_source_too_wide_is_not_walked_for_the_index_staleness(workspace, isol
     import sqlite3
 
     from miniclaw import config, doctor
-    from miniclaw.memory import sources
+    from miniclaw.sources import base as sources
 
     write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
     write(tmp_path, "elsewhere/CLAUDE.md", "# Notes\n\n- kept apart\n")

@@ -29,7 +29,7 @@ class EchoProvider:
     async def stream(self, request: ChatRequest) -> AsyncIterator[str | ToolCall]:
         memories = request.context.items("memories")
         if request.context.corrections:
-            from miniclaw.memory.results import describe_corrections
+            from miniclaw.search.results import describe_corrections
 
             yield f"Searched instead: {describe_corrections(request.context.corrections)}\n"
         if not memories:
@@ -48,7 +48,7 @@ class EchoProvider:
             yield f"\n({len(memories) - MAX_SHOWN} more: /context shows them all)"
         if request.context.older:  # what the window hid, said as /search says it
             from miniclaw.chat.loop import CHAT_WORDING
-            from miniclaw.memory.hints import describe, older
+            from miniclaw.search.hints import describe, older
 
             said = describe(older(request.context.older, request.context.days), CHAT_WORDING)
             yield f"\n({said})"

@@ -26,9 +26,9 @@ from miniclaw.chat.tools import SEARCH_LIMIT, WriteBudget, offered_tools, run_to
 from miniclaw.chat.transcript import Transcript, new_session_id
 from miniclaw.context import DEFAULT_BUDGET, Context, ContextBuilder
 from miniclaw.errors import MiniclawError, ProviderError, UsageError
-from miniclaw.memory.hints import describe
-from miniclaw.memory.privacy import visible_typed
-from miniclaw.memory.scoring import AUTO_MODE
+from miniclaw.search.hints import describe
+from miniclaw.entries.privacy import visible_typed
+from miniclaw.search.scoring import AUTO_MODE
 from miniclaw.text import is_utf8
 
 # The chat's words for what a search hid or could try (hints.py): its own command, no flags.
@@ -177,7 +177,7 @@ class ChatSession:
                 self._err.line(f"Warning: {describe(warning)}")
             self._out.line(self._format_search(found))
         elif name == "forget":  # the person typed the citation: that is the confirmation
-            from miniclaw.memory import forget
+            from miniclaw.store import forget
 
             entry = await forget.find(self.store, arg)
             await forget.forget(self.store, [entry])

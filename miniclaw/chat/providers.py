@@ -10,6 +10,7 @@ which `miniclaw memory rank` should never pay for.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from importlib import import_module
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
@@ -47,13 +48,20 @@ class Provider(Protocol):
         """Release connections."""
 
 
+#: The providers, by the "module:Class" path that is imported when one is chosen: they build
+#: on this module (`ToolCall`, `ChatRequest`), so it never imports them by name.
+PROVIDERS = {"openai": "miniclaw.chat.openai:OpenAIProvider",
+             "echo": "miniclaw.chat.echo:EchoProvider"}
+
+
+def _provider_class(name: str) -> type:
+    module, _, cls = PROVIDERS[name].partition(":")
+    return getattr(import_module(module), cls)
+
+
 def make_provider(settings: LLMSettings) -> Provider:
     if settings.provider == "openai":
-        from miniclaw.chat.openai import OpenAIProvider
-
-        return OpenAIProvider(settings.base_url, settings.model, api_key=settings.api_key,
-                              connect_timeout=settings.connect_timeout,
-                              read_timeout=settings.read_timeout)
-    from miniclaw.chat.echo import EchoProvider
-
-    return EchoProvider()
+        return _provider_class("openai")(
+            settings.base_url, settings.model, api_key=settings.api_key,
+            connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout)
+    return _provider_class("echo")()

@@ -18,7 +18,7 @@ from miniclaw.errors import MiniclawError
 from miniclaw.memory_tools import (ADD, FORGET, MAX_WRITE_CHARS,  # noqa: F401
                                    MAX_WRITES_PER_SESSION, MAX_WRITES_PER_TURN, SEARCH,
                                    SEARCH_LIMIT, MemoryTools, WriteBudget, openai_function)
-from miniclaw.memory.scoring import AUTO_MODE
+from miniclaw.search.scoring import AUTO_MODE
 
 TOOLS = [openai_function(ADD), openai_function(SEARCH)]  # with the built-in sources
 _OFFERED = {SEARCH.name, ADD.name}
@@ -86,7 +86,7 @@ def _found(result: dict) -> ToolOutcome:
              for hit in result["results"]]
     text = "\n".join(lines) if lines else "no memories matched"
     if result["corrections"]:  # the model must know the memories are about another word
-        from miniclaw.memory.results import describe_corrections
+        from miniclaw.search.results import describe_corrections
 
         used = tuple((c["from"], c["to"]) for c in result["corrections"])
         text = f"Searched instead: {describe_corrections(used)}\n{text}"

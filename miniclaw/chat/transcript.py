@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError
-from miniclaw.memory.files import ensure_dir, open_regular, write_whole
+from miniclaw.fs.files import ensure_dir, open_regular, write_whole
 
 
 def new_session_id(now: datetime) -> str:

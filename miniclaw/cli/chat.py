@@ -48,7 +48,7 @@ def chat(
     from miniclaw.config import llm_settings
     from miniclaw.context import check_budget
     from miniclaw.errors import UsageError
-    from miniclaw.memory.scoring import check_mode
+    from miniclaw.search.scoring import check_mode
 
     check_budget(budget)
     mode = check_mode(mode)  # an unknown mode is a usage error before the session starts

@@ -50,7 +50,7 @@ def context(
     counts = (f"{plural(len(built.items('identity')), 'identity file')}, "
               f"{plural(len(built.items('memories')), 'memory', 'memories')}, "
               f"{plural(len(built.items('notes')), 'note entry', 'note entries')}")
-    from miniclaw.memory.hints import describe
+    from miniclaw.search.hints import describe
 
     if built.degraded:  # the mode asked for could not run: which ran, and why
         sys.stderr.write(printable(f"({describe(built.degraded)})") + "\n")
@@ -58,6 +58,6 @@ def context(
         sys.stderr.write(printable(f"({describe(built.vectors)})") + "\n")
     sys.stderr.write(f"(about {built.tokens} of {budget} tokens, estimated: {counts})\n")
     if built.older:  # what the window hid, said (the search's own line, issue 39)
-        from miniclaw.memory.hints import older
+        from miniclaw.search.hints import older
 
         sys.stderr.write(f"({describe(older(built.older, built.days))})\n")

@@ -26,7 +26,7 @@ def prune(
     json_out = output_format(output, json_out) == "json"
     from miniclaw.cli.render import plural, printable, to_json
     from miniclaw.config import cache_dir
-    from miniclaw.memory import prune as pruning
+    from miniclaw.index import prune as pruning
 
     found = pruning.orphans()
     if not dry_run:

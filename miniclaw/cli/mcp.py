@@ -28,13 +28,13 @@ def mcp_command(
     """
     from miniclaw.errors import MiniclawError
     from miniclaw.interrupts import ctrl_c_waits
-    from miniclaw.memory.scoring import check_mode
+    from miniclaw.search.scoring import check_mode
 
     mode = check_mode(mode)  # an unknown mode is a usage error before serving
     workspace = workspace_of(ctx)
     try:
         with ctrl_c_waits(then_raise=True):  # an import cut by Ctrl-C was a traceback
-            from miniclaw.mcp_server import serve  # the SDK is imported here and nowhere else
+            from miniclaw.mcp.server import serve  # the SDK is imported here and nowhere else
     except ImportError as exc:
         if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types"):
             raise

@@ -90,7 +90,7 @@ def _text_or_stdin(text: str | None) -> str:
     """The memory text: the argument, or stdin for `-` or no argument from a pipe, read up to
     what the length limit can hold (an endless pipe was read into memory without bound)."""
     from miniclaw.errors import UsageError
-    from miniclaw.memory.store import MAX_ENTRY_CHARS
+    from miniclaw.store.store import MAX_ENTRY_CHARS
 
     if text is not None and text != "-":
         return text
@@ -223,7 +223,7 @@ def rank(
     """
     from miniclaw.cli import render
     from miniclaw.errors import UsageError
-    from miniclaw.memory.options import SearchOptions
+    from miniclaw.search.options import SearchOptions
 
     query = one_query(query_words, query, "search")
     if all_history and days is not None:
@@ -286,7 +286,7 @@ def _shape_data(form: str, store, found, options):
 
         return result_notes(store, found)
     if form == "mnemonic":
-        from miniclaw.sources.mnemonic import subcall
+        from miniclaw.cli.render_formats import subcall
 
         meta = dict(options.meta)
         return subcall(store, found, namespace=meta.get("namespace"),
@@ -335,8 +335,8 @@ def forget(
     json_out = output_format(output, json_out) == "json"
     from miniclaw.cli import render
     from miniclaw.errors import MiniclawError, UsageError
-    from miniclaw.memory import forget as forgetting
-    from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM
+    from miniclaw.store import forget as forgetting
+    from miniclaw.entries.entry import DAILY_NOTE, LONG_TERM
 
     if (citation is None) == (query is None):
         raise UsageError("give one of CITATION or -q QUERY")
@@ -423,7 +423,7 @@ def edit(
     import subprocess
 
     from miniclaw.errors import UsageError
-    from miniclaw.memory import forget as forgetting
+    from miniclaw.store import forget as forgetting
 
     async def cited():
         async with _store(ctx) as store:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from datetime import date as Date
 
 from miniclaw.text import plural, printable, utf8
-from miniclaw.memory.entry import Entry
-from miniclaw.memory.sources import source_label, source_windowed
+from miniclaw.entries.entry import Entry
+from miniclaw.sources.base import source_label, source_windowed
 
 
 class Printable:
@@ -98,7 +98,7 @@ def search_json(found) -> str:
 def suggestions(found, wording=CLI_WORDING, older: str | None = None) -> list[str]:
     """The hints of a search in words: the CLI's flags by default, plain words with `{}`
     (less "widen the window" when the `older` line above says it with a count)."""
-    from miniclaw.memory.hints import describe
+    from miniclaw.search.hints import describe
 
     return [describe(hint, wording) for hint in found.hints
             if not (older and hint.kind == "widen_days")]
@@ -106,13 +106,13 @@ def suggestions(found, wording=CLI_WORDING, older: str | None = None) -> list[st
 
 def warning_lines(found) -> list[str]:
     """`Warning: ...` for each file the search could not use as it should (for stderr)."""
-    from miniclaw.memory.hints import describe
+    from miniclaw.search.hints import describe
 
     return [printable(f"Warning: {describe(warning)}") for warning in found.warnings]
 
 
 def _corrections(found) -> str:
-    from miniclaw.memory.results import describe_corrections
+    from miniclaw.search.results import describe_corrections
 
     return describe_corrections(found.corrections)
 
@@ -125,7 +125,7 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
     chosen = f"  [auto: {found.mode}]" if found.auto else ""  # the best available: which
     lines = [style(f'Search Results for: "{found.query}"{chosen}', "bold"), ""]
     if found.degraded:  # the mode that ran, visibly: `[bm25] ⚠ no embedding model installed`
-        from miniclaw.memory.hints import describe
+        from miniclaw.search.hints import describe
 
         lines += [style(printable(describe(found.degraded)), "yellow"), ""]
     if found.corrections:

@@ -41,7 +41,7 @@ def search(
     """
     from miniclaw.cli.render import to_json, warning_lines
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.sessions import search_sessions
+    from miniclaw.search.sessions import search_sessions
 
     query = one_query(query_words, query, "sessions search")
     form = output_format(output, json_out, ("text", "json", "markdown"))
@@ -70,7 +70,7 @@ def _claude_code_hint(workspace) -> str | None:
     has them and no source reads them (`sources add` is not obvious from "No match")."""
     import os
 
-    from miniclaw.memory.sources import configured_sources, kind_class
+    from miniclaw.sources.base import configured_sources, kind_class
 
     projects = os.path.join(os.path.expanduser("~"), ".claude", "projects")
     if not os.path.isdir(projects):
@@ -101,7 +101,7 @@ def _line(text: str) -> str:
 def sessions_text(found) -> str:
     """The reference tool's layout: a header per session, `[user]`/`[asst]` lines,
     `... and K more matches`, and a closing count."""
-    from miniclaw.memory.sessions import snippet
+    from miniclaw.search.sessions import snippet
 
     if not found.sessions:
         return f"No conversation matches {_line(found.query)!r}."
@@ -123,7 +123,7 @@ def sessions_text(found) -> str:
 
 
 def sessions_markdown(found) -> str:
-    from miniclaw.memory.sessions import snippet
+    from miniclaw.search.sessions import snippet
     from miniclaw.text import printable
 
     out = [f"# Conversations about: {printable(found.query)}", ""]

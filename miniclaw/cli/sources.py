@@ -20,7 +20,7 @@ def list_sources(ctx: typer.Context, output: FormatOption = None,
     """
     from miniclaw.cli.render import printable, to_json
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.source_config import describe
+    from miniclaw.sources.config import describe
 
     json_out = output_format(output, json_out) == "json"
     workspace = workspace_of(ctx)
@@ -37,7 +37,7 @@ def list_sources(ctx: typer.Context, output: FormatOption = None,
     if json_out:
         typer.echo(to_json({"workspace": str(workspace), "sources": rows}))
         return
-    from miniclaw.memory.sources import shown_name
+    from miniclaw.sources.base import shown_name
 
     for row in rows:  # a name edited into config.json by hand may hold a newline: escaped
         typer.echo(printable(f"{shown_name(row['name'])}  [{row['kind']}]  {row['root']}  "
@@ -74,7 +74,7 @@ def add_source(
     Example: miniclaw sources add conkeeper ~/code/app/.claude/memory --name app
     """
     from miniclaw.cli.render import printable, to_json
-    from miniclaw.memory import source_config
+    from miniclaw.sources import config as source_config
 
     json_out = output_format(output, json_out) == "json"
     workspace = workspace_of(ctx)
@@ -99,7 +99,7 @@ def _change_json(verb: str, done) -> dict:
 
 def _what(done) -> str:
     """The source changed, for people: its name, and its kind and root unless built in."""
-    from miniclaw.memory.sources import shown_name
+    from miniclaw.sources.base import shown_name
 
     source = done.source
     name = shown_name(source.name)  # one removed may have a name edited in by hand
@@ -119,7 +119,7 @@ def remove_source(
     Example: miniclaw sources remove app
     """
     from miniclaw.cli.render import printable, to_json
-    from miniclaw.memory import source_config
+    from miniclaw.sources import config as source_config
 
     json_out = output_format(output, json_out) == "json"
     done = source_config.remove(workspace_of(ctx), name)

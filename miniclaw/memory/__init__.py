@@ -6,7 +6,9 @@
         for hit in await store.search_memories("coffee", limit=5):
             print(hit.score, hit.path, hit.line_start, hit.excerpt)
 
-Names are imported on first use (PEP 562), so importing one submodule does not pay for all.
+The public face of the packages below (store, search, index, entries...): it re-exports
+and holds nothing else. Names are imported on first use (PEP 562), so importing one does not
+pay for all.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 _EXPORTS = {
-    "DAILY_NOTE": "entry", "LONG_TERM": "entry", "Entry": "entry",
-    "IndexStatus": "index", "RefreshReport": "index", "SearchIndex": "index",
-    "MemoryRanker": "ranker", "RankedMemory": "results", "SearchResults": "results",
-    "SearchOptions": "options", "Hint": "hints", "SearchWarning": "hints",
-    "DEFAULT_MODE": "scoring", "MODE_NAMES": "scoring",
-    "ShortTermMemory": "short_term", "Turn": "short_term",
-    "MemoryStore": "store",
+    "DAILY_NOTE": "entries.entry", "LONG_TERM": "entries.entry", "Entry": "entries.entry",
+    "IndexStatus": "index.search_index", "RefreshReport": "index.search_index",
+    "SearchIndex": "index.search_index",
+    "MemoryRanker": "search.ranker", "RankedMemory": "search.results",
+    "SearchResults": "search.results", "SearchOptions": "search.options",
+    "Hint": "search.hints", "SearchWarning": "search.hints",
+    "DEFAULT_MODE": "search.scoring", "MODE_NAMES": "search.scoring",
+    "ShortTermMemory": "store.short_term", "Turn": "store.short_term",
+    "MemoryStore": "store.store",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -31,7 +35,7 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'miniclaw.memory' has no attribute {name!r}")
-    value = getattr(import_module(f"miniclaw.memory.{module}"), name)
+    value = getattr(import_module(f"miniclaw.{module}"), name)
     globals()[name] = value
     return value
 
@@ -41,12 +45,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from miniclaw.memory.entry import DAILY_NOTE, LONG_TERM, Entry
-    from miniclaw.memory.hints import Hint, SearchWarning
-    from miniclaw.memory.index import IndexStatus, RefreshReport, SearchIndex
-    from miniclaw.memory.options import SearchOptions
-    from miniclaw.memory.ranker import MemoryRanker
-    from miniclaw.memory.results import RankedMemory, SearchResults
-    from miniclaw.memory.scoring import DEFAULT_MODE, MODE_NAMES
-    from miniclaw.memory.short_term import ShortTermMemory, Turn
-    from miniclaw.memory.store import MemoryStore
+    from miniclaw.entries.entry import DAILY_NOTE, LONG_TERM, Entry
+    from miniclaw.search.hints import Hint, SearchWarning
+    from miniclaw.index.search_index import IndexStatus, RefreshReport, SearchIndex
+    from miniclaw.search.options import SearchOptions
+    from miniclaw.search.ranker import MemoryRanker
+    from miniclaw.search.results import RankedMemory, SearchResults
+    from miniclaw.search.scoring import DEFAULT_MODE, MODE_NAMES
+    from miniclaw.store.short_term import ShortTermMemory, Turn
+    from miniclaw.store.store import MemoryStore

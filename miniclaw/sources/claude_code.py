@@ -10,7 +10,7 @@ messages Claude Code writes for limits. The shared filters are `transcripts.py`'
 from __future__ import annotations
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.entry import Entry
+from miniclaw.entries.entry import Entry
 from miniclaw.sources.transcripts import TranscriptSource, message_entry
 
 

@@ -20,8 +20,8 @@ from datetime import date as Date
 from pathlib import Path
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.entry import Entry
-from miniclaw.memory.sources import FileSource, SourceFile
+from miniclaw.entries.entry import Entry
+from miniclaw.sources.base import FileSource, SourceFile
 from miniclaw.text import LazyPattern
 
 SESSION_DAYS = 30  # ConKeeper's `--sessions` searches session files changed this recently
@@ -57,7 +57,7 @@ def redact(text: str) -> str:
     format: a `<private>` opened in the front matter (`title: Notes <private>`) hides the
     body up to its `</private>`. Hidden lines become empty, so line numbers stay those of
     the file."""
-    from miniclaw.memory.privacy import without_tags
+    from miniclaw.entries.privacy import without_tags
 
     if "private" not in text.lower() and not text.startswith(("---", "\ufeff---")):
         return text
@@ -142,7 +142,7 @@ class ConKeeperSource(FileSource):
         return path
 
     def parse(self, text: str, path: str) -> list[Entry]:
-        from miniclaw.memory.parsing import long_term_entries, split_lines
+        from miniclaw.entries.parsing import long_term_entries, split_lines
 
         lines = split_lines(text)
         day = None
@@ -216,7 +216,7 @@ def _section_entries(lines: list[str], path: str, day: Date | None,
                      meta: dict[str, object]) -> list[Entry]:
     """One entry per `#`/`##` section: its heading's text and its lines, with the category
     and tags its annotation lines give."""
-    from miniclaw.memory.parsing import parse_annotation
+    from miniclaw.entries.parsing import parse_annotation
 
     entries: list[Entry] = []
     section: list[tuple[int, str]] = []

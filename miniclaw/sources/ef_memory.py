@@ -31,8 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from miniclaw.memory.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
-from miniclaw.memory.sources import FileSource, SourceFile
+from miniclaw.entries.entry import CATEGORY_PATTERN, TAG_PATTERN, Entry
+from miniclaw.sources.base import FileSource, SourceFile
 from miniclaw.text import LazyPattern
 
 EVENTS = ".memory/events.jsonl"
@@ -277,11 +277,11 @@ def startup_check(project: Path, now: datetime) -> StartupCheck:
     Read as a search reads it: no folder link followed, a file link only within the
     project, regular files of bounded size (`files.read_bytes`): events.jsonl that is not
     to be read raises MiniclawError (doctor says so), a draft that is not is left out."""
-    from miniclaw.memory.privacy import visible_text
-    from miniclaw.memory.sources import linked_folder
+    from miniclaw.entries.privacy import visible_text
+    from miniclaw.sources.base import linked_folder
 
     from miniclaw.errors import UsageError
-    from miniclaw.memory import files
+    from miniclaw.fs import files
 
     events = project / EVENTS
     if linked_folder(project, EVENTS):
@@ -315,8 +315,8 @@ def _read(project: Path, relative: str) -> str | None:
     read): through no folder link, a file link only within the project, a regular file (a
     FIFO would hang, a link to /dev/zero eat the memory) of at most the size a search reads."""
     from miniclaw.errors import MiniclawError
-    from miniclaw.memory import files
-    from miniclaw.memory.sources import linked_folder
+    from miniclaw.fs import files
+    from miniclaw.sources.base import linked_folder
 
     if linked_folder(project, relative):
         return None

@@ -22,8 +22,8 @@ from datetime import date as Date
 from datetime import datetime
 
 from miniclaw.errors import UsageError
-from miniclaw.memory.entry import TAG_PATTERN, Entry
-from miniclaw.memory.sources import FileSource
+from miniclaw.entries.entry import TAG_PATTERN, Entry
+from miniclaw.sources.base import FileSource
 from miniclaw.text import LazyPattern
 
 SUFFIX = ".memory.md"
@@ -228,59 +228,3 @@ def _created(fields: dict) -> Date | None:
             except ValueError:
                 continue
     return None
-
-
-EVIDENCE_CHARS = 150  # the search subcall's limit for a quote
-
-
-def subcall(store, found, *, namespace: str | None = None, tag: str | None = None,
-            sources: tuple[str, ...] | None = None) -> dict:
-    """A search as mnemonic's search-subcall agent reports one (its JSON shape): findings
-    (file, id, title, namespace, type, tags, relevance, evidence, citations_count), the
-    namespaces searched and those worth trying, and refinement suggestions. `sources`: the
-    search's (None: every mnemonic store configured)."""
-    from miniclaw.memory.hints import describe
-    from miniclaw.memory.index import Filters
-
-    ours = [s for s in store.sources if isinstance(s, MnemonicSource)
-            and (sources is None or s.name in sources)]
-    ids = [i for s in ours for i in store.index.matching(s, Filters((s.name,)))]
-    stored = [entry.meta.get("namespace") for entry in store.index.entries(ids).values()]
-    every = sorted({n for n in stored if n})
-    hits = [hit for hit in found.results if hit.source in {s.name for s in ours}]
-    top = max((hit.score for hit in hits), default=0.0)
-    findings = [{
-        "file": hit.path, "id": hit.meta.get("id"), "title": hit.meta.get("title"),
-        "namespace": hit.meta.get("namespace"), "type": hit.meta.get("type"),
-        "tags": list(hit.meta.get("tags", hit.tags)),
-        "relevance": _relevance(hit.score, top), "evidence": _evidence(hit.excerpt),
-        "citations_count": hit.meta.get("citations_count", 0)} for hit in hits]
-    searched = [n for n in every if namespace is None or n == namespace
-                or n.startswith(namespace.rstrip("/") + "/")]
-    found_in = {finding["namespace"] for finding in findings}
-    suggested = [n for n in every if n not in searched] if namespace else []
-    suggestions = [f"Try searching in {n} namespace" for n in suggested[:3]]
-    tags = [t for finding in findings for t in finding["tags"] if t != tag]
-    suggestions += [f"Add tag filter: {t}" for t in dict.fromkeys(tags)][:2]
-    suggestions += [describe(hint) for hint in found.hints if hint.kind not in (
-        "narrow_tag", "narrow_category", "widen_days")]  # the days window is daily notes'
-
-    return {"iteration": 1, "pattern": found.query, "namespace_filter": namespace,
-            "tag_filter": tag, "files_searched": len(ids), "files_matched": found.total,
-            "findings": findings,
-            "coverage": {"namespaces_searched": searched,
-                         "namespaces_suggested": suggested or [
-                             n for n in searched if n not in found_in][:3]},
-            "refinement_suggestions": suggestions}
-
-
-def _relevance(score: float, top: float) -> str:
-    """high / medium / low: a result's score against the best one's."""
-    share = score / top if top > 0 else 0.0
-    return "high" if share >= 0.66 else "medium" if share >= 0.33 else "low"
-
-
-def _evidence(excerpt: str) -> str:
-    """The excerpt as one quote of at most 150 characters, without Markdown heading marks."""
-    text = " ".join(word for word in excerpt.split() if word.strip("#"))
-    return text if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS - 3].rstrip() + "..."

@@ -25,8 +25,8 @@ from datetime import date as Date
 from pathlib import Path
 
 from miniclaw.config import SESSIONS_DIR
-from miniclaw.memory.entry import Entry
-from miniclaw.memory.sources import FileSource
+from miniclaw.entries.entry import Entry
+from miniclaw.sources.base import FileSource
 
 #: Messages shorter than this say nothing worth finding (the reference's `length > 10`).
 MIN_TEXT = 11

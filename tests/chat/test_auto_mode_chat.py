@@ -1,6 +1,6 @@
 """The chat, the context builder and the memory tools (the MCP server's) search in mode
 `auto`, the best available (issue 16), with real files and a real index; the model's
-presence is played at its boundary (tests/memory/test_auto_mode.py's `model_here`).
+presence is played at its boundary (tests/search/test_auto_mode.py's `model_here`).
 
 What a semantic search says about its vectors still to come (`vectors` warning) is for the
 person at the terminal, once a session, never in the prompt the model reads.
@@ -17,14 +17,15 @@ from miniclaw.chat.loop import ChatSession
 from miniclaw.chat.providers import ToolCall
 from miniclaw.cli.render import Style, search_text
 from miniclaw.context import ContextBuilder
-from miniclaw.memory import embedding
-from miniclaw.memory.derived import DerivedData
-from miniclaw.memory.hints import SearchWarning
-from miniclaw.memory.scoring import BM25Scorer, SearchMode, register_mode, semantic
+from miniclaw.semantic import model as embedding
+from miniclaw.index.derived import DerivedData
+from miniclaw.search.hints import SearchWarning
+from miniclaw.search.scoring import BM25Scorer, SearchMode, register_mode
+from miniclaw.semantic import retriever as semantic
 from miniclaw.memory_tools import MemoryTools
 from tests.conftest import long_term, write
-from tests.memory.test_auto_mode import QUERY, model_here, no_model  # noqa: F401 (fixtures)
-from tests.memory.test_retrievers import FACTS, HashedEmbedding
+from tests.search.test_auto_mode import QUERY, model_here, no_model  # noqa: F401 (fixtures)
+from tests.search.test_retrievers import FACTS, HashedEmbedding
 
 ONLY_BY_MEANING = "car wash on Sunday"  # no word of QUERY: found by the embedding alone
 

@@ -327,7 +327,7 @@ async def test_a_full_disk_while_chatting_leaves_whole_transcript_lines(memory_f
     import errno
     import os
 
-    from miniclaw.memory import files
+    from miniclaw.fs import files
 
     def transcript_fd(fd: int) -> bool:
         return os.readlink(f"/proc/self/fd/{fd}").endswith(".jsonl")

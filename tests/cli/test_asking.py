@@ -87,7 +87,7 @@ def test_index_json(runner: CliRunner, workspace: Path):
     result = run(runner, workspace, "memory", "index", "--json")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
-    data.pop("vectors", None)  # only with the extra `semantic` (tests/memory/test_semantic.py)
+    data.pop("vectors", None)  # only with the extra `semantic` (tests/semantic/test_semantic.py)
     assert data == {"files_parsed": 1, "entries_added": 1, "entries_removed": 0,
                     "files_removed": 0, "files_left_out": 0}
 

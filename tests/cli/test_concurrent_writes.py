@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.parsing import parse_daily_note, parse_long_term
+from miniclaw.entries.parsing import parse_daily_note, parse_long_term
 from tests.conftest import NOW
 
 PROCESSES = 8

@@ -127,7 +127,7 @@ def test_bad_citations_are_usage_errors(runner: CliRunner, notes: Path, args):
 
 def test_forget_refuses_when_the_file_changed_since_the_citation(notes: Path):
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.forget import find, forget
+    from miniclaw.store.forget import find, forget
 
     async def scenario():
         async with MemoryStore(notes) as store:
@@ -178,7 +178,7 @@ def test_forgetting_any_entry_keeps_private_text_hidden(workspace: Path, lines, 
     """Whatever the file, forgetting one entry either refuses (nothing written) or leaves
     exactly the other entries, with no private text shown."""
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.forget import forget
+    from miniclaw.store.forget import forget
 
     name = "memory/2026-02-14.md" if daily else "memory/MEMORY.md"
     text = "\n".join(lines) + "\n"

@@ -77,7 +77,7 @@ def test_forgetting_a_daily_entry_removes_its_section_and_nothing_else(workspace
     private block between the separator and the next heading or not: forgetting one leaves
     every line of every other section, and every block outside a section, as it was."""
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.forget import forget
+    from miniclaw.store.forget import forget
 
     lines = ["# Daily Note - 2026-02-14", ""]
     own: list[list[str]] = []
@@ -124,7 +124,7 @@ def test_forgetting_a_long_term_bullet_keeps_the_private_lines_of_the_others(wor
     """MEMORY.md bullets, each maybe followed by a private block and an annotation: a
     forget removes the bullet (with its annotation) and leaves the other bullets' lines."""
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.forget import forget
+    from miniclaw.store.forget import forget
 
     lines = ["# Memory", "", "## 2026-02-01"]
     for i, (private, tagged) in enumerate(bullets):
@@ -303,7 +303,7 @@ def test_no_citation_forgets_another_memory_than_the_one_it_named(workspace: Pat
     forgotten one by one in any order: each forget removes the text its citation named,
     or refuses and removes nothing."""
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.forget import find, forget
+    from miniclaw.store.forget import find, forget
 
     path = workspace / "memory/2026-02-14.md"
     lines = ["# Daily Note - 2026-02-14"]
@@ -335,7 +335,7 @@ def test_no_citation_forgets_another_memory_than_the_one_it_named(workspace: Pat
 @given(st.text(max_size=40))
 def test_any_citation_text_parses_or_is_a_usage_error(text):
     from miniclaw.errors import UsageError
-    from miniclaw.memory.forget import parse_citation
+    from miniclaw.store.forget import parse_citation
 
     try:
         cited = parse_citation(text)

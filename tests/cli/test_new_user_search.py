@@ -238,7 +238,7 @@ def test_what_was_stated_ranks_above_what_was_asked(asked: Path):
 
 # -- hybrid's rough edges (issue 39) --------------------------------------------------------
 
-from tests.memory.test_semantic import needs_model  # noqa: E402
+from tests.semantic.test_semantic import needs_model  # noqa: E402
 
 
 @pytest.fixture

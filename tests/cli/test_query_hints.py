@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from miniclaw.memory.hints import Hint
+from miniclaw.search.hints import Hint
 from tests.cli.test_cli import assert_usage_error, run
 from tests.conftest import long_term, write
 
@@ -29,7 +29,7 @@ def test_the_hint_names_the_word_that_failed_not_an_option_value(runner, workspa
 async def test_by_meaning_is_not_offered_when_a_filter_no_memory_has_emptied_it(
         store, workspace, monkeypatch):
     """Hybrid with the same --tag cannot find anything either."""
-    from miniclaw.memory import embedding
+    from miniclaw.semantic import model as embedding
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
     monkeypatch.setattr(embedding, "available", lambda: (True, ""))
@@ -45,7 +45,8 @@ def test_a_one_dash_long_option_is_named_as_the_option_meant(runner, workspace):
 
 async def test_by_meaning_is_not_offered_when_the_model_did_not_load(store, workspace,
                                                                     monkeypatch):
-    from miniclaw.memory import embedding, scoring
+    from miniclaw.semantic import model as embedding
+    from miniclaw.search import scoring
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
     monkeypatch.setattr(embedding, "available", lambda: (True, ""))

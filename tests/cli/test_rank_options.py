@@ -393,7 +393,7 @@ def test_json_object_has_exactly_the_documented_keys(runner, md_ws, args):
 
 
 def test_json_result_fields_describe_the_entry(runner, md_ws):
-    from miniclaw.memory.entry import mark
+    from miniclaw.entries.entry import mark
 
     data = rank_json(runner, md_ws, "-q", "postgres")
     assert data["results"] == [{

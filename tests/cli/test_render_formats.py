@@ -13,11 +13,10 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from miniclaw.cli.render_formats import ef_text
+from miniclaw.cli.render_formats import EVIDENCE_CHARS, ef_text
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.sources import SOURCES
+from miniclaw.sources.base import SOURCES
 from miniclaw.sources.ef_memory import EFMemorySource, result_notes
-from miniclaw.sources.mnemonic import EVIDENCE_CHARS
 from tests.formats import FORMAT_FIXTURES
 
 FIXTURES = FORMAT_FIXTURES

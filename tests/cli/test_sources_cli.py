@@ -132,7 +132,7 @@ def test_a_new_config_file_is_private_to_its_owner(workspace, memory_root, isola
 
 
 def test_add_help_names_every_kind(workspace: Path):
-    from miniclaw.memory.sources import KINDS
+    from miniclaw.sources.base import KINDS
 
     shown = " ".join(_cli(workspace, "sources", "add", "--help").stdout.split())
     assert all(kind in shown for kind in KINDS), shown
@@ -142,7 +142,7 @@ def test_adds_at_the_same_time_keep_every_source(workspace, tmp_path, isolated_h
     """config.json is read, changed and written under a lock: no add loses another's."""
     import threading
 
-    from miniclaw.memory import source_config
+    from miniclaw.sources import config as source_config
 
     roots = [tmp_path / f"store{n}" for n in range(24)]
     start = threading.Barrier(4)
@@ -184,7 +184,7 @@ def test_two_adds_of_one_name_at_once_cannot_both_succeed(workspace, tmp_path, i
     """The name is checked under the lock: before, both adds passed their checks and
     config.json ended with two sources named `app`, which every search then refused."""
     from miniclaw.errors import UsageError
-    from miniclaw.memory import source_config
+    from miniclaw.sources import config as source_config
 
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir(), second.mkdir()
@@ -202,7 +202,7 @@ def test_a_remove_racing_another_remove_takes_out_the_source_it_names(workspace,
                                                                       isolated_home, monkeypatch):
     """Which item goes is decided under the lock: before, the index was computed from the
     sources as they were, and popped `app`'s neighbour once another remove had gone first."""
-    from miniclaw.memory import source_config
+    from miniclaw.sources import config as source_config
 
     for name in ("one", "app", "two"):
         (tmp_path / name).mkdir()
@@ -219,7 +219,7 @@ def test_a_remove_racing_another_remove_takes_out_the_source_it_names(workspace,
 def test_a_remove_of_a_source_another_removed_meanwhile_is_refused(workspace, tmp_path,
                                                                    isolated_home, monkeypatch):
     from miniclaw.errors import UsageError
-    from miniclaw.memory import source_config
+    from miniclaw.sources import config as source_config
 
     (tmp_path / "app").mkdir()
     source_config.add(workspace, "conkeeper", str(tmp_path / "app"), "app")
@@ -709,7 +709,7 @@ def test_a_source_folder_too_deep_is_left_out_with_a_warning_and_the_rest_search
     """Issue 37: a source folder ~1,200 levels deep made `sources add`, every search and
     `doctor` die with RecursionError. Folders past `MAX_FOLDER_DEPTH` are left out, named
     once; the rest of the source, the part just above the limit too, is searched."""
-    from miniclaw.memory.sources import MAX_FOLDER_DEPTH
+    from miniclaw.sources.base import MAX_FOLDER_DEPTH
 
     folder = deep_folder
     for level in range(1, 1201):  # os.makedirs recurses too

@@ -95,9 +95,9 @@ async def test_the_store_closes_only_once_a_cancelled_calls_thread_is_done(memor
     store, so no thread is left using a closed index, and the write is whole."""
     from mcp import types
 
-    from miniclaw.mcp_server import MemoryServer
+    from miniclaw.mcp.server import MemoryServer
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.files import locked
+    from miniclaw.fs.files import locked
 
     server = MemoryServer(MemoryStore(memories))
     params = types.CallToolRequestParams(name="add_memory", arguments={
@@ -283,7 +283,7 @@ def test_a_client_that_closes_its_end_ends_the_server_quietly(memories):
 async def test_a_line_past_the_limit_is_one_line_skipped_to_its_end():
     """asyncio's readline dropped only what it had buffered of an overlong line: the rest
     came back as more lines, and the client got an error answer for each."""
-    from miniclaw.mcp_wire import _PipeLines
+    from miniclaw.mcp.wire import _PipeLines
 
     reader = asyncio.StreamReader(limit=16)
     chunks = [b'{"a": 1}\n', b"x" * 10, b"y" * 30, b"z" * 50 + b'\n{"b": 2}\n',
@@ -370,11 +370,11 @@ def test_ctrl_c_during_the_sdks_import_is_held_until_it_is_done(memories):
     code = ("import atexit, os, signal, sys\n"
             "class Hook:\n"
             "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name == 'miniclaw.mcp_server':\n"
+            "        if name == 'miniclaw.mcp.server':\n"
             "            os.kill(os.getpid(), signal.SIGINT)\n"
             "        return None\n"
             "sys.meta_path.insert(0, Hook())\n"
-            "atexit.register(lambda: print('imported:', 'miniclaw.mcp_server' in sys.modules))\n"
+            "atexit.register(lambda: print('imported:', 'miniclaw.mcp.server' in sys.modules))\n"
             "from miniclaw.cli import main\n"
             "sys.argv = ['miniclaw', '--workspace', sys.argv[1], 'mcp']\n"
             "main()\n")

@@ -110,7 +110,7 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(memories):
 async def test_a_thousand_tags_are_a_tool_error_naming_the_limit(memories):
     """Issue 38: the tags of a `search_memory` call went past SQLite's expression depth and
     came back as an index problem (advice about the cache folder's permissions)."""
-    from miniclaw.memory.entry import MAX_TAGS
+    from miniclaw.entries.entry import MAX_TAGS
 
     async with connect(memories) as session:
         message = await refused(session, "search_memory", query="coffee",

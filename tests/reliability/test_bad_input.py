@@ -243,8 +243,8 @@ def test_a_thousand_filters_are_a_usage_error_naming_the_limit(tmp_path, filters
     were reported as an index problem, with advice about the cache folder's permissions.
     Tags have their own cap (an entry's, entry.py); filters together are capped where the
     SQL is built."""
-    from miniclaw.memory.entry import MAX_TAGS
-    from miniclaw.memory.index import MAX_FILTERS
+    from miniclaw.entries.entry import MAX_TAGS
+    from miniclaw.index.search_index import MAX_FILTERS
 
     limit = limit.format(MAX_TAGS=MAX_TAGS, MAX_FILTERS=MAX_FILTERS)
     ws = tmp_path / "ws"

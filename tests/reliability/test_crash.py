@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from miniclaw.memory.parsing import parse_daily_note, parse_long_term
-from miniclaw.memory.sources import daily_note_date
+from miniclaw.entries.parsing import parse_daily_note, parse_long_term
+from miniclaw.sources.base import daily_note_date
 from tests.reliability.support import (DAILY_NAME, PYTHON, REPO, bad_stderr_lines, cli,
                                        memory_files, rank_json, search_both)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from miniclaw.memory.index_file import APPLICATION_ID
+from miniclaw.index.index_file import APPLICATION_ID
 from tests.reliability.support import (INTERRUPT_IN_A_FINALIZER, PYTHON, REPO,
                                       assert_one_error_line, cli, rank_json)
 
@@ -206,7 +206,7 @@ def test_a_shared_index_file_refuses_a_second_workspace(env, ws, tmp_path):
 
 _JUST_MADE = textwrap.dedent("""
     import json, os, subprocess, sys
-    from miniclaw.memory.database import IndexDatabase
+    from miniclaw.index.database import IndexDatabase
     ws, other_command = sys.argv[1], sys.argv[2:]
     database = IndexDatabase(os.environ["MINICLAW_INDEX"], ws)
     database.connection()  # the schema made and committed (to the WAL), nothing indexed
@@ -307,7 +307,7 @@ def test_ctrl_c_at_any_point_of_a_search_never_crashes(env, tmp_path):
 _FAILING_SOURCE = textwrap.dedent("""
     import asyncio, json, sys, threading
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.ranker import MemoryRanker
+    from miniclaw.search.ranker import MemoryRanker
     ws = sys.argv[1]
     querying, closing, outcome = threading.Event(), threading.Event(), []
     original = MemoryRanker._search_source

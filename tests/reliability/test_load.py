@@ -24,8 +24,8 @@ from collections import Counter
 import pytest
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.parsing import parse_daily_note, parse_long_term
-from miniclaw.memory.sources import daily_note_date
+from miniclaw.entries.parsing import parse_daily_note, parse_long_term
+from miniclaw.sources.base import daily_note_date
 from tests.reliability.support import PYTHON, REPO, cli, memory_files, search_both
 
 WRITERS = 8
@@ -251,7 +251,7 @@ def test_a_search_that_another_process_updates_the_index_under_does_not_fail(tmp
     update while a search is between two of its statements (after reading the corpus totals,
     before the document frequencies). Real files, a real subprocess, a real SQLite file; the
     only hook is a trace callback saying when the search has reached that point."""
-    from miniclaw.memory import database as database_module
+    from miniclaw.index import database as database_module
 
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)

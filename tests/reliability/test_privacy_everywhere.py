@@ -446,7 +446,7 @@ def test_private_words_typed_in_a_query_or_message_never_come_out(tmp_path, data
     from miniclaw.cli.render import Style, search_text
     from miniclaw.context import ContextBuilder
     from miniclaw.errors import UsageError
-    from miniclaw.memory.privacy import visible_typed
+    from miniclaw.entries.privacy import visible_typed
 
     secret = data.draw(_secret)
     typed = [data.draw(_typed(secret)) for _ in range(3)]

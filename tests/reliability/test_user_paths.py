@@ -1,5 +1,5 @@
 """Every file a user controls is opened through the shared no-follow, capped, non-blocking
-open (`memory/files.py`), doctor and config.json included (issue 37): a FIFO there must not
+open (`fs/files.py`), doctor and config.json included (issue 37): a FIFO there must not
 hang a command, a link to /dev/zero must not eat the memory, a link out of a source's root
 is not read; and what `json` refuses in any way, or a source class that is no class, is one
 line naming the file, exit 2, never a traceback."""
@@ -98,7 +98,7 @@ def test_config_json_that_json_refuses_in_any_way_is_one_line(
     ("os:sep", "is not a memory source"),  # a string, not a class
     ("json:loads", "is not a memory source"),  # a function
     ("builtins:dict", "is not a memory source"),  # a class, but not a source's
-    ("miniclaw.memory.sources:FileSource", "is not a memory source"),  # abstract: no owns()
+    ("miniclaw.sources.base:FileSource", "is not a memory source"),  # abstract: no owns()
     ("broken_source:Notes", "cannot be loaded (RuntimeError: half-written module)"),
     ("picky_source:Notes", "cannot be made from its settings (KeyError"),
 ])
@@ -108,7 +108,7 @@ def test_a_source_class_that_is_not_a_usable_class_is_one_line(
     modules.mkdir()
     (modules / "broken_source.py").write_text("raise RuntimeError('half-written module')\n")
     (modules / "picky_source.py").write_text(
-        "from miniclaw.memory.sources import FileSource\n"
+        "from miniclaw.sources.base import FileSource\n"
         "class Notes(FileSource):\n"
         "    def __init__(self, **settings):\n"
         "        settings['needed']\n"
@@ -252,35 +252,35 @@ def test_a_transcript_path_planted_as_a_fifo_is_refused_not_waited_on(tmp_path: 
 
 PACKAGE = Path(__file__).resolve().parents[2] / "miniclaw"
 #: Calls that open a path by name (or parse a whole file): each must go through
-#: `miniclaw/memory/files.py` (`read_bytes`, `read_head`, `open_regular`, `open_in_workspace`)
+#: `miniclaw/fs/files.py` (`read_bytes`, `read_head`, `open_regular`, `open_in_workspace`)
 #: when the path is one a user controls, or be listed here with why it is not.
 OPENERS = frozenset({"open", "read_text", "read_bytes", "write_text", "write_bytes", "load"})
 #: (file, enclosing function, call) -> why the path is not a user's, or why the call is safe.
 ALLOWED = {
     # The shared safe open itself, and its helpers that open folders (O_DIRECTORY fails on
     # anything but a folder, never blocks).
-    ("memory/files.py", "open_regular", "os.open"): "the shared no-follow, non-blocking open",
-    ("memory/files.py", "locked", "os.open"): "a folder, O_DIRECTORY",
-    ("memory/files.py", "_fsync_dir", "os.open"): "a folder, O_DIRECTORY",
+    ("fs/files.py", "open_regular", "os.open"): "the shared no-follow, non-blocking open",
+    ("fs/files.py", "locked", "os.open"): "a folder, O_DIRECTORY",
+    ("fs/files.py", "_fsync_dir", "os.open"): "a folder, O_DIRECTORY",
     ("config.py", "_config_lock", "os.open"): "a folder, O_DIRECTORY",
-    ("memory/sources.py", "DailyNoteSource.files", "os.open"): "a folder, O_DIRECTORY",
+    ("sources/base.py", "DailyNoteSource.files", "os.open"): "a folder, O_DIRECTORY",
     # `files.read_bytes`, imported by name.
     ("context.py", "ContextBuilder._identity.read", "read_bytes"): "files.read_bytes",
     # Creating a file that must not exist: O_EXCL never follows a link or opens a FIFO.
     ("workspace.py", "init_workspace", "os.open"): "O_CREAT | O_EXCL",
-    ("memory/embedding.py", "_write_stamp", "os.open"): "O_CREAT | O_EXCL",
+    ("semantic/model.py", "_write_stamp", "os.open"): "O_CREAT | O_EXCL",
     # The index file: opened only to hold its inode (non-blocking, never read from).
-    ("memory/database.py", "IndexDatabase._pin", "os.open"): "held, never read; O_NONBLOCK",
-    ("memory/database.py", "IndexDatabase._check_file", "os.open"): "held, never read; O_NONBLOCK",
+    ("index/database.py", "IndexDatabase._pin", "os.open"): "held, never read; O_NONBLOCK",
+    ("index/database.py", "IndexDatabase._check_file", "os.open"): "held, never read; O_NONBLOCK",
     # Files of the system or of installed packages, not of the user.
     ("cli/__init__.py", "_flush", "os.open"): "os.devnull",
-    ("mcp_wire.py", "open_wire", "os.open"): "os.devnull",
-    ("mcp_wire.py", "_own", "os.open"): "the terminal of our own stdin/stdout",
-    ("memory/forked_query.py", "_child", "os.open"): "os.devnull",
-    ("memory/embedding.py", "Embedder.__init__", "VOCAB.read_text"): "a file of the package",
-    ("memory/embedding.py", "_processor", "open"): "/proc/cpuinfo",
-    ("memory/watch.py", "filesystem_type", "open"): "/proc/self/mountinfo",
-    ("memory/spelling.py", "_english_words",
+    ("mcp/wire.py", "open_wire", "os.open"): "os.devnull",
+    ("mcp/wire.py", "_own", "os.open"): "the terminal of our own stdin/stdout",
+    ("semantic/forked_query.py", "_child", "os.open"): "os.devnull",
+    ("semantic/model.py", "Embedder.__init__", "VOCAB.read_text"): "a file of the package",
+    ("semantic/model.py", "_processor", "open"): "/proc/cpuinfo",
+    ("index/watch.py", "filesystem_type", "open"): "/proc/self/mountinfo",
+    ("search/spelling.py", "_english_words",
      "(Path(spec.origin).parent / 'data' / 'small_en.msgpack.gz').read_bytes"): "wordfreq's data",
     ("workspace.py", "_template_files.walk", "child.read_bytes"): "the package's template",
     ("install.py", "_source", "metadata.distribution('miniclaw').read_text"):
@@ -322,10 +322,10 @@ def _opening_calls() -> set[tuple[str, str, str]]:
 
 def test_no_reader_opens_a_user_path_but_through_the_shared_safe_open():
     """Issue 37's "done when": a new `open(`, `Path.read_text`, `json.load(open(...))`...
-    in the package fails here until it uses `memory/files.py` or is listed in ALLOWED with
+    in the package fails here until it uses `fs/files.py` or is listed in ALLOWED with
     the reason its path is not a user's."""
     found = _opening_calls()
-    assert sorted(found - ALLOWED.keys()) == [], "open these through miniclaw/memory/files.py"
+    assert sorted(found - ALLOWED.keys()) == [], "open these through miniclaw/fs/files.py"
     assert sorted(ALLOWED.keys() - found) == [], "stale entries of ALLOWED: remove them"
 
 
@@ -350,8 +350,8 @@ _ITEM = st.fixed_dictionaries(
                               "claude_code", "zettel"]), "root": _ROOTS | _JSON},
     optional={"name": _JSON, "recursive": _JSON, "label": _JSON, "x": _JSON}) | \
     st.fixed_dictionaries({"class": st.sampled_from([
-        "miniclaw.memory.sources:FileSource", "miniclaw.sources.conkeeper:ConKeeperSource",
-        "os:sep", "builtins:dict", ":", "miniclaw.memory.sources:MemorySource"]) | _JSON,
+        "miniclaw.sources.base:FileSource", "miniclaw.sources.conkeeper:ConKeeperSource",
+        "os:sep", "builtins:dict", ":", "miniclaw.sources.base:MemorySource"]) | _JSON,
         "root": _ROOTS}, optional={"name": _JSON, "recursive": _JSON})
 _SECTION = _JSON | st.fixed_dictionaries(
     {"sources": st.lists(_ITEM | _JSON | st.sampled_from(["long_term", "daily_note"]),
@@ -369,7 +369,7 @@ def test_any_config_json_is_settings_or_one_usage_error(workspace: Path, isolate
     UsageError (one line, exit 2), never another exception."""
     from miniclaw import config
     from miniclaw.errors import UsageError
-    from miniclaw.memory.sources import check_roots, configured_sources
+    from miniclaw.sources.base import check_roots, configured_sources
 
     path = config_file(isolated_home)
     for text in (raw, json.dumps({"timezone": "UTC", "workspaces": {

@@ -1,6 +1,6 @@
 """Full disks and I/O errors while writing: one clear error, exit code 1, the file untouched.
 
-Faults are injected into the system calls of `miniclaw.memory.files` (the only module that
+Faults are injected into the system calls of `miniclaw.fs.files` (the only module that
 writes memory bytes) through a stand-in `os` module: `os.write` that writes a few bytes and
 then fails, `os.fsync`, `os.replace`, `os.open`, the temporary file's writes, `mkstemp`.
 Where the machine allows it, the same is done for real: a tiny tmpfs filled up (ENOSPC), a
@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miniclaw.cli import app
-from miniclaw.memory import files
+from miniclaw.fs import files
 from tests.reliability.support import (PYTHON, REPO, assert_one_error_line, bad_stderr_lines,
                                       chmod_binding_prefix)
 
@@ -72,7 +72,7 @@ class _FailingFile:
 
 
 class FaultyOs:
-    """Stands in for `os` inside `miniclaw.memory.files`, with some calls overridden."""
+    """Stands in for `os` inside `miniclaw.fs.files`, with some calls overridden."""
 
     def __init__(self, **overrides) -> None:
         self._overrides = overrides
@@ -241,7 +241,7 @@ def test_a_real_process_with_a_short_write_exits_1(tmp_path, env):
     before = _listing(ws)
     wrapper = textwrap.dedent("""
         import errno, os, sys
-        from miniclaw.memory import files
+        from miniclaw.fs import files
         real_write, budget = os.write, [7]
 
         class FaultyOs:

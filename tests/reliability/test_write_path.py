@@ -27,7 +27,7 @@ import pytest
 
 from miniclaw.errors import MiniclawError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.files import MAX_FILE_BYTES, NEAR_LIMIT_BYTES
+from miniclaw.fs.files import MAX_FILE_BYTES, NEAR_LIMIT_BYTES
 from miniclaw.workspace import init_workspace
 from tests.reliability.support import assert_one_error_line, bad_stderr_lines, cli
 

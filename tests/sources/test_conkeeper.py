@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.sources import SOURCES, configured_sources, read_entries
+from miniclaw.sources.base import SOURCES, configured_sources, read_entries
 from miniclaw.sources.conkeeper import ConKeeperSource, redact
 from tests.conftest import NOW
-from tests.memory import test_privacy as privacy_cases
+from tests.entries import test_privacy as privacy_cases
 from tests.formats import FORMAT_FIXTURES
 
 FIXTURES = FORMAT_FIXTURES / "conkeeper"
@@ -288,7 +288,7 @@ def _conkeeper_file(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_conkeeper_file())
 def test_private_text_never_reaches_a_conkeeper_entry(text):
-    """The privacy property of tests/memory/test_privacy.py, over this source."""
+    """The privacy property of tests/entries/test_privacy.py, over this source."""
     entries = read_entries(ConKeeperSource(root="/x"), text, "/x/decisions/ADR-001-x.md")
     entries += read_entries(ConKeeperSource(root="/x"), text, "/x/notes.md")
     for entry in entries:
@@ -409,7 +409,7 @@ def test_a_table_gives_one_entry_per_row_without_its_rule(tmp_path):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(privacy_cases._segment(), min_size=1, max_size=12), st.booleans())
 def test_miniclaws_own_privacy_property_holds_over_this_source_too(segments, leave_open):
-    """tests/memory/test_privacy.py's generator (every spelling of miniclaw's tags), through
+    """tests/entries/test_privacy.py's generator (every spelling of miniclaw's tags), through
     the ConKeeper source: its rules come on top of miniclaw's, never instead."""
     lines = [line for segment in segments for line in segment]
     if leave_open:

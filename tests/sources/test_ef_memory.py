@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.sources import KINDS, SOURCES, read_entries
+from miniclaw.sources.base import KINDS, SOURCES, read_entries
 from miniclaw.sources.ef_memory import EFMemorySource, age_days, cited_files, too_broad
 from tests.conftest import NOW
 from tests.formats import FORMAT_FIXTURES
@@ -289,8 +289,8 @@ def test_doctor_runs_the_startup_check_of_a_configured_store(workspace, project,
 def test_priority_reorders_only_its_own_entries_within_equal_relevance(rows):
     """Property of the ranker's stage: other sources keep their places, every place keeps a
     score within 0.5% of the one it had, and no entry is lost or added."""
-    from miniclaw.memory.entry import Entry
-    from miniclaw.memory.ranker import _by_priority
+    from miniclaw.entries.entry import Entry
+    from miniclaw.search.ranker import _by_priority
 
     class Ranked:
         name = "ranked"

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miniclaw.memory.sources import FileSource
+from miniclaw.sources.base import FileSource
 from miniclaw.sources.conkeeper import SESSION_DAYS, ConKeeperSource
 from miniclaw.sources.mnemonic import MnemonicSource
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.options import SearchOptions
-from miniclaw.memory.sources import KINDS, SOURCES
+from miniclaw.search.options import SearchOptions
+from miniclaw.sources.base import KINDS, SOURCES
 from miniclaw.sources.mnemonic import MnemonicSource, scope
 from tests.conftest import NOW
 from tests.formats import FORMAT_FIXTURES
@@ -168,7 +168,7 @@ def test_scope_of_each_layout():
                 max_size=40).map("".join))
 def test_private_text_never_reaches_an_entry(text):
     """Privacy applies to mnemonic like every source (shared code: `read_entries`)."""
-    from miniclaw.memory.sources import read_entries
+    from miniclaw.sources.base import read_entries
 
     marked = f"---\ntitle: t\n---\n{text}\n<private>{SECRET}</private>\n<private>\n{SECRET}"
     for entry in read_entries(MnemonicSource(), marked, "default/_semantic/k/x.memory.md"):

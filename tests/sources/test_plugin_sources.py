@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from miniclaw.errors import UsageError
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.entry import Entry
-from miniclaw.memory.sources import SOURCES, FileSource
+from miniclaw.entries.entry import Entry
+from miniclaw.sources.base import SOURCES, FileSource
 from tests.conftest import NOW
 
 SECRET = "zanzibarquokka"
@@ -142,7 +142,7 @@ async def test_an_unreadable_note_is_a_warning_and_the_others_are_found(store, w
 
 async def test_a_note_the_system_refuses_to_open_is_a_warning(store, workspace, monkeypatch):
     """The same as root runs it: the operating system (the boundary) refuses one open."""
-    from miniclaw.memory import files
+    from miniclaw.fs import files
 
     _note(workspace, "2026-02-12", "walnut bread")
     _note(workspace, "2026-02-13", "walnut cake")
@@ -265,7 +265,7 @@ _WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", " ", "\n", "\n\n", 
 
 @given(before=_WORDS, inside=_WORDS, after=_WORDS)
 def test_no_private_text_comes_out_of_a_source_that_does_not_redact(before, inside, after):
-    from miniclaw.memory.sources import read_entries
+    from miniclaw.sources.base import read_entries
 
     text = f"{before}<private>{inside}{SECRET}{inside}</private>{after}"
     entries = read_entries(TextNotes(), text, "notes/x/a.txt")
@@ -274,7 +274,7 @@ def test_no_private_text_comes_out_of_a_source_that_does_not_redact(before, insi
 
 
 def test_entries_with_metadata_stay_hashable_and_read_only():
-    from miniclaw.memory.sources import read_entries
+    from miniclaw.sources.base import read_entries
 
     entries = read_entries(JsonLines(), '{"role": "tool", "text": "ran ls"}\n', "logs/a.jsonl")
     assert [(e.text, e.source, dict(e.meta)) for e in entries] == [
@@ -300,7 +300,7 @@ async def test_a_relative_root_that_leaves_the_workspace_must_be_allowed(workspa
 
 async def test_a_built_in_source_reads_another_root_when_configured(workspace, tmp_path):
     """Daily notes kept in a journal folder outside the workspace: same format, own root."""
-    from miniclaw.memory.sources import DailyNoteSource, LongTermSource
+    from miniclaw.sources.base import DailyNoteSource, LongTermSource
 
     journal = tmp_path / "journal"
     journal.mkdir()
@@ -318,7 +318,7 @@ async def test_a_built_in_source_reads_another_root_when_configured(workspace, t
                                     "miniclaw.sources.ef_memory"])
 def test_a_source_kind_imports_first_in_a_new_process(module):
     """The default sources include the transcripts source: importing a kind's module before
-    memory/sources.py (a script that uses only `kept_text`) once failed on the import cycle."""
+    sources/base.py (a script that uses only `kept_text`) once failed on the import cycle."""
     import subprocess
     import sys
 

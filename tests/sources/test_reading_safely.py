@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from miniclaw.cli import app
-from miniclaw.memory.sources import read_entries
+from miniclaw.sources.base import read_entries
 from miniclaw.sources.claude_code import ClaudeCodeSource
 from miniclaw.sources.ef_memory import EFMemorySource
 from miniclaw.sources.transcripts import TranscriptSource
@@ -300,7 +300,7 @@ def test_no_source_reads_a_file_through_a_folder_linked_out_of_its_root(tmp_path
     """Every source, whether it walks its root or names a path: a folder on the way that is
     a link (here to a folder outside the root) is never entered, by the listing or by
     `file()` (what the index's watch asks for a changed path)."""
-    from miniclaw.memory.sources import kind_class
+    from miniclaw.sources.base import kind_class
 
     root = tmp_path / "root"
     outside = tmp_path / "outside"
@@ -346,7 +346,7 @@ def test_a_hard_link_made_while_a_store_watches_is_not_a_second_copy(tmp_path, w
     import asyncio
 
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.sources import SOURCES
+    from miniclaw.sources.base import SOURCES
     from miniclaw.sources.conkeeper import ConKeeperSource
     from tests.conftest import NOW
 

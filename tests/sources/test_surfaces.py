@@ -33,7 +33,7 @@ async def test_the_search_tool_offers_and_accepts_the_workspaces_sources(workspa
 
 async def test_a_workspace_without_daily_notes_does_not_offer_them(workspace, tmp_path):
     from miniclaw.memory import MemoryStore
-    from miniclaw.memory.sources import LongTermSource
+    from miniclaw.sources.base import LongTermSource
 
     async with MemoryStore(workspace, sources=(LongTermSource(),)) as store:
         [search] = [s for s in MemoryTools(store).specs() if s.name == "search_memory"]
@@ -54,7 +54,7 @@ async def test_the_chat_tells_its_model_the_workspaces_sources(workspace, tmp_pa
 
 def test_the_default_search_spec_is_the_built_in_sources_one():
     """The MCP tests compare a default workspace's tools with `SPECS`: they must agree."""
-    from miniclaw.memory.sources import SOURCES
+    from miniclaw.sources.base import SOURCES
     from miniclaw.memory_tools import SEARCH, search_spec
 
     assert search_spec(SOURCES) == SEARCH
@@ -118,7 +118,7 @@ async def test_sources_the_server_cannot_use_are_an_error_it_survives(workspace,
     home = tmp_path / "mchome"
     home.mkdir()
     (home / "config.json").write_text(json.dumps({"workspaces": {str(workspace): {
-        "sources": ["long_term", {"class": "miniclaw.memory.sources:DailyNoteSource",
+        "sources": ["long_term", {"class": "miniclaw.sources.base:DailyNoteSource",
                                   "root": str(tmp_path / "elsewhere")}]}}}), encoding="utf-8")
     monkeypatch.setenv("MINICLAW_HOME", str(home))
     async with connect(workspace) as session:

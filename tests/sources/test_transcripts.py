@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.sessions import search_sessions
-from miniclaw.memory.sources import KINDS, SOURCES, read_entries
+from miniclaw.search.sessions import search_sessions
+from miniclaw.sources.base import KINDS, SOURCES, read_entries
 from miniclaw.sources.claude_code import ClaudeCodeSource
 from miniclaw.sources.transcripts import NOISE, TranscriptSource, is_noise, kept_text
 from tests.conftest import NOW
@@ -393,7 +393,7 @@ def _rows(workspace: Path) -> list[tuple]:
                             " ORDER BY ordinal").fetchall()
 
 
-from miniclaw.memory.options import SearchOptions  # noqa: E402
+from miniclaw.search.options import SearchOptions  # noqa: E402
 
 
 def test_an_append_is_read_alone_and_a_rewrite_whole(workspace):
@@ -534,7 +534,7 @@ def test_a_line_over_the_limit_is_skipped_with_one_warning_and_never_held(worksp
     every search that found the file changed). Now a line over `MAX_LINE_BYTES` is skipped
     as damaged, named once, and the lines after it are indexed at their own line numbers;
     a read that ends inside one goes on from there next time, without parsing it again."""
-    from miniclaw.memory.appends import MAX_LINE_BYTES
+    from miniclaw.sources.appends import MAX_LINE_BYTES
 
     path = workspace / "sessions" / "s1.jsonl"
     path.parent.mkdir()
@@ -584,7 +584,7 @@ def test_a_skipped_line_with_a_tag_hides_nothing_past_its_own_record(workspace):
     """A damaged line is not parsed. Transcripts apply the tag rules per record (issue 38:
     a tool result that quotes an unclosed `<private>` hid every later message), so a tag in
     the skipped line, which is one record, cannot reach the records after it."""
-    from miniclaw.memory.appends import MAX_LINE_BYTES
+    from miniclaw.sources.appends import MAX_LINE_BYTES
 
     path = workspace / "sessions" / "s1.jsonl"
     path.parent.mkdir()
@@ -611,7 +611,8 @@ def test_reading_in_parts_or_appends_hides_what_a_whole_read_hides(tmp_path, mon
                                                                   messages, part, split):
     """Entries are the same whether the file is read whole, in parts, or as an earlier
     read plus an append: a `<private>` block open across parts stays hidden."""
-    from miniclaw.memory import appends, sync
+    from miniclaw.sources import appends
+    from miniclaw.index import sync
 
     source = TranscriptSource()
     root = tmp_path / "p"
@@ -650,7 +651,8 @@ def test_long_lines_are_skipped_alike_whole_in_parts_or_across_an_append(
     most kept), the entries are those of a whole read of the file with those lines blank,
     whatever the part size, and when the file was first read cut anywhere (inside a long
     line too)."""
-    from miniclaw.memory import appends, sync
+    from miniclaw.sources import appends
+    from miniclaw.index import sync
 
     monkeypatch.setattr(appends, "MAX_LINE_BYTES", 250)
     monkeypatch.setattr(appends, "PART_BYTES", part)
@@ -685,7 +687,7 @@ def test_long_lines_are_skipped_alike_whole_in_parts_or_across_an_append(
 
 def test_an_empty_or_missing_sessions_folder_costs_a_search_no_source_search(workspace, monkeypatch):
     """On by default, but a search runs no retriever over a source with no file on disk."""
-    from miniclaw.memory.ranker import MemoryRanker
+    from miniclaw.search.ranker import MemoryRanker
 
     (workspace / "memory" / "MEMORY.md").write_text("# Long-term Memory\n\n## 2026-02-10\n\n"
                                                     "- The atlas budget was approved.\n")

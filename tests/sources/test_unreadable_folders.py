@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from miniclaw.cli import app
 from miniclaw.memory import MemoryStore
-from miniclaw.memory.sessions import search_sessions
-from miniclaw.memory.sources import SOURCES
+from miniclaw.search.sessions import search_sessions
+from miniclaw.sources.base import SOURCES
 from miniclaw.sources.conkeeper import ConKeeperSource
 from tests.conftest import NOW, daily_note, write
 from tests.denied import DeniedFolder
@@ -141,7 +141,7 @@ async def test_a_configured_root_that_is_gone_is_one_warning_naming_the_source(
 
 def test_a_missing_folder_of_the_workspace_is_no_warning(workspace):
     """sessions/ before the first chat, memory/ of a new workspace: nothing to say."""
-    from miniclaw.memory.sources import listing
+    from miniclaw.sources.base import listing
 
     for source in SOURCES:
         assert listing(source, workspace / "nowhere") == ([], [])

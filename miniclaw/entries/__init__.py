@@ -1,0 +1,1 @@
+"""The record (`Entry`) and the text formats: parsing, privacy, tokenizing, writing."""

@@ -1,0 +1,1 @@
+"""File access: the shared no-follow, capped, non-blocking open; atomic writes; locks."""

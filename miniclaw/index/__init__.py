@@ -1,0 +1,1 @@
+"""The SQLite index: its database, building and syncing it from the sources, watching."""

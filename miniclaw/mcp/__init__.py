@@ -1,0 +1,1 @@
+"""The MCP server for coding agents (`miniclaw mcp`) and its wire format."""

@@ -1,0 +1,1 @@
+"""Search: the ranker, the query language, options, results, hints and the scoring modes."""

@@ -1,0 +1,1 @@
+"""Find by meaning: the embedding model and the retriever of the vector and hybrid modes."""

@@ -1,0 +1,1 @@
+"""The memory store (`MemoryStore`): writing, forgetting, what was shown, short-term turns."""
