@@ -1,7 +1,8 @@
 """The docs stay true: the README's Quickstart is two commands and CI runs the second one;
 on the README and on every docs/*.md page, the commands and options the examples use exist,
-each command is in a table, the links lead somewhere, and an example that shows an error
-gives that error when run."""
+each command is in a table, the links lead somewhere, an example that shows an error gives
+that error when run, and a block marked REPLAYED prints what it shows when run again on the
+demo's workspace (days, times, session ids and absolute paths aside)."""
 
 from __future__ import annotations
 
@@ -104,7 +105,10 @@ class Run:
     """A shell line of an example as miniclaw sees it: env, argv after `miniclaw`, stdin."""
 
     def __init__(self, line: str):
-        line = re.sub(r";\s*echo \"exit \$\?\"$", "", line.strip())
+        line = line.strip()
+        shown_exit = re.sub(r";\s*echo \"exit \$\?\"$", "", line)
+        self.echoes_exit = shown_exit != line  # the output ends with `exit N`
+        line = shown_exit
         self.stdin = ""
         piped = re.match(r"echo (\"[^\"]*\"|'[^']*') \| (.*)$", line)
         if piped:
@@ -193,6 +197,63 @@ def test_an_example_error_is_the_error_miniclaw_gives(page, block, tmp_path):
         if len(shown) == 1 and shown[0].startswith("Error:"):
             assert done.returncode != 0, line
             assert _path_free(done.stderr) == _path_free(shown[0]), line
+
+
+# -- examples replayed whole on the demo's workspace ------------------------------------------
+
+REPLAYED = "<!-- tests/test_docs.py replays this block on the demo's workspace -->"
+
+
+def replayed_blocks():
+    for page in PAGES:
+        pattern = re.escape(REPLAYED) + r"\n```[a-z]*\n(.*?)^```"
+        for number, block in enumerate(re.findall(pattern, read(page), re.S | re.M), 1):
+            yield pytest.param(block, id=f"{page_id(page)}:{number}")
+
+
+def demo_adds() -> list[list[str]]:
+    """The `memory add` commands of scripts/demo.sh, as argv after `miniclaw`."""
+    adds = []
+    for line in (ROOT / "scripts" / "demo.sh").read_text(encoding="utf-8").splitlines():
+        if line.startswith('run "$miniclaw"') and " memory add " in line:
+            words = shlex.split(line)[2:]
+            adds.append(["demo-workspace" if word == "$ws" else word for word in words])
+    assert adds, "scripts/demo.sh adds no memory"
+    return adds
+
+
+def _comparable(text: str) -> str:
+    """What an example shows that does not depend on the day, the clock or the machine: days,
+    times and session ids replaced, absolute paths too; and the suggestion of --mode hybrid,
+    which shows only where the optional embedding model is installed."""
+    lines = [line for line in text.strip().splitlines() if "--mode hybrid: it finds" not in line]
+    text = "\n".join(lines)
+    text = re.sub(r"\d{8}-\d{6}-[0-9a-f]{6}", "<session>", text)
+    text = re.sub(r"\d{4}-\d{2}-\d{2}", "<day>", text)
+    text = re.sub(r"\d{2}:\d{2}:\d{2}", "<time>", text)
+    return _path_free(text)
+
+
+@pytest.mark.parametrize("block", list(replayed_blocks()))
+def test_a_replayed_example_shows_what_miniclaw_prints(block, tmp_path):
+    """The workspace is the demo's (scripts/demo.sh), less the adds the block itself shows;
+    then each command of the block runs (`python -m miniclaw`) and prints what the page says:
+    stdout, then stderr (and `exit N` where the line echoes it)."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("MINICLAW_LLM_", "MINICLAW_TIMEZONE"))}
+    env["NO_COLOR"] = "1"
+    miniclaw = [sys.executable, "-m", "miniclaw"]
+    lines = [(Run(line), output) for line, output in examples(block)]
+    shown = [run.argv for run, _ in lines]
+    for argv in [["--workspace", "demo-workspace", "init"],
+                 *(add for add in demo_adds() if add not in shown)]:
+        subprocess.run([*miniclaw, *argv], cwd=tmp_path, env=env, check=True, capture_output=True)
+    for run, output in lines:
+        assert run.argv is not None, "a replayed block runs miniclaw only"
+        done = subprocess.run([*miniclaw, *run.argv], cwd=tmp_path, env={**env, **run.env},
+                              input=run.stdin, capture_output=True, text=True, timeout=120)
+        printed = done.stdout + done.stderr + (f"exit {done.returncode}\n" if run.echoes_exit else "")
+        assert _comparable(printed) == _comparable("\n".join(output)), run.argv
 
 
 # -- links -------------------------------------------------------------------------------------
