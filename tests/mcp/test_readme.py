@@ -1,6 +1,6 @@
-"""The README's registrations work as written: the command Claude Code is told to run (after
+"""The registrations of docs/mcp.md work as written: the command Claude Code is told to run (after
 `--` in `claude mcp add`) and the Cursor `mcp.json` entry start a working server (the
-workspace path put in for the README's example path)."""
+workspace path put in for the page's example path)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
 EXAMPLE_WORKSPACES = ("~/.miniclaw/workspace", "/home/you/.miniclaw/workspace")
 
 

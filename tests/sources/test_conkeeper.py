@@ -377,7 +377,7 @@ def test_the_cli_searches_a_configured_store_and_hides_its_private_text(tmp_path
 
 
 def test_the_cli_reads_a_query_as_conkeeper_does_with_phrase(tmp_path, workspace, isolated_home):
-    """ConKeeper's drop-in (README): `--phrase` reads the query as its script does, one
+    """ConKeeper's drop-in (docs/sources.md): `--phrase` reads the query as its script does, one
     literal phrase (ignoring case), so the fixture's private queries find nothing at all, over
     the project store with its sessions and the global store."""
     copied = _copy(tmp_path)

@@ -808,7 +808,7 @@ def test_echo_answers_are_recalls_and_are_not_found_again(workspace):
 
 
 def test_a_transcript_time_is_utc_whatever_the_workspace_zone(workspace):
-    """README: `timestamp`, UTC. Before, a workspace with a time zone wrote its local time
+    """docs/cli.md: `timestamp`, UTC. Before, a workspace with a time zone wrote its local time
     (+14:00), and sessions search mixed those with Claude Code's UTC times."""
     from datetime import datetime
     from zoneinfo import ZoneInfo
