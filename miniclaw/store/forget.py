@@ -268,7 +268,7 @@ def _refuse_hidden_headings(decoded: list[str], visible: list[str], doomed: set[
     """A `##` heading inside a private block of the lines to remove starts a note of its
     own that the user was never shown (a timestamped note made private whole): it is not
     removed along with the entry whose lines hide it."""
-    from miniclaw.memory.parsing import HEADING
+    from miniclaw.entries.parsing import HEADING
 
     for i in sorted(doomed):
         heading = None if visible[i].strip() else HEADING.match(decoded[i].strip())
