@@ -116,7 +116,7 @@ KNOWN_SETTINGS: dict[str, frozenset[str] | None] = {
     "timezone": None,
     "workspaces": None,  # keyed by folder; each holds WORKSPACE_SETTINGS
 }
-#: What a workspace's object in "workspaces" may hold (memory/sources.py reads them).
+#: What a workspace's object in "workspaces" may hold (sources/base.py reads them).
 WORKSPACE_SETTINGS = frozenset({"sources", "roots"})
 _warned: set[tuple[Path, str]] = set()  # each unknown key is warned about once per process
 

@@ -276,7 +276,7 @@ class ContextBuilder:
                                      mode=self.mode))
         except QueryError:  # prose with no searchable word in it ("?!", only stop words)
             return _Found([], ())
-        self.store.showing(found.results)  # the citations the prompt quotes (memory/shown.py)
+        self.store.showing(found.results)  # the citations the prompt quotes (store/shown.py)
         from miniclaw.sources.transcripts import not_running
 
         vectors = next((w for w in found.warnings if w.kind == "vectors"), None)

@@ -3,7 +3,7 @@
 "Today" is the date in the workspace's zone (the `timezone` setting, UTC by default;
 docs/ARCHITECTURE.md). `parse_day` accepts ISO dates
 (`2026-02-14`), `today`, `yesterday`, relative forms (`7d`, `2w` ago), the phrases a
-question may hold (`3 days ago`, `last week`, `this month`: memory/date_cue.py), and, through
+question may hold (`3 days ago`, `last week`, `this month`: date_cue.py), and, through
 python-dateutil (imported only then, since its parser is slow to import), forms like
 `14 Feb 2026`. Anything else is a `UsageError` naming the flag.
 """

@@ -69,7 +69,7 @@ _STR = {"type": "string"}
 _INT = {"type": "integer"}
 _OPT_STR = {"type": ["string", "null"]}
 _STRINGS = {"type": "array", "items": _STR}
-# The limits every write and filter has (memory/entry.py), told to the agent up front.
+# The limits every write and filter has (entries/entry.py), told to the agent up front.
 _CATEGORY = {"type": "string", "maxLength": MAX_CATEGORY_CHARS}
 _TAGS = {"type": "array", "maxItems": MAX_TAGS,
          "items": {"type": "string", "maxLength": MAX_TAG_CHARS}}
@@ -96,7 +96,7 @@ _RESULT_SCHEMA = {"type": "object", "properties": {
                                "older clients)"},
 }, "required": ["rank", "score", "source", "path", "line_start", "citation", "content"]}
 
-# The hints in the search tool's own terms, its arguments (the kinds are in memory/hints.py);
+# The hints in the search tool's own terms, its arguments (the kinds are in search/hints.py);
 # the kinds not named here read as hints.WORDING.
 TOOL_WORDING = {
     "widen_days": f"days {MAX_DAYS} searches all history (only the last {{days}} days of "
@@ -404,7 +404,7 @@ class MemoryTools:
         return await self._run[name](check_arguments(spec, arguments))
 
     async def _search(self, args: dict) -> dict:
-        # The tool's arguments are the search's (memory/options.py), days and all
+        # The tool's arguments are the search's (search/options.py), days and all
         args["mode"] = args["mode"] or self.mode
         found = await self.store.search(args.pop("query"), **args)
         return found.to_dict(TOOL_WORDING)

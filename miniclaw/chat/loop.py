@@ -82,7 +82,7 @@ class ChatSession:
         self.provider = provider
         self.transcript = transcript
         # Every search of the session (context, /search, the model's) ranks in `mode`: the
-        # best available by default; the model loads once, at the first (memory/embedding.py).
+        # best available by default; the model loads once, at the first (semantic/model.py).
         self.mode = mode
         self.builder = ContextBuilder(store, mode=mode)
         self.vectors_said = False  # the vectors' progress is said once a session

@@ -259,7 +259,7 @@ def rank(
         typer.echo(render.search_text(found, _style()))
 
 
-# The search arguments (memory/options.py) by the names of rank's options, for its errors.
+# The search arguments (search/options.py) by the names of rank's options, for its errors.
 _FLAGS = {"limit": "-n/--limit", "days": "--days",
           "since": "--since", "until": "--until", "tags": "--tag", "sources": "--source",
           "category": "--category", "mode": "--mode", "require": "--require",

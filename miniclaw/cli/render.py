@@ -76,7 +76,7 @@ def to_json(payload: dict) -> str:
     return utf8(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
-# The hints in the CLI's own terms, its flags (the kinds are in memory/hints.py); the kinds
+# The hints in the CLI's own terms, its flags (the kinds are in search/hints.py); the kinds
 # not named here read as hints.WORDING.
 CLI_WORDING = {
     "widen_days": "search all history with --all (only the last {days} days of daily notes "

@@ -1,6 +1,6 @@
 """`miniclaw sessions search QUERY`: past conversations (chat transcripts) grouped by session.
 
-The library does the search (`memory/sessions.py`); this module parses options and renders
+The library does the search (`search/sessions.py`); this module parses options and renders
 text (the reference transcript search's layout), JSON or Markdown.
 """
 

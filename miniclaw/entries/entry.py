@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from miniclaw.errors import UsageError
 
-# The names of the two built-in sources (`memory/sources.py`); nothing else special-cases them.
+# The names of the two built-in sources (`sources/base.py`); nothing else special-cases them.
 LONG_TERM = "long_term"
 DAILY_NOTE = "daily_note"
 

@@ -325,7 +325,7 @@ def _parse(source: MemorySource, source_file: SourceFile, workspace: str) -> _Pa
 
 def _parse_growing(source: MemorySource, source_file: SourceFile, workspace: str,
                    tail) -> Iterator[_Parsed]:
-    """An append-only file's parts (`memory/appends.py`): from the remembered tail when
+    """An append-only file's parts (`sources/appends.py`): from the remembered tail when
     the file only grew since, else the whole file; each part of bounded size, the last one
     carrying the new tail. The source parses a part with `parse_part(text, path, head)`,
     `head` being the file's first line."""

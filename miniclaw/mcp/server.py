@@ -17,7 +17,7 @@ Cancellation: the SDK cancels the handler of a cancelled request, but a worker t
 already running a search cannot be stopped. The call runs as its own task, which the handler
 stops waiting for; the store is closed only once every such task is over, so no thread ever
 uses a closed index connection. Everything but the protocol goes to stderr (the wire,
-`mcp_wire.py`, points fd 1 at stderr while it serves; it also answers the lines that are not
+`mcp/wire.py`, points fd 1 at stderr while it serves; it also answers the lines that are not
 JSON-RPC messages, and lets the requests read before the input ends be answered).
 """
 

@@ -589,7 +589,7 @@ def _fuse(mode: SearchMode, found: list[_Found]
 
 
 #: What a question the user asked in a chat is worth beside what was stated (`_weigh_asked`):
-#: measured in tests/memory/test_asked.py (bm25); low enough that in hybrid a question found
+#: measured in tests/search/test_asked.py (bm25); low enough that in hybrid a question found
 #: by its words (a fused share of 1 at most) stays below a statement found by meaning (a
 #: cosine share of at least `MIN_SIMILARITY`, 0.2).
 ASKED_WEIGHT = 0.1

@@ -7,7 +7,7 @@ and embeds a query in milliseconds, and fused with BM25 it lifts recall on both 
 That package ships no tokenizer: `minilm-vocab.txt` beside this file is the model's WordPiece
 vocabulary (BERT uncased, from sentence-transformers/all-MiniLM-L6-v2, Apache-2.0), one token
 a line in id order, read by the `tokenizers` package; a query in ASCII (most of them) is
-split here instead (`ascii_ids`, the same ids: tests/memory/test_embedding.py), so a one-shot
+split here instead (`ascii_ids`, the same ids: tests/semantic/test_embedding.py), so a one-shot
 search does not import and build `tokenizers` (~30 ms of CPU while the model loads).
 
 Two graphs of the one model (`_session`): memories are embedded by the package's graph, its
@@ -26,7 +26,7 @@ mean-pooled over the tokens and L2-normalized (as the model was trained), float3
 product is the cosine. Two threads (`THREADS`) where the machine has two cores: onnxruntime
 splits a product's rows and columns between them, never a sum, so the same text gives the
 same vector, bit for bit, on one thread or two, in every process, by either graph
-(tests/memory/test_embedding.py); a query's embedding is the longest step of a warm hybrid
+(tests/semantic/test_embedding.py); a query's embedding is the longest step of a warm hybrid
 search.
 
 Loading is most of a one-shot semantic search, and most of a first load is onnxruntime

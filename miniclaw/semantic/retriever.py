@@ -4,7 +4,7 @@ as modes like any retriever. In a conversation a short turn's cosine takes conte
 turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`). A long
 entry's own cosine is scaled down by its length (`_by_length`), as BM25's score is.
 
-Vectors come from the optional offline model (`memory/embedding.py`) and are kept per text
+Vectors come from the optional offline model (`semantic/model.py`) and are kept per text
 in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
 entry keeps its vector and a deleted one loses it with the sync. They are computed outside
 any index transaction: `prepare()` runs after the search's sync and before its reads, embeds

@@ -407,7 +407,7 @@ class MemoryStore:
         corrections, hints and warnings (hints.py).
 
         `query` may use the query language (`"phrase"`, `+word`, `-word`, `word*`). The
-        arguments are `SearchOptions`' fields (memory/options.py: limit, days, since, until,
+        arguments are `SearchOptions`' fields (search/options.py: limit, days, since, until,
         category, tags, sources, mode, require, exclude, explain, correct), as values callers
         naturally have (`since="yesterday"`, `tags="work"`), or one `SearchOptions`; a value
         that cannot be read is a `UsageError` naming its argument.
