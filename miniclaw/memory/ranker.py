@@ -134,9 +134,6 @@ class MemoryRanker:
         filters = self.filters(options)
 
         selected = [s for s in self.index.sources if s.name in filters.sources]
-        for retriever in mode.retrievers:  # work to start before any thread does (a fork)
-            if hasattr(retriever, "begin"):
-                retriever.begin(query)
         plan = await asyncio.to_thread(self._prepare, query, mode, options.correct, selected)
         fix = lambda terms: tuple(plan.replaced.get(t, t) for t in terms)  # noqa: E731
         filters = filters._replace(required=fix(query.required), excluded=query.excluded)

@@ -275,7 +275,6 @@ ALLOWED = {
     ("cli/__init__.py", "_flush", "os.open"): "os.devnull",
     ("mcp_wire.py", "open_wire", "os.open"): "os.devnull",
     ("mcp_wire.py", "_own", "os.open"): "the terminal of our own stdin/stdout",
-    ("memory/forked_query.py", "_child", "os.open"): "os.devnull",
     ("memory/embedding.py", "Embedder.__init__", "VOCAB.read_text"): "a file of the package",
     ("memory/embedding.py", "_processor", "open"): "/proc/cpuinfo",
     ("memory/watch.py", "filesystem_type", "open"): "/proc/self/mountinfo",
