@@ -44,7 +44,7 @@ CLI_CASES = [("typer", None), ("base", "hybrid"), ("base", "bm25"), ("nofork", "
 SWITCHES = {"base": [], "nofork": ["NOFORK"], "nofreeze": ["NOFREEZE"],
             "nothresh": ["NOTHRESH"], "noexit": ["NOEXIT"], "noint8": ["NOINT8"],
             "noascii": ["NOASCII"], "freezeonly": ["NOTHRESH", "NOEXIT"],
-            "nostartup": ["NOFREEZE", "NOTHRESH", "NOEXIT"],
+            "nostartup": ["NOFREEZE", "NOTHRESH", "NOEXIT"], "nogc": ["NOFREEZE", "NOTHRESH"],
             "noneofthem": ["NOFORK", "NOFREEZE", "NOTHRESH", "NOEXIT", "NOINT8", "NOASCII"],
             "typer": []}
 
@@ -74,16 +74,20 @@ def run(ab: Path, folder: Path, variant: str, mode: str | None, query: str) -> t
     return (time.perf_counter() - start) * 1000, (usage.ru_utime + usage.ru_stime) * 1000
 
 
-def cli(ab: Path, folder: Path, rounds: int) -> None:
+def cli(ab: Path, folder: Path, rounds: int, only: list[str] | None = None) -> None:
     from hybrid_ab import queries
 
+    cases = [c for c in CLI_CASES if not only or c[0] in only or c[0] == "base"]
+    cases += [(v, m) for v in (only or []) if v not in {c[0] for c in CLI_CASES}
+              for m in ("hybrid", "bm25")]
+
     asked = queries(rounds + 1)
-    for variant, mode in CLI_CASES:  # graphs saved, byte-code warm
+    for variant, mode in cases:  # graphs saved, byte-code warm
         run(ab, folder, variant, mode, asked[0])
-    times: dict = {case: [] for case in CLI_CASES}
+    times: dict = {case: [] for case in cases}
     for i in range(rounds):
-        k = i % len(CLI_CASES)
-        for case in CLI_CASES[k:] + CLI_CASES[:k]:
+        k = i % len(cases)
+        for case in cases[k:] + cases[:k]:
             times[case].append(run(ab, folder, *case, asked[1 + i]))
     base = {mode: statistics.median(m[0] for m in times[("base", mode)])
             for mode in ("hybrid", "bm25")}
@@ -202,11 +206,15 @@ def main() -> None:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--ab", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--variants", help="cli: only these variants (comma-separated), and base")
     args = ap.parse_args()
     ab, folder = args.ab.resolve(), args.folder.resolve()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ab / "miniclaw")], check=True,
                    stdout=subprocess.DEVNULL)
-    {"cli": cli, "mcp": mcp, "warm": warm, "build": build}[args.what](ab, folder, args.rounds)
+    if args.what == "cli":
+        cli(ab, folder, args.rounds, args.variants.split(",") if args.variants else None)
+    else:
+        {"mcp": mcp, "warm": warm, "build": build}[args.what](ab, folder, args.rounds)
 
 
 if __name__ == "__main__":

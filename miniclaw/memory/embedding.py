@@ -266,21 +266,16 @@ def import_onnxruntime():
 def _import_with(module: str, **settings: str):
     """Import `module` with these environment variables set where this process has not set
     them (they are read at its import); they are put back after, so child processes do not
-    inherit them. Its objects live as long as the process: in a one-shot `miniclaw`
-    command the cyclic collector does not walk them (`collector.py`). A module imported
-    already is returned as it is."""
+    inherit them. A module imported already is returned as it is."""
     import importlib
     import sys
 
     if module in sys.modules:
         return importlib.import_module(module)
-    from miniclaw.collector import paused_for_imports
-
     added = {name: value for name, value in settings.items() if name not in os.environ}
     os.environ.update(added)
     try:
-        with paused_for_imports(late=True):
-            return importlib.import_module(module)
+        return importlib.import_module(module)
     finally:
         for name, value in added.items():
             if os.environ.get(name) == value:  # not if another thread set it meanwhile

@@ -234,30 +234,6 @@ def test_onnxruntimes_telemetry_is_off_unless_the_user_turned_it_on(isolated_hom
     assert told == "0" and "deviceid" in kept
 
 
-@needs_model
-@pytest.mark.parametrize("program, one_shot, frozen", [
-    ("miniclaw", True, True), ("miniclaw", False, False), ("host.py", True, False)])
-def test_a_one_shot_command_freezes_numpys_and_onnxruntimes_objects_and_nothing_else_does(
-        tmp_path, program, one_shot, frozen):
-    """In a one-shot `miniclaw` command the collector does not walk the objects numpy and
-    onnxruntime make at their import (one collection of 15-17 ms in a one-shot hybrid
-    search): they are frozen, and the collector is on again after. A long-lived command
-    (chat, the MCP server) imports them late, when a freeze would also keep the garbage of
-    cycles not yet collected, and a program that imports miniclaw keeps its collector as it
-    was: neither freezes (review of 2026-11-28)."""
-    script = tmp_path / program
-    script.write_text("import gc\nfrom miniclaw import collector\n"
-                      "from miniclaw.memory import embedding\n"
-                      f"{'collector.one_shot()' if one_shot else 'pass'}\n"
-                      "before = gc.get_freeze_count()\nembedding.import_onnxruntime()\n"
-                      "print(gc.isenabled(), gc.get_freeze_count() - before > 10000)\n",
-                      encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", str(frozen)]
-
-
 _TEXTS = ["what did I plan for the trip?", "", "ok", "Caroline: I started at the adoption agency.",
           "Ünïcödé — naïve café, 東京 and emoji 🙂", "word " * 400, "3:15pm, 2026-11-25; #tag @me",
           "I walked the whole trail up the mountain this morning."]
