@@ -7,7 +7,6 @@ nothing.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -138,52 +137,6 @@ def test_two_threads_give_the_vectors_of_one_bit_for_bit(monkeypatch):
                               one.embed([text])[0].view(np.uint32))
         assert np.array_equal(two.embed_query(text).view(np.uint32),  # the int8 graph too
                               one.embed_query(text).view(np.uint32))
-
-
-@functools.cache
-def _wordpiece():
-    """The `tokenizers` package's BERT WordPiece as the model uses it, and the vocabulary."""
-    tokenizers = pytest.importorskip("tokenizers")
-    tokenizer = tokenizers.BertWordPieceTokenizer(str(embedding.VOCAB), lowercase=True)
-    tokenizer.enable_truncation(embedding.MAX_TOKENS)
-    lines = embedding.VOCAB.read_text(encoding="utf-8").splitlines()
-    return tokenizer, dict(zip(lines, range(len(lines))))
-
-
-_ASCII = st.characters(max_codepoint=127)
-_WORDS = st.sampled_from(["hiking", "Caroline", "unbelievably", "zzqxj", "don't", "e-mail",
-                          "3:15pm", "x" * 101, "a" * 100, "WORK", "##ing", "[UNK]", "[unk]",
-                          "a[MASK]b", "[SEP ]", "naive"])
-_ASCII_TEXT = st.one_of(
-    st.text(_ASCII, max_size=300),
-    st.lists(st.one_of(_WORDS, st.text(_ASCII, min_size=1, max_size=12)), max_size=120).map(
-        lambda words: " ".join(words)),
-    st.lists(_WORDS, min_size=200, max_size=300).map(" ".join))  # cut at MAX_TOKENS
-
-
-@settings(max_examples=400, deadline=None)
-@given(_ASCII_TEXT)
-def test_an_ascii_text_gets_the_ids_of_the_tokenizers_package(text):
-    """A query in ASCII is split by `ascii_ids` (no `tokenizers` to import and build in a
-    one-shot search): it must give exactly the ids the model's tokenizer gives."""
-    tokenizer, vocab = _wordpiece()
-    ids = embedding.ascii_ids(text, vocab)
-    if any(token in text for token in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")):
-        assert ids is None  # one token each, as written: left to `tokenizers`
-    else:
-        assert ids == tokenizer.encode(text).ids
-    assert embedding.ascii_ids(text + "é", vocab) is None
-
-
-@needs_model
-def test_a_query_in_ascii_does_not_build_the_tokenizers_package():
-    code = ("import sys\nfrom miniclaw.memory import embedding\n"
-            "model = embedding.load()\nmodel.embed(['did I go hiking?'])\n"
-            "print('tokenizers' in sys.modules)\nmodel.embed(['café au lait'])\n"
-            "print('tokenizers' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["False", "True"]
 
 
 _NO_NETWORK = textwrap.dedent("""
