@@ -46,10 +46,12 @@ SWITCHES = {"base": [], "nofork": ["NOFORK"], "nofreeze": ["NOFREEZE"],
             "noascii": ["NOASCII"], "freezeonly": ["NOTHRESH", "NOEXIT"],
             "nostartup": ["NOFREEZE", "NOTHRESH", "NOEXIT"], "nogc": ["NOFREEZE", "NOTHRESH"],
             "noneofthem": ["NOFORK", "NOFREEZE", "NOTHRESH", "NOEXIT", "NOINT8", "NOASCII"],
-            "typer": []}
+            "typer": [], "before": []}
+BEFORE: list[Path] = []  # `--before CHECKOUT`: variant "before" runs that tree
 
 
 def env_for(ab: Path, folder: Path, variant: str) -> dict[str, str]:
+    ab = BEFORE[0] if variant == "before" else ab
     env = {k: v for k, v in os.environ.items() if not k.startswith("MC_AB_")}
     env.update({"PYTHONPATH": str(ab), "MINICLAW_INDEX": str(folder / "index.sqlite3"),
                 "XDG_CACHE_HOME": str(folder / "c"), "HOME": str(folder / "home"),
@@ -66,7 +68,8 @@ def run(ab: Path, folder: Path, variant: str, mode: str | None, query: str) -> t
         cmd = [sys.executable, "-m", "miniclaw", "--workspace", str(folder / "workspace"),
                "memory", "rank", query, "--all", "--mode", mode]
     start = time.perf_counter()
-    child = subprocess.Popen(cmd, env=env_for(ab, folder, variant), cwd=ab,
+    child = subprocess.Popen(cmd, env=env_for(ab, folder, variant),
+                             cwd=BEFORE[0] if variant == "before" else ab,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     if status:
@@ -206,9 +209,11 @@ def main() -> None:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--ab", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--before", type=Path, help="cli: another checkout, variant 'before'")
     ap.add_argument("--variants", help="cli: only these variants (comma-separated), and base")
     args = ap.parse_args()
     ab, folder = args.ab.resolve(), args.folder.resolve()
+    BEFORE.extend([args.before.resolve()] if args.before else [])
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ab / "miniclaw")], check=True,
                    stdout=subprocess.DEVNULL)
     if args.what == "cli":
