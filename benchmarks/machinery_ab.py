@@ -14,8 +14,14 @@ an order rotated each round, each query new to every process.
   stores, one with the inotify watch and one refreshing by stat, alternated.
 - `build`: a first build of a folder's index (no vectors; XL: L is under the 8 MB that starts them) with and without the parse workers.
 
+The switches are `machinery_ab.patch` (on 67eb808: `git worktree add AB 67eb808 && git -C AB
+apply machinery_ab.patch`); variant "before" (`--before CHECKOUT`) runs another tree as it is.
+
 Run (from the repo root; DIR made by `semantic.py --speed L --keep DIR`, AB the checkout):
-  .venv/bin/python benchmarks/machinery_ab.py cli DIR --ab AB [--rounds 20]
+  .venv/bin/python benchmarks/machinery_ab.py cli DIR --ab AB [--rounds 20] [--variants typer,nogc]
+  .venv/bin/python benchmarks/machinery_ab.py cli DIR --ab . --before OLD --variants typer,before
+  .venv/bin/python benchmarks/machinery_ab.py warm|mcp DIR --ab AB [--rounds N]
+  .venv/bin/python benchmarks/machinery_ab.py build XLDIR --ab AB [--rounds 6]
 """
 
 from __future__ import annotations
