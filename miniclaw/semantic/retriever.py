@@ -49,7 +49,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 from miniclaw.errors import SearchIndexError
 from miniclaw.semantic import model as embedding
-from miniclaw.semantic import forked_query
 from miniclaw.search.hints import SearchWarning
 from miniclaw.search.scoring.base import Candidates, Request
 from miniclaw.search.scoring.bm25 import BM25Scorer
@@ -221,8 +220,6 @@ class _Awaited:
             return self
         value = obj.__dict__.get(self.key)
         if isinstance(value, Future):
-            if not value.done():
-                obj.waiting()
             value = obj.__dict__[self.key] = value.result()
         return value
 
@@ -233,11 +230,8 @@ class _Awaited:
 @functools.lru_cache(maxsize=256)
 def _query_vector(text: str):
     """A query's vector: embedding it is most of a warm hybrid search, and a chat or an agent
-    asks the same question again. A one-shot command's was embedded by a child
-    (`forked_query.py`), unless that failed."""
-    vector = forked_query.result(text)
-    if vector is None:
-        vector = embedding.load().embed_query(text)
+    asks the same question again."""
+    vector = embedding.load().embed_query(text)
     vector.flags.writeable = False
     return vector
 
@@ -263,7 +257,6 @@ class VectorRetriever:
         self._query = None  # the query's unit vector, set by prepare()
         self._table: _Vectors | None = None
         self._similar = None  # (text hashes, their cosines with the query), set by prepare()
-        self._text: str | None = None  # the query's text, set by begin()
 
     def scored_terms(self, terms: list[str]) -> list[str]:
         return terms
@@ -280,18 +273,6 @@ class VectorRetriever:
         a question takes context from it)."""
         return not asks_only(text)
 
-    def begin(self, query: Query) -> None:
-        """On the search's own thread, before any other: in a one-shot command, a child
-        starts loading the model and embedding the query on the other core
-        (`forked_query.py`)."""
-        self._text = query.text
-        forked_query.start(query.text)
-
-    def waiting(self) -> None:
-        """The search has done its own work and waits for the query's vector: a child
-        that embeds it has a short while more (`forked_query.needed`)."""
-        forked_query.needed(self._text)
-
     def prepare(self, index: SearchIndex, query: Query) -> tuple[SearchWarning, ...]:
         """After the sync, before the reads (no transaction open): embed the query and up to
         `embed_per_search` new texts, and read vectors stored since. A warning says how far
@@ -300,9 +281,7 @@ class VectorRetriever:
         The query is embedded (the model loaded, the first time) and the cosines computed by
         a background thread: onnxruntime and SQLite run without the GIL, so that overlaps
         the vectors' reading here and BM25's retrieval after; `retrieve` and `parts` wait
-        for it (`_Awaited`). Same work, same results, less waiting on two cores. In a
-        one-shot command the thread only waits for the child that `begin` forked, which
-        embeds the new texts too."""
+        for it (`_Awaited`). Same work, same results, less waiting on two cores."""
         from miniclaw.index.derived import DerivedData
 
         embedding.import_numpy()  # here, first: how numpy starts BLAS is set by its import
@@ -310,15 +289,10 @@ class VectorRetriever:
         self._table = table = _vectors(index)
         with table.lock:  # a process's first look reads every vector, and so counts them
             read = None if table.stored >= 0 else table.catch_up(index, embedding.NAME)
-        try:
-            done, total = DerivedData(index, embedding.NAME).progress(read)
-            if done < total:
-                self.waiting()
-                vector.result()  # the query's first: the model that embedded it embeds texts
-                model = forked_query.embedder(query.text) or embedding.load()
-                done, total = embed_missing(index, model, self.embed_per_search)
-        finally:
-            forked_query.finish(query.text)
+        done, total = DerivedData(index, embedding.NAME).progress(read)
+        if done < total:
+            vector.result()  # the query's first: the model that embedded it embeds texts
+            done, total = embed_missing(index, embedding.load(), self.embed_per_search)
         with table.lock:
             # complete, `done` is the kind's count just read: no second count
             table.catch_up(index, embedding.NAME, done if done == total else None)

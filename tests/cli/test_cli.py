@@ -616,29 +616,6 @@ def test_importing_the_cli_does_not_import_heavy_modules():
     assert "HEAVY:\n" in proc.stderr
 
 
-@pytest.mark.parametrize("program, frozen", [("miniclaw", True), ("host.py", False)])
-def test_the_command_freezes_its_start_up_objects_and_a_program_importing_it_does_not(
-        tmp_path, program, frozen):
-    """As the `miniclaw` command (its console script), the collector is paused while the
-    CLI's modules are imported, which are then frozen (never walked again), and is on again
-    after; a program that imports the CLI keeps its collector and its garbage as they were."""
-    script = tmp_path / program
-    script.write_text("import gc\nimport miniclaw.cli\n"
-                      "print(gc.isenabled(), gc.get_freeze_count() > 1000)\n")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=60, env=dict(os.environ))
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", str(frozen)]
-
-
-def test_python_m_miniclaw_is_the_command_too():
-    proc = _python("import runpy, sys\nsys.argv = ['miniclaw', '--version']\n"
-                   "try:\n    runpy.run_module('miniclaw', run_name='__main__', alter_sys=True)\n"
-                   "except SystemExit:\n    pass\n"
-                   "import gc\nprint('FROZEN', gc.get_freeze_count() > 1000)\n")
-    assert "FROZEN True" in proc.stdout, proc.stderr
-
-
 @pytest.mark.parametrize("argv", [["--help"], ["memory", "--help"], ["memory", "rank", "--help"]])
 def test_help_does_not_import_heavy_modules(argv):
     code = ("from miniclaw.cli import app\n"
@@ -875,30 +852,6 @@ def test_only_one_shot_reads_skip_the_interpreters_exit(workspace, tmp_path, arg
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     assert mark.exists() is finalized
-
-
-@pytest.mark.parametrize("argv, threshold", [(["memory", "rank", "--help"], "20000"),
-                                              (["memory", "add", "--help"], "700")])
-def test_a_one_shot_read_runs_the_collector_less_often_and_other_commands_as_python_does(
-        tmp_path, argv, threshold):
-    """A FAST_EXIT command (it ends with `os._exit`) raises the collector's first threshold;
-    every other command keeps Python's. Seen at the exit, whichever way the command ends."""
-    script = tmp_path / "miniclaw"
-    script.write_text(
-        "import atexit, gc, os, sys\n"
-        "real_exit = os._exit\n"
-        "def said(code):\n"
-        "    print('THRESHOLD', gc.get_threshold()[0], flush=True)\n"
-        "    real_exit(code)\n"
-        "os._exit = said\n"
-        "atexit.register(lambda: print('THRESHOLD', gc.get_threshold()[0], flush=True))\n"
-        f"sys.argv = ['miniclaw', *{argv!r}]\n"
-        "from miniclaw.cli import main\n"
-        "main()\n")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=60, env=dict(os.environ))
-    assert proc.returncode == 0, proc.stderr
-    assert f"THRESHOLD {threshold}" in proc.stdout
 
 
 @pytest.mark.parametrize("command", [

@@ -276,8 +276,6 @@ ALLOWED = {
     ("cli/__init__.py", "_flush", "os.open"): "os.devnull",
     ("mcp/wire.py", "open_wire", "os.open"): "os.devnull",
     ("mcp/wire.py", "_own", "os.open"): "the terminal of our own stdin/stdout",
-    ("semantic/forked_query.py", "_child", "os.open"): "os.devnull",
-    ("semantic/model.py", "Embedder.__init__", "VOCAB.read_text"): "a file of the package",
     ("semantic/model.py", "_processor", "open"): "/proc/cpuinfo",
     ("index/watch.py", "filesystem_type", "open"): "/proc/self/mountinfo",
     ("search/spelling.py", "_english_words",

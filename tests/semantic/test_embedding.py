@@ -7,7 +7,6 @@ nothing.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -140,52 +139,6 @@ def test_two_threads_give_the_vectors_of_one_bit_for_bit(monkeypatch):
                               one.embed_query(text).view(np.uint32))
 
 
-@functools.cache
-def _wordpiece():
-    """The `tokenizers` package's BERT WordPiece as the model uses it, and the vocabulary."""
-    tokenizers = pytest.importorskip("tokenizers")
-    tokenizer = tokenizers.BertWordPieceTokenizer(str(embedding.VOCAB), lowercase=True)
-    tokenizer.enable_truncation(embedding.MAX_TOKENS)
-    lines = embedding.VOCAB.read_text(encoding="utf-8").splitlines()
-    return tokenizer, dict(zip(lines, range(len(lines))))
-
-
-_ASCII = st.characters(max_codepoint=127)
-_WORDS = st.sampled_from(["hiking", "Caroline", "unbelievably", "zzqxj", "don't", "e-mail",
-                          "3:15pm", "x" * 101, "a" * 100, "WORK", "##ing", "[UNK]", "[unk]",
-                          "a[MASK]b", "[SEP ]", "naive"])
-_ASCII_TEXT = st.one_of(
-    st.text(_ASCII, max_size=300),
-    st.lists(st.one_of(_WORDS, st.text(_ASCII, min_size=1, max_size=12)), max_size=120).map(
-        lambda words: " ".join(words)),
-    st.lists(_WORDS, min_size=200, max_size=300).map(" ".join))  # cut at MAX_TOKENS
-
-
-@settings(max_examples=400, deadline=None)
-@given(_ASCII_TEXT)
-def test_an_ascii_text_gets_the_ids_of_the_tokenizers_package(text):
-    """A query in ASCII is split by `ascii_ids` (no `tokenizers` to import and build in a
-    one-shot search): it must give exactly the ids the model's tokenizer gives."""
-    tokenizer, vocab = _wordpiece()
-    ids = embedding.ascii_ids(text, vocab)
-    if any(token in text for token in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")):
-        assert ids is None  # one token each, as written: left to `tokenizers`
-    else:
-        assert ids == tokenizer.encode(text).ids
-    assert embedding.ascii_ids(text + "é", vocab) is None
-
-
-@needs_model
-def test_a_query_in_ascii_does_not_build_the_tokenizers_package():
-    code = ("import sys\nfrom miniclaw.semantic import model as embedding\n"
-            "model = embedding.load()\nmodel.embed(['did I go hiking?'])\n"
-            "print('tokenizers' in sys.modules)\nmodel.embed(['café au lait'])\n"
-            "print('tokenizers' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["False", "True"]
-
-
 _NO_NETWORK = textwrap.dedent("""
     import socket
     def _refuse(*args, **kwargs):
@@ -232,30 +185,6 @@ def test_onnxruntimes_telemetry_is_off_unless_the_user_turned_it_on(isolated_hom
     assert load() == ("None", [])
     told, kept = load(ORT_DISABLE_TELEMETRY="0")
     assert told == "0" and "deviceid" in kept
-
-
-@needs_model
-@pytest.mark.parametrize("program, one_shot, frozen", [
-    ("miniclaw", True, True), ("miniclaw", False, False), ("host.py", True, False)])
-def test_a_one_shot_command_freezes_numpys_and_onnxruntimes_objects_and_nothing_else_does(
-        tmp_path, program, one_shot, frozen):
-    """In a one-shot `miniclaw` command the collector does not walk the objects numpy and
-    onnxruntime make at their import (one collection of 15-17 ms in a one-shot hybrid
-    search): they are frozen, and the collector is on again after. A long-lived command
-    (chat, the MCP server) imports them late, when a freeze would also keep the garbage of
-    cycles not yet collected, and a program that imports miniclaw keeps its collector as it
-    was: neither freezes (review of 2026-11-28)."""
-    script = tmp_path / program
-    script.write_text("import gc\nfrom miniclaw import collector\n"
-                      "from miniclaw.semantic import model as embedding\n"
-                      f"{'collector.one_shot()' if one_shot else 'pass'}\n"
-                      "before = gc.get_freeze_count()\nembedding.import_onnxruntime()\n"
-                      "print(gc.isenabled(), gc.get_freeze_count() - before > 10000)\n",
-                      encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", str(frozen)]
 
 
 _TEXTS = ["what did I plan for the trip?", "", "ok", "Caroline: I started at the adoption agency.",

@@ -272,7 +272,6 @@ def test_cli_shows_the_mode_that_ran_when_hybrid_cannot(workspace):
 _OUT_OF_MEMORY = textwrap.dedent("""
     import sys
     from miniclaw.semantic import model as embedding
-    from miniclaw.semantic import forked_query
     real = embedding.import_onnxruntime
     def out_of_memory(*args, **kwargs):  # what onnxruntime does under a memory limit
         raise MemoryError("std::bad_alloc")
@@ -281,23 +280,20 @@ _OUT_OF_MEMORY = textwrap.dedent("""
         module.InferenceSession = out_of_memory
         return module
     embedding.import_onnxruntime = patched
-    if sys.argv[1] == "one-process":  # as chat and the MCP server search: no forked child
-        forked_query.start = lambda text: None
-    sys.argv = ["miniclaw", *sys.argv[2:]]
+    sys.argv = ["miniclaw", *sys.argv[1:]]
     from miniclaw.cli import main
     main()
 """)
 
 
 @needs_model
-@pytest.mark.parametrize("process", ["one-shot", "one-process"])
-def test_a_model_that_cannot_load_for_memory_falls_back_to_bm25_and_says_so(workspace, process):
+def test_a_model_that_cannot_load_for_memory_falls_back_to_bm25_and_says_so(workspace):
     """Under a memory limit the installed model cannot load: hybrid searches (and context,
     and auto) traced back instead of searching by BM25 with the degradation notice."""
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
 
     def miniclaw(*args):
-        done = subprocess.run([sys.executable, "-c", _OUT_OF_MEMORY, process, "--workspace",
+        done = subprocess.run([sys.executable, "-c", _OUT_OF_MEMORY, "--workspace",
                                str(workspace), *args], capture_output=True, text=True,
                               timeout=120, env={**os.environ, "NO_COLOR": "1"})
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
@@ -340,14 +336,12 @@ def test_a_saved_query_graph_overwritten_is_made_again_and_said_once(workspace):
     assert runs[1].stderr == runs[2].stderr == ""
 
 
-_IN_ONE_PROCESS = ("import sys\nfrom miniclaw.semantic import forked_query\n"
-                   "forked_query.start = lambda text: None\n"
+_IN_ONE_PROCESS = ("import sys\n"
                    "sys.argv = ['miniclaw', *sys.argv[1:]]\nfrom miniclaw.cli import main\nmain()")
 
 
 def _imported(workspace, mode: str, one_process: bool = False) -> set[str]:
-    """The modules a `memory rank` imports; with `one_process`, without the child a one-shot
-    search forks for the model (`forked_query.py`), as chat and the MCP server search."""
+    """The modules a `memory rank` imports (`one_process`: started by `-c`, as before)."""
     program = ["-c", _IN_ONE_PROCESS] if one_process else ["-m", "miniclaw"]
     done = subprocess.run([sys.executable, "-X", "importtime", *program,
                            "--workspace", str(workspace), "memory", "rank", "Lisbon",
@@ -368,24 +362,13 @@ def test_a_lexical_search_never_imports_the_numeric_libraries(workspace, mode):
 
 @needs_model
 def test_a_semantic_search_loads_the_model(workspace):
-    """The first search embeds the memories (`tokenizers` splits a batch) and rewrites the
-    query graph (onnx, once: it is saved); the next, its vectors all there, needs neither."""
+    """The first search embeds the memories and rewrites the query graph (onnx, once: it is
+    saved); the next, its vectors all there, needs no onnx."""
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     assert {"numpy", "onnxruntime", "tokenizers", "onnx"} <= _imported(workspace, "hybrid",
                                                                         one_process=True)
     later = _imported(workspace, "hybrid", one_process=True)
-    assert "onnxruntime" in later and not later & {"tokenizers", "onnx"}
-
-
-@needs_model
-@pytest.mark.skipif(sys.platform != "linux", reason="the child is forked on Linux only")
-def test_a_one_shot_semantic_search_leaves_the_model_to_its_child(workspace):
-    """The `miniclaw` command's process imports numpy (its vectors) and none of the model's
-    libraries: the child it forks loads the model, embeds the query and the memories."""
-    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
-    for _ in range(2):  # the first embeds the memories, the second only the query
-        imported = _imported(workspace, "hybrid")
-        assert "numpy" in imported and not imported & {"onnxruntime", "tokenizers", "onnx"}
+    assert {"onnxruntime", "tokenizers"} <= later and "onnx" not in later
 
 
 @needs_model
