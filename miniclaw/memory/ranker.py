@@ -125,7 +125,8 @@ class MemoryRanker:
             from miniclaw.memory.scoring.semantic import without_model  # BM25, said so
 
             requested = check_mode(options.mode).replace(AUTO_MODE, "hybrid")
-            return await self._search(text, options, without_model(requested, str(exc)))
+            return await self._search(text, options, without_model(requested, str(exc),
+                                                                    installed=True))
 
     async def _search(self, text: str, options: SearchOptions,
                       mode: SearchMode | None = None) -> SearchResults:

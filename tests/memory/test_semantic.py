@@ -305,13 +305,19 @@ def test_a_model_that_cannot_load_for_memory_falls_back_to_bm25_and_says_so(work
     for mode in ("hybrid", "vector"):
         found = json.loads(miniclaw("memory", "rank", "Lisbon", "--mode", mode, "--json").stdout)
         assert found["mode"] == "bm25" and found["degraded"]["requested"] == mode
-        assert found["degraded"]["reason"] == "the embedding model is installed but did not load"
+        assert found["degraded"]["reason"] == "the embedding model did not load here (out of memory)"
+        assert found["degraded"]["installed"] is True
         assert found["results"][0]["content"] == "Booked flights to Lisbon for the conference"
-    auto = json.loads(miniclaw("memory", "rank", "Lisbon", "--mode", "auto", "--json").stdout)
-    assert auto["mode"] == "bm25" and "Lisbon" in auto["results"][0]["content"]
-    context = miniclaw("context", "flights to Lisbon", "--mode", "hybrid")
-    assert "Booked flights to Lisbon" in context.stdout
-    assert "[bm25] \u26a0 the embedding model is installed but did not load" in context.stderr
+    for command in (("memory", "rank"), ("search",)):  # auto said nothing in JSON (QA)
+        auto = json.loads(miniclaw(*command, "Lisbon", "--mode", "auto", "--json").stdout)
+        assert auto["mode"] == "bm25" and "Lisbon" in auto["results"][0]["content"]
+        assert auto["degraded"]["reason"] == "the embedding model did not load here (out of memory)"
+    for mode in ("hybrid", "auto"):  # the notice gave a reinstall command for a memory limit
+        context = miniclaw("context", "flights to Lisbon", "--mode", mode)
+        assert "Booked flights to Lisbon" in context.stdout
+        assert context.stderr.startswith("([bm25] \u26a0 the embedding model did not load here "
+                                          "(out of memory): searched by bm25)\n"), context.stderr
+        assert "pip install" not in context.stderr and "onnxruntime" not in context.stderr
 
 
 @needs_model
