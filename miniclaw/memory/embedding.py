@@ -476,6 +476,25 @@ def _as_saved(folder: Path) -> bool:
     return False
 
 
+def check_saved() -> None:
+    """Say (once, in this process) when a saved graph was changed since it was saved, and
+    remove it so that it is made again: a one-shot search loads the model in a forked child
+    whose stderr is /dev/null (`forked_query`), where `_as_saved`'s warning went unseen.
+    Only folders with a stamp: one saved before stamps is made again quietly, as there. A
+    few stats and a small read: no onnxruntime import."""
+    from miniclaw.config import cache_dir
+
+    try:
+        folders = list((cache_dir() / "models").iterdir())
+    except OSError:
+        return
+    for folder in folders:
+        suffix = folder.name[len(NAME) + 1:]
+        if folder.name.startswith(f"{NAME}-") and re.fullmatch(r"(query-)?[0-9a-f]{8}", suffix) \
+                and (folder / _STAMP).is_file() and not _as_saved(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def _outdated(suffix: str) -> bool:
     """Whether a folder `prefix + suffix` of the models' cache can go: a saved graph (`crc`),
     or a folder being written (`crc.PID.tmp`) whose process is gone. Another graph's folder

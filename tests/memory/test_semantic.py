@@ -345,6 +345,27 @@ def test_a_saved_query_graph_overwritten_is_made_again_and_said_once(workspace):
     assert runs[1].stderr == runs[2].stderr == ""
 
 
+@needs_model
+def test_a_saved_query_graph_overwritten_is_said_once_by_a_one_shot_search_too(workspace):
+    """A one-shot hybrid search loads the model in a forked child whose stderr is /dev/null:
+    the graph was made again, but nothing said it had been changed."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    first = _cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", "--json")
+    assert first.returncode == 0, first.stderr
+    from miniclaw.config import cache_dir
+
+    weights, = (cache_dir() / "models").glob(f"{embedding.NAME}-query-*/weights.bin")
+    before = weights.stat()
+    weights.write_bytes(bytes(reversed(weights.read_bytes())))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    runs = [_cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", "--json")
+            for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr
+    assert [json.loads(run.stdout) for run in runs] == [json.loads(first.stdout)] * 2
+    assert runs[0].stderr.count("saved embedding model") == 1 and "made again" in runs[0].stderr
+    assert runs[1].stderr == ""
+
+
 _IN_ONE_PROCESS = ("import sys\nfrom miniclaw.memory import forked_query\n"
                    "forked_query.start = lambda text: None\n"
                    "sys.argv = ['miniclaw', *sys.argv[1:]]\nfrom miniclaw.cli import main\nmain()")
