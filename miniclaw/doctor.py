@@ -579,28 +579,141 @@ def _check_mcp(report: Report, cwd: Path) -> None:
                     isinstance(w, str) and Path(w).name == "miniclaw" for w in words):
                 registered.append((path, server))
     where = ", ".join(str(path) for path in looked)
-    missing = _mcp_missing()
     if not registered:
+        missing = _mcp_missing()  # only here: a registered server is started and asked instead
         report.findings.append(Finding(
             "info", "mcp", None, f"miniclaw is not registered with Claude Code (looked in {where})",
             (f"{missing}, then " if missing else "") + "claude mcp add miniclaw -- miniclaw mcp"))
         return
     problems = 0
-    if missing:  # registered, but `miniclaw mcp` stops at once: Claude Code shows it failed
-        problems += 1
-        report.findings.append(Finding(
-            "error", "mcp", str(registered[0][0]), "miniclaw is registered with Claude Code, "
-            "but `miniclaw mcp` cannot start: the mcp package is not installed", missing))
     for path, server in registered:
-        command = server.get("command")
-        problem = _command_problem(command, cwd) if isinstance(command, str) else None
-        if problem is not None:
+        finding = _server_problem(path, server, cwd)
+        if finding is not None:
             problems += 1
-            report.findings.append(Finding("warning", "mcp", str(path), f"the server "
-                                           f"{server['name']!r} runs {command!r}, {problem[0]}",
-                                           problem[1]))
+            report.findings.append(finding)
     if not problems:  # one that cannot start is the finding alone, not also "registered"
         report.checked.append(f"MCP: registered in {registered[0][0]} (looked in {where})")
+
+
+def _server_problem(path: Path, server: dict, cwd: Path) -> Finding | None:
+    """Why the registered server would not work in Claude Code, or None: its definition is
+    malformed, its command cannot be found, or, started as Claude Code starts it, it does not
+    answer MCP's `initialize` (a missing mcp package in *its* Python, a bad argument...)."""
+    command, args, env = server.get("command"), server.get("args", []), server.get("env", {})
+    name = server["name"]
+    if not (isinstance(command, str) and command and isinstance(args, list)
+            and all(isinstance(a, str) for a in args) and isinstance(env, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+        return Finding("error", "mcp", str(path), f"the server {name!r} is malformed: "
+                       "`command` must be a string, `args` a list of strings and `env` an "
+                       "object of strings", "register it again: claude mcp remove "
+                       f"{name} && claude mcp add {name} -- miniclaw mcp")
+    problem = _command_problem(command, cwd)
+    if problem is not None:
+        return Finding("warning", "mcp", str(path),
+                       f"the server {name!r} runs {command!r}, {problem[0]}", problem[1])
+    why = _probe_server([command, *args], env, cwd)
+    if why is None:
+        return None
+    import shlex
+
+    return Finding("error", "mcp", str(path), f"the server {name!r} ({shlex.join([command, *args])}) "
+                   f"does not start: {why}", "run that command in a terminal to see why and fix "
+                   "that (Claude Code starts it the same way)")
+
+
+MCP_PROBE_TIMEOUT_S = 10.0
+MCP_PROBE_GRACE_S = 1.0
+PROBE_ENV = "MINICLAW_MCP_PROBE"  # mcp_server.PROBE_ENV (not imported: it imports the SDK):
+# the server skips its warm-up (index refresh, model load), so the check stays read-only
+_INITIALIZE = (
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05",'
+    '"capabilities":{},"clientInfo":{"name":"miniclaw-doctor","version":"1"}}}\n')
+
+
+def _probe_server(argv: list[str], env: dict, cwd: Path) -> str | None:
+    """Start the server (own session, so its children end with it), send one `initialize`
+    request and wait for the answer: None when it answers, else why not (its first stderr
+    line, private parts removed and bounded). stdin is then closed and the process ended,
+    killed after a grace period: none is left behind."""
+    import json
+    import signal
+    import subprocess
+    import threading
+
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **env, PROBE_ENV: "1"}, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    answer: list[bytes] = []
+    errors = bytearray()
+
+    def read_answer() -> None:
+        for line in proc.stdout:  # skip what is not the answer (a log line on stdout...)
+            with contextlib.suppress(ValueError):
+                if json.loads(line).get("id") == 1:
+                    answer.append(line)
+                    return
+        # EOF: the server stopped
+
+    def read_errors() -> None:  # keep the start, drain the rest so the server never blocks
+        for chunk in iter(lambda: proc.stderr.read1(4096), b""):
+            if len(errors) < 4096:
+                errors.extend(chunk[:4096 - len(errors)])
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (read_answer, read_errors)]
+    for reader in readers:
+        reader.start()
+    with contextlib.suppress(OSError):
+        proc.stdin.write(_INITIALIZE.encode())
+        proc.stdin.flush()
+    readers[0].join(MCP_PROBE_TIMEOUT_S)
+    answered = bool(answer) and b'"result"' in answer[0]
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
+    try:
+        proc.wait(MCP_PROBE_GRACE_S)
+    except subprocess.TimeoutExpired:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(MCP_PROBE_GRACE_S)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    with contextlib.suppress(OSError):  # its children, if any, go with it
+        os.killpg(proc.pid, signal.SIGKILL)
+    for reader in readers:
+        reader.join(MCP_PROBE_GRACE_S)
+    for pipe in (proc.stdout, proc.stderr):
+        with contextlib.suppress(OSError):
+            pipe.close()
+    if answered:
+        return None
+    return _first_line(bytes(errors)) or (
+        f"it exited with status {proc.returncode}" if proc.returncode and proc.returncode > 0
+        else f"no answer to `initialize` within {MCP_PROBE_TIMEOUT_S:g} s")
+
+
+def _first_line(data: bytes) -> str:
+    """The first non-empty line a server wrote on stderr, as the user may see it: no private
+    part (it may echo user text), no control character (colours), at most 200 characters."""
+    import re
+
+    from miniclaw.entries.privacy import visible_typed
+
+    lines = [re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x1f\x7f]", "", line).strip()
+             for line in data.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    if lines and lines[0].startswith("Traceback"):  # a crash: its last line says what
+        lines.reverse()
+    for line in lines[:1]:
+        line = visible_typed(line)
+        return line if len(line) <= 200 else line[:199] + "…"
+    return ""
 
 
 def _mcp_missing() -> str | None:

@@ -174,7 +174,9 @@ SEARCH = ToolSpec(
                                               "cannot be read when it ends in /), message"},
         "results": {"type": "array", "items": _RESULT_SCHEMA},
         "degraded": {"type": "object", "description": "only when the mode asked for could "
-                                                      "not run: requested, mode, reason"},
+                                                      "not run: requested, mode, reason (installed: "
+                                                      "true when the model is installed but "
+                                                      "did not load or run here)"},
         "auto": {"type": "boolean", "description": "only when mode auto chose `mode`"},
         "older": {"type": "object", "description": "only when the days window hid better "
                                                    "matches: count of them, days searched"},

@@ -39,9 +39,11 @@ def snapshot(*folders: Path) -> dict[str, tuple[bytes | None, int]]:
     return found
 
 
-def register_mcp(home: Path) -> None:
-    (home / ".claude.json").write_text(json.dumps(
-        {"mcpServers": {"miniclaw": {"command": sys.executable, "args": ["-m", "miniclaw", "mcp"]}}}))
+def register_mcp(home: Path, workspace: Path) -> None:
+    """A registration that works: doctor starts it (without --workspace it would stop at
+    once for want of the default workspace, and doctor says so)."""
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"miniclaw": {
+        "command": sys.executable, "args": ["-m", "miniclaw", "--workspace", str(workspace), "mcp"]}}}))
 
 
 @pytest.fixture
@@ -49,7 +51,7 @@ def healthy(workspace: Path, isolated_home: Path) -> Path:
     write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
     write(workspace, "memory/2026-02-14.md", daily_note("2026-02-14", ["Met Sam"], ["09:00:00"]))
     assert run(workspace, "memory", "index").returncode == 0
-    register_mcp(isolated_home)
+    register_mcp(isolated_home, workspace)
     return workspace
 
 
@@ -168,7 +170,7 @@ def test_fix_rebuilds_the_index_and_removes_temp_files_never_a_memory_file(
 
 def test_fix_builds_a_missing_index(workspace: Path, isolated_home: Path):
     write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
-    register_mcp(isolated_home)
+    register_mcp(isolated_home, workspace)
     first = json.loads(run(workspace, "doctor", "--json").stdout)
     assert [f["message"] for f in first["findings"]] == [
         "not built yet: the first search builds it"]
@@ -295,7 +297,7 @@ def test_unknown_config_keys_are_counted_warning_findings(workspace: Path, isola
     not in the JSON, and doctor said Healthy."""
     write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-14\n- Prefers dark roast\n")
     monkeypatch.setenv("MINICLAW_WORKSPACE", str(workspace))
-    register_mcp(isolated_home)
+    register_mcp(isolated_home, workspace)
     (isolated_home / ".miniclaw").mkdir()
     path = isolated_home / ".miniclaw" / "config.json"
     path.write_text('{"llm": {"modle": "x"}, "colour": 1}', encoding="utf-8")
@@ -403,14 +405,106 @@ def test_an_mcp_command_that_can_start_is_registered_ok(workspace: Path, isolate
     project = tmp_path / "project"
     (project / "bin").mkdir(parents=True)
     program = project / "bin" / "miniclaw"
-    program.write_text("#!/bin/sh\n")
-    program.chmod(0o755)
+    _script(program, ANSWERS)
     monkeypatch.setenv("PATH", f"{project / 'bin'}{os.pathsep}{os.environ['PATH']}")
     _register(isolated_home, {"absolute": str(program), "relative": "bin/miniclaw",
                               "on PATH": "miniclaw"}[where])
     report = _examine(workspace, project)
     assert not [f for f in report["findings"] if f["check"] == "mcp"]
     assert [line for line in report["checked"] if line.startswith("MCP: registered in ")]
+
+
+ANSWERS = """import sys
+sys.stdin.readline()
+print('{"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2024-11-05"}}', flush=True)
+sys.stdin.read()
+"""
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path
+
+
+def _mcp_findings(workspace: Path, home: Path, cwd: Path, server: dict) -> tuple[list, list]:
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"miniclaw": server}}))
+    report = _examine(workspace, cwd)
+    return ([f for f in report["findings"] if f["check"] == "mcp"],
+            [line for line in report["checked"] if line.startswith("MCP")])
+
+
+def test_a_registered_server_that_exits_at_once_is_an_error_with_its_first_stderr_line(
+        workspace: Path, isolated_home: Path, tmp_path: Path):
+    """A venv without the mcp extra: its `miniclaw mcp` exits 1 ("needs the mcp package"),
+    yet doctor said "registered … Healthy": it only looked for mcp in its own Python. The
+    private part of what the server printed stays out of the report."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    program = _script(tmp_path / "miniclaw", "import sys\nsys.stderr.write("
+                      "'\\x1b[31merror:\\x1b[0m the MCP server needs the mcp package "
+                      "<private>my secret</private>\\nmore\\n')\nsys.exit(1)\n")
+    [finding], checked = _mcp_findings(workspace, isolated_home, tmp_path,
+                                       {"command": str(program), "args": ["mcp"]})
+    assert finding["severity"] == "error"
+    assert finding["message"] == (f"the server 'miniclaw' ({program} mcp) does not start: "
+                                  "error: the MCP server needs the mcp package")
+    assert "run that command in a terminal" in finding["fix"]
+    assert checked == []
+
+
+@pytest.mark.parametrize("command, args, why", [
+    ("/bin/false", ["mcp"], "it exited with status 1"),
+    (sys.executable, ["-m", "miniclaw", "mcp", "--bogus"], "No such option: --bogus"),
+])
+def test_a_registered_command_that_fails_or_rejects_its_args_is_an_error(
+        workspace: Path, isolated_home: Path, tmp_path: Path, command, args, why):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    [finding], checked = _mcp_findings(workspace, isolated_home, tmp_path,
+                                       {"command": command, "args": args})
+    assert finding["severity"] == "error" and why in finding["message"], finding
+    assert checked == []
+
+
+def test_a_registered_server_that_never_answers_is_an_error_and_is_not_left_running(
+        workspace: Path, isolated_home: Path, tmp_path: Path, monkeypatch):
+    from miniclaw import doctor
+
+    monkeypatch.setattr(doctor, "MCP_PROBE_TIMEOUT_S", 1.0)
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    pid_file = tmp_path / "pid"
+    program = _script(tmp_path / "miniclaw", "import os, signal, sys, time\n"
+                      "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"  # needs the kill
+                      f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                      "time.sleep(120)\n")
+    [finding], checked = _mcp_findings(workspace, isolated_home, tmp_path,
+                                       {"command": str(program), "args": ["mcp"]})
+    assert finding["severity"] == "error"
+    assert finding["message"].endswith("does not start: no answer to `initialize` within 1 s")
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_the_real_server_of_this_checkout_answers_with_its_env(
+        workspace: Path, isolated_home: Path, tmp_path: Path):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    findings, checked = _mcp_findings(workspace, isolated_home, tmp_path, {
+        "command": sys.executable, "args": ["-m", "miniclaw", "mcp"],
+        "env": {"MINICLAW_WORKSPACE": str(workspace)}})
+    assert findings == [] and checked
+
+
+@pytest.mark.parametrize("server", [
+    {"command": [sys.executable, "-m", "miniclaw", "mcp"]},
+    {"command": sys.executable, "args": "-m miniclaw mcp"},
+    {"command": sys.executable, "args": ["-m", "miniclaw", 3]},
+    {"command": sys.executable, "args": ["-m", "miniclaw", "mcp"], "env": {"X": 1}},
+])
+def test_a_malformed_registration_is_its_own_finding(workspace: Path, isolated_home: Path,
+                                                     tmp_path: Path, server):
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
+    [finding], checked = _mcp_findings(workspace, isolated_home, tmp_path, server)
+    assert finding["severity"] == "error" and "is malformed" in finding["message"], finding
+    assert checked == []
 
 
 def test_an_index_doctor_finds_broken_is_not_also_listed_as_checked(healthy: Path,
@@ -452,19 +546,23 @@ def test_a_registration_whose_server_cannot_start_is_an_error_with_this_checkout
         healthy: Path, isolated_home: Path, tmp_path: Path):
     """Issue 39: doctor reported a Claude Code registration as fine when `miniclaw mcp`
     could not start (the mcp extra not installed), and the commands it suggested installed
-    the other project called miniclaw on PyPI."""
+    the other project called miniclaw on PyPI. The registered command is a Python without
+    the mcp package (doctor's own has it): doctor starts it and reports what it says."""
     checkout = Path(__file__).resolve().parents[1]
     hide = ("import sys; sys.modules['mcp'] = None; sys.argv = ['miniclaw', *sys.argv[1:]]; "
             "from miniclaw.cli import main; main()")
-    done = subprocess.run([sys.executable, "-c", hide, "--workspace", str(healthy), "doctor",
-                           "--json"], capture_output=True, text=True, timeout=120)
+    program = _script(tmp_path / "miniclaw", hide + "\n")
+    (isolated_home / ".claude.json").write_text(json.dumps({"mcpServers": {"miniclaw": {
+        "command": str(program), "args": ["--workspace", str(healthy), "mcp"]}}}))
+    done = run(healthy, "doctor", "--json")
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     [finding] = [f for f in report["findings"] if f["check"] == "mcp"]
-    assert finding["severity"] == "error" and "cannot start" in finding["message"]
-    assert finding["fix"].endswith(f"-m pip install -e '{checkout}[mcp]'"), finding["fix"]
+    assert finding["severity"] == "error" and "does not start" in finding["message"]
+    assert "needs the mcp package" in finding["message"], finding
+    assert finding["message"].endswith(f"-m pip install -e '{checkout}[mcp]'"), finding
     assert not [line for line in report["checked"] if line.startswith("MCP")]
-    served = subprocess.run([sys.executable, "-c", hide, "--workspace", str(healthy), "mcp"],
+    served = subprocess.run([str(program), "--workspace", str(healthy), "mcp"],
                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert served.returncode == 1 and f"-e '{checkout}[mcp]'" in served.stderr, served.stderr
     assert "'miniclaw[" not in done.stdout + served.stderr

@@ -40,7 +40,7 @@ def test_each_sources_files_are_checked_and_its_staleness_seen(workspace, isolat
     write(root, "progress.md", "# Progress\n- one\n<private>\n- secret pin zebra-quartz\n")
     (root / "bad.md").write_bytes(b"# Bad\n- caf\xe9\n")
     _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root), "name": "app"})
-    register_mcp(isolated_home)
+    register_mcp(isolated_home, workspace)
     assert run(workspace, "memory", "index").returncode == 0
     report = _report(workspace)
     found = {(f["path"], f["severity"]): f["message"] for f in report["findings"]}

@@ -54,6 +54,9 @@ INSTRUCTIONS = (
     "remembered, one self-contained sentence per memory.")
 
 
+PROBE_ENV = "MINICLAW_MCP_PROBE"  # set by doctor's start check: answer, touch nothing
+
+
 def serve(workspace: Path, *, read_only: bool = False, mode: str = AUTO_MODE) -> None:
     """Serve until the client closes stdin."""
     store = MemoryStore(workspace)
@@ -84,7 +87,8 @@ class MemoryServer:
         self.server.middleware.append(_say_what_is_wrong)
 
     async def run(self) -> None:
-        self._start(self._warm())
+        if not os.environ.get(PROBE_ENV):  # `miniclaw doctor` only asks whether it answers
+            self._start(self._warm())
         try:
             async with stdio_server(*await open_wire()) as (read_stream, write_stream):
                 await self.server.run(read_stream, write_stream,

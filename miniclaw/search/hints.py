@@ -104,6 +104,7 @@ WORDING: Mapping[str, str] = {
     "vectors": "meaning search used the vectors of {embedded} of {total} memories so far "
                "(`miniclaw memory index` computes the rest)",
     "degraded": "[{mode}] \u26a0 {reason} ({install} for {requested})",
+    "degraded_installed": "[{mode}] \u26a0 {reason}: searched by {mode}",  # no reinstall
 }
 
 
@@ -115,7 +116,9 @@ def older(count: int, days: int | None) -> Hint:
 def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
     """The hint in words: `wording`'s template for its kind if it has one, else the plain
     one; an unknown kind (from a newer miniclaw) is its name."""
-    template = (wording or {}).get(hint.kind) or WORDING.get(hint.kind)
+    kind = "degraded_installed" if hint.kind == "degraded" and hint.params.get("installed") \
+        else hint.kind
+    template = (wording or {}).get(kind) or WORDING.get(kind)
     if not template:
         return hint.kind.replace("_", " ")
     if "{install}" in template:  # this project's command, worked out only when shown

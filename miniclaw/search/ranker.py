@@ -124,7 +124,8 @@ class MemoryRanker:
         except ModelUnavailable as exc:  # installed, but it failed to load or run (memory):
             without_model = scoring.plugin("retriever").without_model  # BM25, said so
             requested = check_mode(options.mode).replace(AUTO_MODE, "hybrid")
-            return await self._search(text, options, without_model(requested, str(exc)))
+            return await self._search(text, options, without_model(requested, str(exc),
+                                                                    installed=True))
 
     async def _search(self, text: str, options: SearchOptions,
                       mode: SearchMode | None = None) -> SearchResults:

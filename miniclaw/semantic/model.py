@@ -74,19 +74,29 @@ _NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokeniz
 _FOUND: set[str] = set()  # modules of _NEEDS found installed once (stay so for the process)
 
 
+# what the libraries say when a memory limit stops a load: an allocation (C++), mapping the
+# library itself, starting a thread (its stack)
+_OUT_OF_MEMORY = ("bad_alloc", "failed to map segment", "Cannot allocate memory",
+                  "Resource temporarily unavailable")
+
+
 @contextmanager
 def _failing_as_unavailable(failed: str = "could not run") -> Iterator[None]:
     """Whatever the model's libraries raise (MemoryError, onnxruntime's own classes, an
     ImportError of a library that could not be mapped) as `ModelUnavailable`: "the
-    embedding model is installed but `failed` (the error's last line)"."""
+    embedding model `failed` here (the error's last line, or "out of memory")". Not a
+    reinstall: the install is there."""
     try:
         yield
     except ModelUnavailable:
         raise
     except Exception as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:200]
-        raise ModelUnavailable(f"the embedding model is installed but {failed} "
-                               f"({detail})") from exc
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+        if isinstance(exc, MemoryError) or any(sign in detail for sign in _OUT_OF_MEMORY):
+            detail = "out of memory"
+        elif len(detail) > 200:  # onnxruntime's end says what: the start is a C++ location
+            detail = "…" + detail[-199:]
+        raise ModelUnavailable(f"the embedding model {failed} here ({detail})") from exc
 
 
 def available() -> tuple[bool, str]:
@@ -201,7 +211,11 @@ def import_onnxruntime():
     turns all of it off for the process (nothing is created; a one-shot search's time is
     the same within noise)."""
     import_numpy()
-    return _import_with("onnxruntime", ORT_DISABLE_TELEMETRY="1")
+    onnxruntime = _import_with("onnxruntime", ORT_DISABLE_TELEMETRY="1")
+    # errors only, and not even those on the user's terminal: a failed load (`std::bad_alloc`
+    # under a memory limit) printed raw `[E:onnxruntime...]` lines; it is said as a notice
+    onnxruntime.set_default_logger_severity(4)
+    return onnxruntime
 
 
 def _import_with(module: str, **settings: str):
@@ -234,7 +248,8 @@ def _options(onnxruntime, threads: int):
     options.intra_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.inter_op_num_threads = 1
-    options.log_severity_level = 3  # its warnings are for model authors, not users
+    options.log_severity_level = 4  # fatal only: its warnings are for model authors, its
+    # errors (`std::bad_alloc` under a memory limit) come back as exceptions, said as a notice
     return options
 
 

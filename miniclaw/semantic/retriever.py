@@ -397,18 +397,24 @@ def _degraded(requested: str):
     ok, why = embedding.available()
     if ok and embedding.failed() is None:
         return None
-    return without_model(requested, why or embedding.failed())
+    if not ok:
+        return without_model(requested, why)
+    return without_model(requested, embedding.failed(), installed=True)
 
 
-def without_model(requested: str, why: str):
-    """BM25 in place of the semantic mode `requested`, with the notice that says why (the
-    model is not installed, or failed to load or run: `embedding.ModelUnavailable`)."""
+def without_model(requested: str, why: str, *, installed: bool = False):
+    """BM25 in place of the semantic mode `requested`, with the notice that says why: the
+    model is not installed (the notice gives the install command), or it is but failed to
+    load or run (`embedding.ModelUnavailable`, e.g. out of memory: no install command,
+    `installed` in the warning)."""
     from miniclaw.search.scoring import SearchMode
 
     bm25 = BM25Scorer()
+    reason = why if installed else why.split(" (")[0]
+    extra = {"installed": True} if installed else {}
     return SearchMode(bm25.name, (bm25,), bm25.neighbor_weights, bm25.date_weight,
                       degraded=SearchWarning("degraded", requested=requested, mode=bm25.name,
-                                             reason=why.split(" (")[0]))
+                                             reason=reason, **extra))
 
 
 def vector_mode():

@@ -51,5 +51,5 @@ async def test_by_meaning_is_not_offered_when_the_model_did_not_load(store, work
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
     monkeypatch.setattr(embedding, "available", lambda: (True, ""))
     assert Hint("by_meaning") in (await store.search("drug reactions", days=None)).hints
-    monkeypatch.setattr(scoring, "_unloadable", "the embedding model is installed but did not load")
+    monkeypatch.setattr(scoring, "_unloadable", "the embedding model did not load here (out of memory)")
     assert Hint("by_meaning") not in (await store.search("drug reactions", days=None)).hints

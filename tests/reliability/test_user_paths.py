@@ -390,7 +390,8 @@ def test_a_claude_json_over_16_mb_is_still_read(workspace: Path, isolated_home: 
     write(workspace, "memory/MEMORY.md", "# Memory\n\n- Prefers dark roast\n")
     (isolated_home / ".claude.json").write_text(json.dumps({
         "history": "x" * (17 << 20),
-        "mcpServers": {"miniclaw": {"command": sys.executable, "args": ["-m", "miniclaw", "mcp"]}}}))
+        "mcpServers": {"miniclaw": {"command": sys.executable, "args": [
+            "-m", "miniclaw", "--workspace", str(workspace), "mcp"]}}}))  # doctor starts it
     report = json.loads(run(workspace, "doctor", "--json").stdout)
     assert not [f for f in report["findings"] if f["check"] == "mcp"], report["findings"]
     assert any(line.startswith("MCP: registered in") for line in report["checked"])

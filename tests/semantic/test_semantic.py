@@ -302,13 +302,19 @@ def test_a_model_that_cannot_load_for_memory_falls_back_to_bm25_and_says_so(work
     for mode in ("hybrid", "vector"):
         found = json.loads(miniclaw("memory", "rank", "Lisbon", "--mode", mode, "--json").stdout)
         assert found["mode"] == "bm25" and found["degraded"]["requested"] == mode
-        assert found["degraded"]["reason"] == "the embedding model is installed but did not load"
+        assert found["degraded"]["reason"] == "the embedding model did not load here (out of memory)"
+        assert found["degraded"]["installed"] is True
         assert found["results"][0]["content"] == "Booked flights to Lisbon for the conference"
-    auto = json.loads(miniclaw("memory", "rank", "Lisbon", "--mode", "auto", "--json").stdout)
-    assert auto["mode"] == "bm25" and "Lisbon" in auto["results"][0]["content"]
-    context = miniclaw("context", "flights to Lisbon", "--mode", "hybrid")
-    assert "Booked flights to Lisbon" in context.stdout
-    assert "[bm25] \u26a0 the embedding model is installed but did not load" in context.stderr
+    for command in (("memory", "rank"), ("search",)):  # auto said nothing in JSON (QA)
+        auto = json.loads(miniclaw(*command, "Lisbon", "--mode", "auto", "--json").stdout)
+        assert auto["mode"] == "bm25" and "Lisbon" in auto["results"][0]["content"]
+        assert auto["degraded"]["reason"] == "the embedding model did not load here (out of memory)"
+    for mode in ("hybrid", "auto"):  # the notice gave a reinstall command for a memory limit
+        context = miniclaw("context", "flights to Lisbon", "--mode", mode)
+        assert "Booked flights to Lisbon" in context.stdout
+        assert context.stderr.startswith("([bm25] \u26a0 the embedding model did not load here "
+                                          "(out of memory): searched by bm25)\n"), context.stderr
+        assert "pip install" not in context.stderr and "onnxruntime" not in context.stderr
 
 
 @needs_model
@@ -334,6 +340,27 @@ def test_a_saved_query_graph_overwritten_is_made_again_and_said_once(workspace):
     assert [json.loads(run.stdout) for run in runs] == [json.loads(first.stdout)] * 3
     assert runs[0].stderr.count("saved embedding model") == 1 and "made again" in runs[0].stderr
     assert runs[1].stderr == runs[2].stderr == ""
+
+
+@needs_model
+def test_a_saved_query_graph_overwritten_is_said_once_by_a_one_shot_search_too(workspace):
+    """A one-shot hybrid search (its model was once loaded in a forked child whose stderr was
+    /dev/null) made the graph again, but nothing said it had been changed."""
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    first = _cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", "--json")
+    assert first.returncode == 0, first.stderr
+    from miniclaw.config import cache_dir
+
+    weights, = (cache_dir() / "models").glob(f"{embedding.NAME}-query-*/weights.bin")
+    before = weights.stat()
+    weights.write_bytes(bytes(reversed(weights.read_bytes())))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    runs = [_cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid", "--json")
+            for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr
+    assert [json.loads(run.stdout) for run in runs] == [json.loads(first.stdout)] * 2
+    assert runs[0].stderr.count("saved embedding model") == 1 and "made again" in runs[0].stderr
+    assert runs[1].stderr == ""
 
 
 _IN_ONE_PROCESS = ("import sys\n"

@@ -70,7 +70,8 @@ _unloadable: str | None = None  # why the installed model failed to load (once p
 def best_available() -> tuple[str, str]:
     """(the mode `auto` runs, why): hybrid when the embedding model is installed and loads
     (loading it here, once per process: a long-lived process pays it at its first search),
-    else bm25. Nothing the caller named is refused, so no degraded warning either way."""
+    else bm25. A model not installed is no degraded warning (nothing the caller named is
+    refused); one installed that did not load is (`_auto`: it is not what the user expects)."""
     global _unloadable
     embedding = plugin("model")
     ok, why = embedding.available()
@@ -88,6 +89,9 @@ def best_available() -> tuple[str, str]:
 
 def _auto() -> SearchMode:
     name, _ = best_available()
+    if _unloadable is not None:  # installed but did not load: said, as for a named mode
+        without_model = plugin("retriever").without_model
+        return without_model("hybrid", _unloadable, installed=True)._replace(auto=True)
     return get_mode(name)._replace(auto=True)
 
 
