@@ -238,31 +238,30 @@ class ContextBuilder:
     async def _identity(self) -> list[tuple[str, str]]:
         """(file name, visible text) of each identity file that has some."""
         from miniclaw.fs.files import (NotMemoryFileError, OutsideWorkspaceError, decode,
-                                       read_bytes)
+                                       read_bytes_async)
         from miniclaw.entries.parsing import split_lines
         from miniclaw.entries.privacy import redact_lines
 
-        def read() -> list[tuple[str, str]]:
-            found = []
-            for name in IDENTITY_FILES:
-                # As memory files: no link out of the workspace, regular files, 16 MB at most.
-                try:
-                    raw = read_bytes(self.store.workspace / name, self.store.workspace, name)
-                except (OutsideWorkspaceError, NotMemoryFileError) as exc:
-                    log.warning("%s; not used", exc)
-                    continue
-                if raw is None:
-                    continue
-                text, warning = decode(raw, name, memory_file=False)
-                if warning:
-                    log.warning("%s", warning)
-                visible = "\n".join(redact_lines(split_lines(text))).strip()
-                visible = re.sub(r"\n{3,}", "\n\n", visible)  # hidden blocks leave blank runs
-                if visible:
-                    found.append((name, visible))
-            return found
-
-        return await asyncio.to_thread(read)
+        found = []
+        for name in IDENTITY_FILES:
+            # As memory files (aiofiles, the same open): no link out of the workspace,
+            # regular files, 16 MB at most.
+            try:
+                raw = await read_bytes_async(self.store.workspace / name, self.store.workspace,
+                                             name)
+            except (OutsideWorkspaceError, NotMemoryFileError) as exc:
+                log.warning("%s; not used", exc)
+                continue
+            if raw is None:
+                continue
+            text, warning = decode(raw, name, memory_file=False)
+            if warning:
+                log.warning("%s", warning)
+            visible = "\n".join(redact_lines(split_lines(text))).strip()
+            visible = re.sub(r"\n{3,}", "\n\n", visible)  # hidden blocks leave blank runs
+            if visible:
+                found.append((name, visible))
+        return found
 
     async def _memories(self, message: str, limit: int) -> _Found:
         from miniclaw.search.ranker import SearchOptions

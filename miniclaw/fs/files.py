@@ -12,6 +12,9 @@ read and written are those of the regular file that was checked, so another proc
 swaps a note for a link meanwhile cannot redirect them (`open_in_workspace`). Only regular
 files of at most `MAX_FILE_BYTES` are read. Reading never fails on bad bytes: they are
 replaced and the caller gets a warning naming the file. OS errors become `MemoryFileError`.
+A coroutine reads a whole file through aiofiles (`read_bytes_async`), that same open its
+`opener`; writes are synchronous, one worker-thread call per critical section (the lock
+held across no event-loop hop: `store/store.py` has the figures).
 """
 
 from __future__ import annotations
@@ -199,11 +202,7 @@ def read_fd(fd: int, st: os.stat_result, name: str, *, capped: bool = True) -> b
     """All the bytes of an open regular file (`st` is its fstat). `capped`: at most
     `MAX_FILE_BYTES`, else `NotMemoryFileError`; uncapped (`memory read` of a large note),
     a file that keeps growing while read still stops at its size then, or 16 MB."""
-    too_large = NotMemoryFileError(f"{name} is over {MAX_FILE_BYTES // 1048576} MB: memory files "
-                                   "that large are not read; split it into smaller notes")
-    if capped and st.st_size > MAX_FILE_BYTES:
-        raise too_large
-    limit = MAX_FILE_BYTES if capped else max(st.st_size, MAX_FILE_BYTES)
+    limit, too_large = _read_limit(st, name, capped)
     chunks, total = [], 0
     while chunk := os.read(fd, max(st.st_size + 1 - total, 65536)):
         chunks.append(chunk)
@@ -211,6 +210,50 @@ def read_fd(fd: int, st: os.stat_result, name: str, *, capped: bool = True) -> b
         if total > limit:
             raise too_large
     return b"".join(chunks)
+
+
+def _read_limit(st: os.stat_result, name: str, capped: bool) -> tuple[int, NotMemoryFileError]:
+    """The most bytes `read_fd` (or `read_bytes_async`) reads, and the error past it; a
+    capped read of a file already over the cap fails before a byte is read."""
+    too_large = NotMemoryFileError(f"{name} is over {MAX_FILE_BYTES // 1048576} MB: memory files "
+                                   "that large are not read; split it into smaller notes")
+    if capped and st.st_size > MAX_FILE_BYTES:
+        raise too_large
+    return (MAX_FILE_BYTES if capped else max(st.st_size, MAX_FILE_BYTES)), too_large
+
+
+async def read_bytes_async(path: str | Path, workspace: str | Path | None = None,
+                           name: str | None = None, *, capped: bool = True) -> bytes | None:
+    """`read_bytes` for a coroutine, through aiofiles (the design card's async file layer):
+    `open_in_workspace` is its `opener`, so the open is the same no-follow, non-blocking
+    one, checked by `fstat`, with the same cap, errors and None for a missing file.
+    aiofiles is imported here only: a one-shot search reads no file this way."""
+    import aiofiles
+
+    name = name or str(path)
+    checked: list[os.stat_result] = []
+
+    def opener(file: str, flags: int) -> int:
+        fd, st, _ = open_in_workspace(Path(file), workspace, flags, name=name)
+        checked.append(st)
+        return fd
+
+    try:
+        # buffering=0: each read is one read(2) of the size asked, as in `read_fd`.
+        async with aiofiles.open(path, "rb", buffering=0, opener=opener) as handle:
+            st = checked[0]
+            limit, too_large = _read_limit(st, name, capped)
+            chunks, total = [], 0
+            while chunk := await handle.read(max(st.st_size + 1 - total, 65536)):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    raise too_large
+            return b"".join(chunks)
+    except FileNotFoundError:  # only the open raises it: a read of a descriptor cannot
+        return None
+    except OSError as exc:
+        raise MemoryFileError(f"cannot read {name}: {exc.strerror or exc}", path=name) from exc
 
 
 def ensure_dir(path: Path) -> None:

@@ -164,6 +164,8 @@ async def find(store, citation: str, *, to_forget: bool = False) -> Entry:
     store.require_workspace()
 
     def read() -> Entry:
+        # One thread call, not aiofiles: the read goes with the index look-up (`_served`,
+        # SQLite, which must run in the worker) and the parse, one hop instead of five.
         raw = files.read_bytes(store.workspace / cited.path, store.workspace, cited.path)
         entries = _entries_now(store, cited.path, raw)
         served = _served(store, cited) if cited.mark is None else set()

@@ -653,6 +653,17 @@ def test_a_command_imports_only_its_own_cli_module(workspace):
                 "miniclaw.cli.workspace", "miniclaw.cli.context"} & set(loaded), loaded
 
 
+def test_a_search_does_not_import_aiofiles_a_memory_read_does(workspace):
+    """aiofiles (the reads of whole memory files from coroutines, issue 33) is imported only
+    by the commands that read that way: a one-shot search reads through the index."""
+    write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n- kayak rental booked\n")
+    check = "print('AIOFILES', 'aiofiles' in sys.modules, file=sys.stderr)\n"
+    for argv, imported in ((["search", "kayak"], False), (["memory", "read", "--long"], True)):
+        proc = _python(_BUILT.format(argv=["--workspace", str(workspace), *argv]) + check)
+        assert "kayak rental booked" in proc.stdout, proc.stderr
+        assert f"AIOFILES {imported}" in proc.stderr, (argv, proc.stderr)
+
+
 def test_a_command_runs_its_blocking_work_in_one_worker_thread():
     """A one-shot command's library calls share one worker (and so one index connection):
     a thread per source cost a search beside three stores more CPU than it saved

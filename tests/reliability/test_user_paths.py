@@ -252,7 +252,8 @@ def test_a_transcript_path_planted_as_a_fifo_is_refused_not_waited_on(tmp_path: 
 
 PACKAGE = Path(__file__).resolve().parents[2] / "miniclaw"
 #: Calls that open a path by name (or parse a whole file): each must go through
-#: `miniclaw/fs/files.py` (`read_bytes`, `read_head`, `open_regular`, `open_in_workspace`)
+#: `miniclaw/fs/files.py` (`read_bytes`, `read_bytes_async`, `read_head`, `open_regular`,
+#: `open_in_workspace`)
 #: when the path is one a user controls, or be listed here with why it is not.
 OPENERS = frozenset({"open", "read_text", "read_bytes", "write_text", "write_bytes", "load"})
 #: (file, enclosing function, call) -> why the path is not a user's, or why the call is safe.
@@ -262,10 +263,10 @@ ALLOWED = {
     ("fs/files.py", "open_regular", "os.open"): "the shared no-follow, non-blocking open",
     ("fs/files.py", "locked", "os.open"): "a folder, O_DIRECTORY",
     ("fs/files.py", "_fsync_dir", "os.open"): "a folder, O_DIRECTORY",
+    ("fs/files.py", "read_bytes_async", "aiofiles.open"):
+        "its opener is `open_in_workspace`: the shared open, through aiofiles",
     ("config.py", "_config_lock", "os.open"): "a folder, O_DIRECTORY",
     ("sources/base.py", "DailyNoteSource.files", "os.open"): "a folder, O_DIRECTORY",
-    # `files.read_bytes`, imported by name.
-    ("context.py", "ContextBuilder._identity.read", "read_bytes"): "files.read_bytes",
     # Creating a file that must not exist: O_EXCL never follows a link or opens a FIFO.
     ("workspace.py", "init_workspace", "os.open"): "O_CREAT | O_EXCL",
     ("semantic/model.py", "_write_stamp", "os.open"): "O_CREAT | O_EXCL",
