@@ -234,6 +234,9 @@ async def _say_what_is_wrong(ctx, call_next):
 
 
 def _tool_error(message: str) -> types.CallToolResult:
+    from miniclaw.memory.privacy import visible_typed
+
+    message = visible_typed(message)  # it may quote the arguments: never their private part
     return types.CallToolResult(content=[types.TextContent(text=f"Error: {message}")],
                                 is_error=True)
 
