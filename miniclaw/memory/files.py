@@ -82,6 +82,11 @@ def decode(raw: bytes, name: str, *, memory_file: bool = True) -> tuple[str, str
         from miniclaw.memory.privacy import front_matter_warning
 
         warning = warning or front_matter_warning(text, name)
+    if warning and text[:1] in ("-", "\ufeff"):
+        from miniclaw.memory.privacy import is_private_file
+
+        if is_private_file(text.split("\n", 200)[:200]):  # read with bad bytes replaced
+            warning = None  # a file private as a whole is never named, not even in a warning
     return text, warning
 
 
