@@ -200,6 +200,22 @@ def read_head(path: str | Path, count: int, name: str | None = None) -> bytes | 
         os.close(fd)
 
 
+def shown_name(path: str | Path, name: str) -> str:
+    """A file's name as a listing may show it: "a private file" for one whose front matter
+    says `private: true` (read with bad bytes replaced, so a file that cannot be decoded is
+    judged too), which is never named anywhere (as MCP resources/list does not list it)."""
+    try:
+        head = read_head(path, 16384, name)
+    except (OSError, MemoryFileError):
+        return name
+    if not head or head[:1] not in (b"-", b"\xef"):
+        return name
+    from miniclaw.memory.privacy import is_private_file
+
+    text = decode(head, name, memory_file=False)[0]
+    return "a private file" if is_private_file(text.split("\n")) else name
+
+
 def read_fd(fd: int, st: os.stat_result, name: str, *, capped: bool = True) -> bytes:
     """All the bytes of an open regular file (`st` is its fstat). `capped`: at most
     `MAX_FILE_BYTES`, else `NotMemoryFileError`; uncapped (`memory read` of a large note),
