@@ -180,7 +180,10 @@ class MemoryServer:
         except MiniclawError as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         if not entries:
-            raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
+            from miniclaw.memory.privacy import visible_typed
+
+            raise MCPError(types.INVALID_PARAMS, f"no memory file at {visible_typed(uri)!r}: "
+                           "resources are "
                            "the files resources/list names, such as "
                            f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
         source, file = found[0]
