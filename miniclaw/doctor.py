@@ -421,8 +421,12 @@ def _stale_files(conn: sqlite3.Connection, workspace: Path, sources: tuple) -> l
         found, folders = listing(source, workspace)
         every += found
         unlisted += folders
-    disk = {f.path: (*f.signature, f.source) for f in read_once(every)[0]}  # read by another source: stale
-    changed = [p for p, signature in disk.items() if known.get(p) != signature]
+    from miniclaw.fs import files
+
+    read = {f.path: f for f in read_once(every)[0]}
+    disk = {p: (*f.signature, f.source) for p, f in read.items()}  # read by another source: stale
+    changed = [files.shown_name(read[p].absolute, p) for p, signature in disk.items()
+               if known.get(p) != signature]
     # A file in a folder that cannot be listed is not known to be gone: the folder is a
     # finding of its own (`_check_files`, `_check_source_files`).
     return sorted(changed + [p for p in known if p not in disk and not in_unlisted(p, unlisted)])

@@ -129,7 +129,9 @@ class ChatSession:
             return await self.act(text)
         except MiniclawError as exc:
             self.failed = True
-            self._err.line(f"Error: {exc}")
+            from miniclaw.entries.privacy import visible_typed
+
+            self._err.line(f"Error: {visible_typed(str(exc))}")  # it may quote private text
         return True
 
     async def act(self, text: str, *, deadline: float | None = None) -> bool:
@@ -217,7 +219,7 @@ class ChatSession:
         """
         visible = visible_typed(text)  # what the model, the prompt and the history get
         if not visible:
-            raise UsageError("all of that message is private (inside <private>): nothing was "
+            raise UsageError("all of that message is private (inside a private tag): nothing was "
                              "sent to the assistant")
         self.store.short_term.add("user", visible)
         await self._record("user", text)  # the person's own file keeps it as typed

@@ -67,6 +67,9 @@ async def run_tool(store, name: str, arguments: str,
 
 
 def _refused(name: str, why: str) -> ToolOutcome:
+    from miniclaw.entries.privacy import visible_typed
+
+    why = visible_typed(why)  # it may quote the arguments: never their private part
     return ToolOutcome(f"error: {why}", f"[{name} failed: {why}]")
 
 

@@ -241,7 +241,9 @@ def _fail(message: str, code: int, exc: BaseException) -> int:
 
         traceback.print_exception(exc, file=sys.stderr)
     from miniclaw.cli.render import printable
+    from miniclaw.entries.privacy import visible_typed
 
+    message = visible_typed(message)  # an error may quote what was typed: never its private part
     first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
     sys.stderr.write(f"Error: {printable(first)}\n")
     return code

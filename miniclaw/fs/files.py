@@ -85,6 +85,11 @@ def decode(raw: bytes, name: str, *, memory_file: bool = True) -> tuple[str, str
         from miniclaw.entries.privacy import front_matter_warning
 
         warning = warning or front_matter_warning(text, name)
+    if warning and text[:1] in ("-", "\ufeff"):
+        from miniclaw.entries.privacy import is_private_file
+
+        if is_private_file(text.split("\n", 200)[:200]):  # read with bad bytes replaced
+            warning = None  # a file private as a whole is never named, not even in a warning
     return text, warning
 
 
@@ -196,6 +201,22 @@ def read_head(path: str | Path, count: int, name: str | None = None) -> bytes | 
         return os.read(fd, count)
     finally:
         os.close(fd)
+
+
+def shown_name(path: str | Path, name: str) -> str:
+    """A file's name as a listing may show it: "a private file" for one whose front matter
+    says `private: true` (read with bad bytes replaced, so a file that cannot be decoded is
+    judged too), which is never named anywhere (as MCP resources/list does not list it)."""
+    try:
+        head = read_head(path, 16384, name)
+    except (OSError, MemoryFileError):
+        return name
+    if not head or head[:1] not in (b"-", b"\xef"):
+        return name
+    from miniclaw.entries.privacy import is_private_file
+
+    text = decode(head, name, memory_file=False)[0]
+    return "a private file" if is_private_file(text.split("\n")) else name
 
 
 def read_fd(fd: int, st: os.stat_result, name: str, *, capped: bool = True) -> bytes:

@@ -840,7 +840,9 @@ class SearchIndex:
         unreadable = tuple(self._unlisted)
         # A racy file is only "maybe" stale: report it when its signature (or source) moved;
         # a file read by another source than before is stale, not missing.
-        stale = [f.path for f in stale if f.path not in known
+        from miniclaw.fs import files  # a private file is never named (shown_name)
+
+        stale = [files.shown_name(f.absolute, f.path) for f in stale if f.path not in known
                  or (*known[f.path][1:4], known[f.path][5]) != (*f.signature, f.source)]
         on_disk = {f.path for f in disk}
         # A file in a folder that cannot be listed is not known to be deleted: the folder

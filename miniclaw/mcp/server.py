@@ -184,7 +184,10 @@ class MemoryServer:
         except MiniclawError as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         if not entries:
-            raise MCPError(types.INVALID_PARAMS, f"no memory file at {uri!r}: resources are "
+            from miniclaw.entries.privacy import visible_typed
+
+            raise MCPError(types.INVALID_PARAMS, f"no memory file at {visible_typed(uri)!r}: "
+                           "resources are "
                            "the files resources/list names, such as "
                            f"{URI_PREFIX}MEMORY.md and {URI_PREFIX}YYYY-MM-DD.md")
         source, file = found[0]
@@ -238,6 +241,9 @@ async def _say_what_is_wrong(ctx, call_next):
 
 
 def _tool_error(message: str) -> types.CallToolResult:
+    from miniclaw.entries.privacy import visible_typed
+
+    message = visible_typed(message)  # it may quote the arguments: never their private part
     return types.CallToolResult(content=[types.TextContent(text=f"Error: {message}")],
                                 is_error=True)
 

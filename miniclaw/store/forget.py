@@ -257,7 +257,7 @@ def _without(store, path: str, raw: bytes, targets: list[Entry],
     after = _entries_now(store, path, kept)
     left = [e for e in before if not any(_same(e, t) for t in targets)]
     if [_key(e) for e in after] != [_key(e) for e in left]:
-        raise MemoryFileError(f"cannot remove {targets[0].citation} alone: a <private> block or "
+        raise MemoryFileError(f"cannot remove {targets[0].citation} alone: a private block or "
                               "an annotation runs past it; edit the file by hand (miniclaw memory "
                               "edit); nothing was removed")
     places = {(e.line_start, e.line_end, e.text) for e in after}

@@ -196,8 +196,8 @@ class MemoryStore:
         if len(body) > MAX_ENTRY_CHARS:
             raise UsageError(f"the memory text is {len(body)} characters; the limit is {MAX_ENTRY_CHARS}")
         if open_at_end(split_lines(body)):
-            raise UsageError("the text opens <private> without closing it: add </private> "
-                             "where the private part ends")
+            raise UsageError("the text opens a private tag without closing it: add the closing "
+                             "private tag where the private part ends")
         category = clean_category(category) if category is not None else None
         return body, category, clean_tags(tags)
 
@@ -224,8 +224,8 @@ class MemoryStore:
             before = split_lines(text_after)[: line - 1]
             if open_at_end(before):
                 raise files.MemoryFileError(
-                    f"{rel} has a <private> block that is never closed before line {line}; "
-                    "close it with </private> so new memories stay visible", path=rel)
+                    f"{rel} has a private block that is never closed before line {line}; "
+                    "close it with the closing private tag so new memories stay visible", path=rel)
             written.append((text_after, line))
             return new
 
@@ -271,8 +271,8 @@ class MemoryStore:
             existing, _ = files.decode(current, rel)
             if current and open_at_end(split_lines(existing)):
                 raise files.MemoryFileError(
-                    f"{rel} ends inside a <private> block that is never closed; close it with "
-                    "</private> so new notes stay visible", path=rel)
+                    f"{rel} ends inside a private block that is never closed; close it with "
+                    "the closing private tag so new notes stay visible", path=rel)
             written.append((current, append_daily(current, day, lines)))
             return written[0][1]
 

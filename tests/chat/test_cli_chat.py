@@ -119,7 +119,7 @@ def test_once_answers_one_message(ws):
 def test_once_with_a_message_that_is_all_private_is_a_usage_error(ws):
     proc = miniclaw(ws, "chat", "--once", "<private>GECKOSECRET1</private>")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == ("Error: all of that message is private (inside <private>): nothing "
+    assert proc.stderr == ("Error: all of that message is private (inside a private tag): nothing "
                            "was sent to the assistant\n")
     assert transcript_records(ws) == []
 

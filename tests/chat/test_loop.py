@@ -199,7 +199,7 @@ async def test_a_message_that_is_all_private_is_not_sent_and_the_session_goes_on
             assert await s.chat.handle("  <private>still GECKOSECRET1, never closed")
             assert await s.chat.handle("hello")
     assert len(server.requests) == 1 and "GECKOSECRET1" not in "".join(server.bodies)
-    error = ("Error: all of that message is private (inside <private>): nothing was sent "
+    error = ("Error: all of that message is private (inside a private tag): nothing was sent "
              "to the assistant")
     assert s.err.getvalue().splitlines() == [error, error] and s.chat.failed
     assert [r["content"] for r in transcript_records(memory_files)] == ["hello", "Hello."]

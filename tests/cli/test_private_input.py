@@ -101,3 +101,46 @@ def test_context_leaves_the_private_part_of_the_message_out(zoo, form):
         refused = run(zoo, "context", message, "--json", "--mode", "bm25")
         assert refused.exit_code == 2 and refused.stdout == "", message
         assert SECRET not in refused.stderr and "the message is empty" in refused.stderr
+
+
+# -- errors quote what was typed: never its private part -------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_BAD_INPUTS = [("search", "dentist", "--tag", "{}"), ("memory", "read", "--date", "{}"),
+               ("memory", "forget", "{}"), ("search", "dentist", "--category", "{}"),
+               ("search", "dentist", "--since", "{}")]
+
+
+@pytest.mark.parametrize("args", _BAD_INPUTS)
+@pytest.mark.parametrize("typed", ["<private>SECRETQ</private>", "<private>SECRETQ",
+                                   "x <private>SECRETQ</private> y"])
+def test_an_error_never_echoes_private_text(zoo, args, typed):
+    result = run(zoo, *(typed if a == "{}" else a for a in args))
+    assert result.exit_code != 0 and result.stderr.startswith("Error: ")
+    assert "SECRETQ" not in result.stdout + result.stderr
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(secret=st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZ", min_size=6, max_size=12),
+       args=st.sampled_from(_BAD_INPUTS), closed=st.booleans())
+def test_no_error_path_echoes_private_text(zoo, secret, args, closed):
+    typed = f"<private>{secret}</private>" if closed else f"<private>{secret}"
+    result = run(zoo, *(typed if a == "{}" else a for a in args))
+    assert secret not in result.stdout + result.stderr
+
+
+async def test_chat_forget_error_never_echoes_private_text(zoo):
+    import io
+
+    from miniclaw.chat.echo import EchoProvider
+    from miniclaw.chat.loop import ChatSession
+
+    out, err = io.StringIO(), io.StringIO()
+    chat = ChatSession.open(zoo, EchoProvider(), out=out, err=err, format_search=str)
+    try:
+        assert await chat.handle("/forget <private>SECRETQ</private>")
+    finally:
+        await chat.aclose()
+    assert err.getvalue().startswith("Error: ") and "SECRETQ" not in out.getvalue() + err.getvalue()

@@ -237,3 +237,13 @@ async def test_a_file_private_as_a_whole_is_neither_listed_nor_readable(memories
     assert len(listed) == 4 and "Keep the index in SQLite" in shown.contents[0].text
     assert not any(word in " ".join(listed) for word in ("2026-01-02", "fire-bob", "sell"))
     assert len(refusals) == 3 and all(m.startswith("no memory file at") for m in refusals)
+
+
+async def test_a_tool_error_never_returns_private_text(memories):
+    async with connect(memories) as session:
+        for arguments in ({"tags": [f"<private>{SECRET}</private>"]},
+                          {"category": f"<private>{SECRET}"},
+                          {"since": f"<private>{SECRET}</private>"}):
+            text = await refused(session, "search_memory", query="insurance", **arguments)
+            assert SECRET not in text, arguments
+        await call(session, "search_memory", query="insurance")  # the server goes on

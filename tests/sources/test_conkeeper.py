@@ -483,3 +483,29 @@ async def test_a_folder_named_sessions_above_the_root_does_not_make_files_sessio
     finally:
         store.close()
     assert found == {("patterns.md", 4, "2026-02-09")}  # a bullet of its own, footer-dated
+
+
+def test_a_private_file_with_a_bad_byte_is_not_named_in_search_warnings(tmp_path, workspace,
+                                                                        isolated_home):
+    root = _memory(tmp_path)
+    name = "ADR-009-fire-bob-after-the-q3-audit.md"
+    (root / "decisions" / name).write_bytes(
+        b"---\nprivate: true\n---\n# ADR-009: fire Bob\n\nBob goes after the audit \xff.\n")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root), "name": "app"})
+    for form in ("json", "text"):
+        found = _cli(workspace, "search", "audit", "--all", "--format", form)
+        assert found.returncode == 0, found.stderr
+        assert "fire-bob" not in found.stdout + found.stderr, form
+
+
+def test_a_private_file_changed_since_indexed_is_not_named_by_status_or_doctor(
+        tmp_path, workspace, isolated_home):
+    root = _memory(tmp_path)
+    adr = root / "decisions" / "ADR-009-fire-bob-after-the-q3-audit.md"
+    adr.write_bytes(b"---\nprivate: true\n---\n# ADR-009: fire Bob\n\nBob goes \xff.\n")
+    _configure(isolated_home, workspace, {"kind": "conkeeper", "root": str(root), "name": "app"})
+    assert _cli(workspace, "memory", "index").returncode == 0
+    adr.write_bytes(b"---\nprivate: true\n---\n# ADR-009: fire Bob\n\nBob goes soon \xff.\n")
+    for command in (("memory", "status"), ("doctor",)):
+        shown = _cli(workspace, *command)
+        assert "fire-bob" not in shown.stdout + shown.stderr, command
