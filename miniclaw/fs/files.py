@@ -81,15 +81,15 @@ def decode(raw: bytes, name: str, *, memory_file: bool = True) -> tuple[str, str
     if "\x00" in text:
         return "", (f"{name} holds NUL bytes (UTF-16 without a byte-order mark?): it is not "
                     "read or searched until it is saved as UTF-8")
-    if memory_file and (text[:1] in ("-", "\ufeff") or not text[:1].isascii()):
-        from miniclaw.entries.privacy import front_matter_warning
-
-        warning = warning or front_matter_warning(text, name)
     if warning and text[:1] in ("-", "\ufeff"):
         from miniclaw.entries.privacy import is_private_file
 
         if is_private_file(text.split("\n", 200)[:200]):  # read with bad bytes replaced
-            warning = None  # a file private as a whole is never named, not even in a warning
+            warning = None  # a private file's bad bytes: its name is not shown for them
+    if memory_file and (text[:1] in ("-", "\ufeff") or not text[:1].isascii()):
+        from miniclaw.entries.privacy import front_matter_warning
+
+        warning = warning or front_matter_warning(text, name)
     return text, warning
 
 

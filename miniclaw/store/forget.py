@@ -276,7 +276,7 @@ def _refuse_hidden_headings(decoded: list[str], visible: list[str], doomed: set[
         heading = None if visible[i].strip() else HEADING.match(decoded[i].strip())
         if heading and len(heading.group(1)) == 2:
             raise MemoryFileError(
-                f"cannot remove {target.citation} alone: a <private> block in its lines holds "
+                f"cannot remove {target.citation} alone: a private block in its lines holds "
                 f"another note (the heading on line {i + 1}); edit the file by hand (miniclaw "
                 "memory edit); nothing was removed")
 
