@@ -556,7 +556,7 @@ def search_hints(query: Query, results: Sequence[RankedMemory], limit: int, *,
 def _meaning_runs() -> bool:
     """Whether a mode that finds by meaning could run here: the model is installed, and
     did not fail to load in this process (`scoring.best_available`)."""
-    return scoring.plugin("model").available()[0] and scoring._unloadable is None
+    return scoring.plugin("model").installed() and scoring._unloadable is None
 
 
 def _by_words(mode: SearchMode) -> bool:

@@ -99,13 +99,25 @@ def _failing_as_unavailable(failed: str = "could not run") -> Iterator[None]:
         raise ModelUnavailable(f"the embedding model {failed} here ({detail})") from exc
 
 
-def available() -> tuple[bool, str]:
-    """(True, "") when the model can be loaded, else (False, why) for the user."""
+def _missing() -> list[str]:
+    """The packages of the extra that are not installed."""
     # each mode's making asks, so once per search: looking for `tokenizers` (not imported
     # until a non-ASCII text) on the path again cost a warm hybrid search ~0.2 ms
     missing = [package for module, package in _NEEDS.items() if module not in _FOUND
                and importlib.util.find_spec(module) is None]
     _FOUND.update(module for module in _NEEDS if _NEEDS[module] not in missing)
+    return missing
+
+
+def installed() -> bool:
+    """Whether the model can be loaded: `available` without the reason, whose install
+    command reads pip's metadata (json, importlib.metadata): a bm25 search asks only this."""
+    return not _missing() and VOCAB.is_file()
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") when the model can be loaded, else (False, why) for the user."""
+    missing = _missing()
     if missing:
         from miniclaw.install import install_command
 

@@ -875,3 +875,23 @@ def test_every_argument_is_named_in_capitals_in_the_usage_line(command):
     assert usage.startswith("Usage: miniclaw " + " ".join(command) + " [OPTIONS] ")
     arguments = re.findall(r"[\[{]([^\]}]+)[\]}]", usage.split("[OPTIONS]", 1)[1])
     assert arguments and all(name == name.upper() for name in arguments), usage
+
+
+def test_a_bm25_search_without_the_model_reads_no_install_metadata(tmp_path):
+    """Without the semantic extra, each search asked for the model's reason, whose install
+    command reads pip's metadata (importlib.metadata, json): a bm25 search asks only whether
+    the model is installed (CI caught `json` imported by a plain search)."""
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory/MEMORY.md").write_text("# Memory\n\n- coffee\n", encoding="utf-8")
+    code = ("import sys\nfrom miniclaw.semantic import model\nmodel._NEEDS['numpy'] = 'no-such-pkg'\n"
+            "model._NEEDS['no_such_module_xyz'] = 'no-such-pkg'\nfrom miniclaw.cli import app\n"
+            f"try:\n    app(['-w', {str(ws)!r}, 'memory', 'rank', '-q', 'nothing'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('importlib.metadata', 'miniclaw.install') if m in sys.modules),"
+            " file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

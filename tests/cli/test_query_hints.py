@@ -32,7 +32,7 @@ async def test_by_meaning_is_not_offered_when_a_filter_no_memory_has_emptied_it(
     from miniclaw.semantic import model as embedding
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
-    monkeypatch.setattr(embedding, "available", lambda: (True, ""))
+    monkeypatch.setattr(embedding, "installed", lambda: True)
     found = await store.search("drug reactions", days=None, tags=["nope"])
     assert Hint("drop_filter", filter="tag", value="nope") in found.hints
     assert Hint("by_meaning") not in found.hints
@@ -49,7 +49,7 @@ async def test_by_meaning_is_not_offered_when_the_model_did_not_load(store, work
     from miniclaw.search import scoring
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
-    monkeypatch.setattr(embedding, "available", lambda: (True, ""))
+    monkeypatch.setattr(embedding, "installed", lambda: True)
     assert Hint("by_meaning") in (await store.search("drug reactions", days=None)).hints
     monkeypatch.setattr(scoring, "_unloadable", "the embedding model did not load here (out of memory)")
     assert Hint("by_meaning") not in (await store.search("drug reactions", days=None)).hints

@@ -159,11 +159,11 @@ async def test_a_word_search_that_found_nothing_points_to_meaning_only_where_it_
     from miniclaw.semantic import model as embedding
 
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", ["Allergic to penicillin"])))
-    monkeypatch.setattr(embedding, "available", lambda: (True, ""))
+    monkeypatch.setattr(embedding, "installed", lambda: True)
     found = await store.search("drug reactions", days=None)
     assert not found.results and Hint("by_meaning") in found.hints
     assert "--mode hybrid: it finds memories by meaning, without the query's words" in \
         search_text(found, Style(False))
     assert Hint("by_meaning") not in (await store.search("penicillin", days=None)).hints
-    monkeypatch.setattr(embedding, "available", lambda: (False, "no embedding model installed"))
+    monkeypatch.setattr(embedding, "installed", lambda: False)
     assert Hint("by_meaning") not in (await store.search("drug reactions", days=None)).hints

@@ -43,7 +43,7 @@ async def test_search_json_is_byte_identical_to_the_recorded_output(store, memor
     from miniclaw.semantic import model as embedding
 
     # recorded where the embedding model is not installed (it adds the by_meaning hint)
-    monkeypatch.setattr(embedding, "available", lambda: (False, "no embedding model installed"))
+    monkeypatch.setattr(embedding, "installed", lambda: False)
     found = await store.search(**SEARCHES[name])
     expected = (GOLDEN / f"{name}.json").read_text(encoding="utf-8")
     assert search_json(found) + "\n" == expected
