@@ -160,12 +160,17 @@ def row_to_entry(row: Sequence) -> Entry:
             and all(value is None or type(value) is str for value in (day, category))):
         raise IndexRowError(f"an index row of {path!r} holds values of the wrong type")
     _clock(clock)
-    try:
-        day = Date.fromisoformat(day) if day else None
-    except ValueError as exc:
-        raise IndexRowError(f"an index row of {path!r} holds the date {day!r}") from exc
+    day = _day(day, path)
     return Entry(content, source, path, line_start, line_end, day, clock, category,
                  tuple(tags.split()), _meta(meta, path) if meta is not None else NO_META)
+
+
+def _day(day: str | None, path: str) -> Date | None:
+    """A row's date as stored (ISO), or IndexRowError naming the file."""
+    try:
+        return Date.fromisoformat(day) if day else None
+    except ValueError as exc:
+        raise IndexRowError(f"an index row of {path!r} holds the date {day!r}") from exc
 
 
 def _meta(value: object, path: str) -> Mapping[str, object]:
@@ -199,10 +204,7 @@ def row_to_place(row: Sequence) -> Place:
             and (day is None or type(day) is str)):
         raise IndexRowError(f"an index row of {path!r} holds values of the wrong type")
     _clock(clock)
-    try:
-        day = Date.fromisoformat(day) if day else None
-    except ValueError as exc:
-        raise IndexRowError(f"an index row of {path!r} holds the date {day!r}") from exc
+    day = _day(day, path)
     return Place(day, clock, path, line_start)
 
 

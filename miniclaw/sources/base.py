@@ -21,7 +21,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from datetime import date as Date
 from pathlib import Path
@@ -130,6 +130,35 @@ def linked_folder(root: str | os.PathLike[str], relative: str) -> bool:
     return False
 
 
+def _tree(root: Path) -> Iterator[tuple[str, str, list[tuple[os.DirEntry, bool]]]]:
+    """Each folder of a source's tree, top-down, subfolders in name order: (its path, its
+    path relative to `root` ending in "/", its entries with whether each is a folder, a
+    link to one too). Hidden folders (`.git`, `.obsidian`) and links are not entered, nor
+    folders deeper than `MAX_FOLDER_DEPTH` (`_within_depth`). A loop, not recursion, so no
+    tree is too deep for Python (os.walk recursed: ~1,000 folders)."""
+    todo = [(os.fspath(root), "", 0)]
+    while todo:
+        folder, relative, depth = todo.pop()
+        try:
+            with os.scandir(folder) as listed:
+                entries = list(listed)
+        except OSError as exc:
+            _could_not_list(folder, exc)
+            continue
+        marked = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            marked.append((entry, is_dir))
+        yield folder, relative, marked
+        deeper = sorted((e.name for e, is_dir in marked if is_dir and not e.name.startswith(".")
+                         and not e.is_symlink()), reverse=True)
+        todo += [(os.path.join(folder, sub), f"{relative}{sub}/", depth + 1) for sub in deeper
+                 if _within_depth(os.path.join(folder, sub), depth)]
+
+
 class FileSource:
     """A source of files under one root folder. A new format subclasses it with `name`,
     `label`, `root` (workspace-relative, or absolute / `~` for a folder outside it, which
@@ -207,30 +236,11 @@ class FileSource:
 
     @staticmethod
     def _walk(root: Path):
-        """os.walk (top-down, links to folders not entered) without hidden folders (`.git`,
-        `.obsidian`) or folders deeper than `MAX_FOLDER_DEPTH` (`_within_depth`); a loop,
-        not recursion, so no tree is too deep for Python (os.walk recursed: ~1,000 folders)."""
-        todo = [(os.fspath(root), 0)]
-        while todo:
-            folder, depth = todo.pop()
-            try:
-                with os.scandir(folder) as listed:
-                    entries = list(listed)
-            except OSError as exc:
-                _could_not_list(folder, exc)
-                continue
-            subfolders, names = [], []
-            for entry in entries:
-                try:
-                    is_dir = entry.is_dir()  # a link to a folder too (never entered)
-                except OSError:
-                    is_dir = False
-                (subfolders if is_dir else names).append(entry.name)
-            subfolders = sorted(d for d in subfolders if not d.startswith("."))
-            yield folder, subfolders, names
-            deeper = [os.path.join(folder, d) for d in subfolders
-                      if not os.path.islink(os.path.join(folder, d))]
-            todo += [(path, depth + 1) for path in reversed(deeper) if _within_depth(path, depth)]
+        """os.walk (top-down, links to folders listed, not entered) over `_tree`."""
+        for folder, _, marked in _tree(root):
+            yield (folder, sorted(e.name for e, is_dir in marked
+                                  if is_dir and not e.name.startswith(".")),
+                   [e.name for e, is_dir in marked if not is_dir])
 
     def files(self, workspace: Path) -> list[SourceFile]:
         if self.recursive and type(self).file is FileSource.file:
@@ -253,24 +263,9 @@ class FileSource:
         lead, shown_root = ("" if prefix == "." else f"{prefix}/"), (str(outside) if outside else None)
         found: list[SourceFile] = []
 
-        todo = [(os.fspath(root), "", 0)]
-        while todo:  # a loop, not recursion: no tree is too deep (`_walk`)
-            folder, relative, depth = todo.pop()
-            try:
-                with os.scandir(folder) as listed:
-                    entries = list(listed)
-            except OSError as exc:
-                _could_not_list(folder, exc)
-                continue
-            subfolders = []
-            for entry in entries:
-                try:
-                    is_dir = entry.is_dir()  # a link to a folder too (never entered: `_walk`)
-                except OSError:
-                    is_dir = False
+        for folder, relative, marked in _tree(root):
+            for entry, is_dir in marked:
                 if is_dir:
-                    if not entry.name.startswith(".") and not entry.is_symlink():
-                        subfolders.append(entry.name)
                     continue
                 name = relative + entry.name
                 if not self.owns(name):
@@ -289,9 +284,6 @@ class FileSource:
                     found.append(SourceFile(self.name, lead + name, entry.path, st.st_size,
                                             st.st_mtime_ns, st.st_ino, self.day(name),
                                             shown_root))
-            todo += [(f"{folder}/{sub}", f"{relative}{sub}/", depth + 1)
-                     for sub in sorted(subfolders, reverse=True)
-                     if _within_depth(f"{folder}/{sub}", depth)]
         return found
 
     def path_of(self, workspace: Path, absolute: str) -> str | None:
