@@ -166,7 +166,7 @@ class MemoryServer:
         try:
             listed = await self._finish(self.store.files_with_entries())
         except MiniclawError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+            raise _internal(exc) from None
         return types.ListResourcesResult(resources=[types.Resource(
             uri=resource_uri(file.path), name=file.path.removeprefix("memory/"),
             mime_type="text/markdown", description=_title(source, file))
@@ -182,7 +182,7 @@ class MemoryServer:
             found = [(s, f) for s, f in listed if resource_uri(f.path) == uri]
             entries = found and await self._finish(self.store.read_file(found[0][1].path))
         except MiniclawError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+            raise _internal(exc) from None
         if not entries:
             from miniclaw.entries.privacy import visible_typed
 
@@ -238,6 +238,13 @@ async def _say_what_is_wrong(ctx, call_next):
         raise MCPError(types.INVALID_PARAMS, f"{ctx.method} before the "
                        "session is initialized: send initialize, then the notification "
                        "notifications/initialized, first") from None
+
+
+def _internal(exc: MiniclawError) -> MCPError:
+    """A resource request that failed: its message, never a private part it quotes."""
+    from miniclaw.entries.privacy import visible_typed
+
+    return MCPError(types.INTERNAL_ERROR, visible_typed(str(exc)))
 
 
 def _tool_error(message: str) -> types.CallToolResult:

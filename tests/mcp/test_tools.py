@@ -247,3 +247,13 @@ async def test_a_tool_error_never_returns_private_text(memories):
             text = await refused(session, "search_memory", query="insurance", **arguments)
             assert SECRET not in text, arguments
         await call(session, "search_memory", query="insurance")  # the server goes on
+
+
+def test_a_failed_resource_request_never_quotes_private_text():
+    """resources/list and resources/read map a library error to INTERNAL_ERROR: like a tool
+    error, its message loses any private part it quotes (a path or text a user typed)."""
+    from miniclaw.errors import MiniclawError
+    from miniclaw.mcp.server import _internal
+
+    error = _internal(MiniclawError(f"cannot read notes/<private>{SECRET}</private>.md"))
+    assert SECRET not in error.error.message and "cannot read notes/" in error.error.message
