@@ -73,10 +73,10 @@ def _own(fd: int) -> tuple[int, bool]:
     mode = os.fstat(fd).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         return fd, True
-    if not os.isatty(fd):
+    if not os.isatty(fd) or not hasattr(os, "ttyname"):  # Windows: a console by threads
         return fd, False
     try:
-        mine = os.open(os.ttyname(fd), os.O_RDWR | os.O_NOCTTY)
+        mine = os.open(os.ttyname(fd), os.O_RDWR | getattr(os, "O_NOCTTY", 0))
     except OSError:  # no name to open it by
         return fd, False
     os.close(fd)
