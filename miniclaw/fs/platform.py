@@ -91,12 +91,12 @@ def open_nofollow(path: str | os.PathLike, flags: int, mode: int) -> int:
                 if flags & os.O_EXCL:
                     raise
                 continue  # created meanwhile: check what is there now
+        if flags & os.O_EXCL:
+            raise OSError(errno.EEXIST, "exists", str(path))
         if is_link(before):
             raise OSError(errno.ELOOP, "is a link", str(path))
         if not stat.S_ISREG(before.st_mode):  # never opened: a FIFO's open would wait
             raise OSError(errno.ENXIO, "not a regular file", str(path))
-        if flags & os.O_EXCL:
-            raise OSError(errno.EEXIST, "exists", str(path))
         fd = os.open(path, flags | CLOEXEC, mode)
         after = os.fstat(fd)
         if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):

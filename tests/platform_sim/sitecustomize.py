@@ -12,13 +12,20 @@ for _name in ("fork", "O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_DIRECTORY", "f
 
 
 class _NoFcntl:
-    """A meta path finder that refuses the one module."""
+    """A meta path finder that refuses the one module, to all but the mcp SDK: it chooses
+    its branch by `sys.platform`, so here on Linux it takes its POSIX one (on Windows it
+    never asks for fcntl)."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name == "fcntl":
-            raise ModuleNotFoundError("No module named 'fcntl' (platform simulation)", name=name)
-        return None
+        if name != "fcntl":
+            return None
+        frame = sys._getframe(1)
+        while frame and frame.f_globals.get("__name__", "").startswith("importlib"):
+            frame = frame.f_back
+        if frame and frame.f_globals.get("__name__", "").startswith("mcp."):
+            return None
+        raise ModuleNotFoundError("No module named 'fcntl' (platform simulation)", name=name)
 
 
 sys.modules.pop("fcntl", None)

@@ -260,12 +260,11 @@ OPENERS = frozenset({"open", "read_text", "read_bytes", "write_text", "write_byt
 ALLOWED = {
     # The shared safe open itself, and its helpers that open folders (O_DIRECTORY fails on
     # anything but a folder, never blocks).
-    ("fs/files.py", "open_regular", "os.open"): "the shared no-follow, non-blocking open",
-    ("fs/files.py", "locked", "os.open"): "a folder, O_DIRECTORY",
-    ("fs/files.py", "_fsync_dir", "os.open"): "a folder, O_DIRECTORY",
+    ("fs/platform.py", "open_nofollow", "os.open"): "the shared no-follow, non-blocking open",
+    ("fs/platform.py", "exclusive", "os.open"): "a folder, O_DIRECTORY",
+    ("fs/platform.py", "fsync_folder", "os.open"): "a folder, O_DIRECTORY",
     ("fs/files.py", "read_bytes_async", "aiofiles.open"):
         "its opener is `open_in_workspace`: the shared open, through aiofiles",
-    ("config.py", "_config_lock", "os.open"): "a folder, O_DIRECTORY",
     ("sources/base.py", "DailyNoteSource.files", "os.open"): "a folder, O_DIRECTORY",
     # Creating a file that must not exist: O_EXCL never follows a link or opens a FIFO.
     ("workspace.py", "init_workspace", "os.open"): "O_CREAT | O_EXCL",
