@@ -465,7 +465,7 @@ def replace_bytes(path: Path, data: bytes, like: os.stat_result | None = None,
             handle.flush()
             platform.set_mode_and_owner(handle.fileno(), tmp, like, FILE_MODE)
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        platform.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -35,6 +35,9 @@ Ownership and modes: `fchown` where it exists (only root may give a file away); 
 set with fchmod where it exists, else chmod by path. Windows keeps only the read-only bit:
 files there are private by living in the user's profile, and the docs claim no 0600.
 
+Renames: a rewrite's rename is tried again for half a second while Windows says a reader
+has the file open (`replace`).
+
 Change detection: the inotify watch (index/watch.py) is a Linux optimisation (warm bm25
 x3.0); everywhere else, and with MINICLAW_WATCH=0, each sync stats every file.
 
@@ -144,6 +147,23 @@ def fsync_folder(folder: str | os.PathLike) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def replace(source: str | os.PathLike, target: str | os.PathLike, *,
+            tries: int = 10, wait_s: float = 0.05) -> None:
+    """`os.replace`, tried again for up to half a second on PermissionError: Windows refuses
+    to replace a file another process has open (Python opens without FILE_SHARE_DELETE), and
+    a reader holds a note for milliseconds. Elsewhere the error was final anyway."""
+    for attempt in range(tries):
+        try:
+            os.replace(source, target)
+            return
+        except PermissionError:
+            if attempt == tries - 1:
+                raise
+            import time
+
+            time.sleep(wait_s)
 
 
 def cache_home() -> Path:
