@@ -18,7 +18,8 @@ exercises (48 adds from 8 processes), not a fake: `msvcrt.locking` only exists o
 and its blocking mode polls once a second for ten seconds, then fails; `filelock` and
 `portalocker` use fcntl off Windows, and `filelock` without fcntl falls back to a
 `SoftFileLock` that a crashed process leaves held. Cost of one lock taken and released
-(benchmarks/platform_locks.py, 2026-11-29): flock 4 us, SQLite 60 us; an add takes ~1 ms.
+(benchmarks/platform_locks.py, 2026-11-29, load 11): flock 12-16 us, SQLite 245-265 us; a
+whole add (its fsync) 0.24-4 ms.
 
 No-follow, no-hang opens (`open_nofollow`). With O_NOFOLLOW and O_NONBLOCK, one open
 refuses a link at the last step and never waits on a FIFO, as before. Without them: lstat
@@ -205,7 +206,9 @@ def _sqlite_lock(path: Path) -> Iterator[None]:
     try:
         con = sqlite3.connect(path, timeout=LOCK_WAIT_S, isolation_level=None,
                               check_same_thread=False)
-        try:
+        try:  # no journal: nothing is written, and a journal file made and removed at
+            # each lock cost an add 4x (the note's fsync then flushed the folder's changes)
+            con.execute("PRAGMA journal_mode=OFF")
             con.execute("BEGIN EXCLUSIVE")
         except BaseException:
             con.close()

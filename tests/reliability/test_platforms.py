@@ -182,6 +182,25 @@ def test_lock_without_flock_excludes_threads_and_lives_outside_the_notes(tmp_pat
     assert lock.stat().st_size == 0  # SQLite wrote nothing: no journal, no page
 
 
+def test_lock_without_flock_excludes_another_process(tmp_path, lock_file_lock):
+    """The holder marks `done` just before it lets go: whoever gets the lock next sees it."""
+    folder, done = tmp_path / "memory", tmp_path / "done"
+    folder.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+         "from miniclaw.fs import platform\nplatform.FOLDER_FLOCK = False\n"
+         "with platform.exclusive(Path(sys.argv[1])):\n print('held', flush=True)\n"
+         " time.sleep(1)\n Path(sys.argv[2]).touch()\n", str(folder), str(done)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with platform.exclusive(folder):
+            assert done.exists()
+    finally:
+        holder.wait(30)
+        holder.stdout.close()
+
+
 def test_lock_of_a_killed_holder_is_released(tmp_path, lock_file_lock):
     folder = tmp_path / "memory"
     folder.mkdir()
