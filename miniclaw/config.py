@@ -306,9 +306,9 @@ def update_workspace_settings(workspace: Path, change: Any) -> Path:
 def _config_lock(folder: Path):
     """Two `miniclaw sources add` at once must not lose one's change: the read, the change
     and the write happen under an exclusive lock of the config folder."""
-    from miniclaw.fs import platform
+    from miniclaw.fs.files import locked
 
-    with platform.exclusive(folder):
+    with locked(folder):  # a lock that cannot be taken: one clear error
         yield
 
 
