@@ -43,8 +43,13 @@ Change detection: the inotify watch (index/watch.py) is a Linux optimisation (wa
 x3.0); everywhere else, and with MINICLAW_WATCH=0, each sync stats every file.
 
 Paths: file ids, not names, tell two spellings of one file apart (a case-insensitive file
-system, a link), so a file is never indexed twice. No fork: the index's parse workers are
-started as new interpreters by path.
+system, a link), so a file is never indexed twice: a folder lists MEMORY.md and each daily
+note once, under its stored name, and a configured source that reaches one of them by
+another spelling is dropped by device and inode (`sources.base.read_once`; on a file system
+without ids, by `realpath`, which on Windows returns the stored case). Citations are built
+with `/` (`as_posix`) on every system; drive letters and backslashes stay inside `Path`. Paths
+over 260 characters on Windows need its LongPathsEnabled setting (Python is long-path
+aware). No fork: the index's parse workers are started as new interpreters by path.
 """
 
 from __future__ import annotations
