@@ -226,6 +226,18 @@ def _sqlite_lock(path: Path) -> Iterator[None]:
         con.close()  # closing releases the lock
 
 
+def reopen_terminal(fd: int) -> int | None:
+    """A new descriptor of the terminal `fd` is, opened by its name (not made our
+    controlling terminal); None where terminals have no name (Windows) or it cannot be
+    opened."""
+    if not hasattr(os, "ttyname"):
+        return None
+    try:
+        return os.open(os.ttyname(fd), os.O_RDWR | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+
+
 def end_group(proc, hard: bool) -> None:
     """Stop a child started with `start_new_session=True` and its children where process
     groups exist; elsewhere (Windows) the child itself. OSError when it is gone."""

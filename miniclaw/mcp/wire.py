@@ -73,11 +73,12 @@ def _own(fd: int) -> tuple[int, bool]:
     mode = os.fstat(fd).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         return fd, True
-    if not os.isatty(fd) or not hasattr(os, "ttyname"):  # Windows: a console by threads
+    if not os.isatty(fd):
         return fd, False
-    try:
-        mine = os.open(os.ttyname(fd), os.O_RDWR | getattr(os, "O_NOCTTY", 0))
-    except OSError:  # no name to open it by
+    from miniclaw.fs.platform import reopen_terminal
+
+    mine = reopen_terminal(fd)
+    if mine is None:  # no name to open it by (Windows' console: read by threads)
         return fd, False
     os.close(fd)
     return mine, True

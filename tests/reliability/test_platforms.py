@@ -440,3 +440,9 @@ def test_a_rename_refused_while_a_reader_has_the_file_is_tried_again(tmp_path, m
     (tmp_path / "again").write_text("x")
     with pytest.raises(PermissionError):
         platform.replace(tmp_path / "again", target, wait_s=0.001)
+
+
+def test_without_terminal_names_the_terminal_is_not_reopened(monkeypatch):
+    """Windows has no os.ttyname: the MCP wire then reads its console by threads."""
+    monkeypatch.delattr(os, "ttyname")
+    assert platform.reopen_terminal(0) is None

@@ -275,7 +275,7 @@ ALLOWED = {
     # Files of the system or of installed packages, not of the user.
     ("cli/__init__.py", "_flush", "os.open"): "os.devnull",
     ("mcp/wire.py", "open_wire", "os.open"): "os.devnull",
-    ("mcp/wire.py", "_own", "os.open"): "the terminal of our own stdin/stdout",
+    ("fs/platform.py", "reopen_terminal", "os.open"): "the terminal of our own stdin/stdout",
     ("semantic/model.py", "_processor", "open"): "/proc/cpuinfo",
     ("index/watch.py", "filesystem_type", "open"): "/proc/self/mountinfo",
     ("search/spelling.py", "_english_words",
