@@ -3,7 +3,8 @@
 Precedence for the workspace: an explicit path (``--workspace``), then ``MINICLAW_WORKSPACE``,
 then ``$MINICLAW_HOME/workspace``, then ``~/.miniclaw/workspace``. The index is a cache and
 never lives inside the workspace: ``MINICLAW_INDEX`` names its file, else it is one file per
-workspace under ``$XDG_CACHE_HOME/miniclaw/`` (``~/.cache/miniclaw/`` when unset).
+workspace under ``$XDG_CACHE_HOME/miniclaw/`` (else ``%LOCALAPPDATA%\\miniclaw\\`` on Windows,
+``~/.cache/miniclaw/``).
 
 The `timezone` setting (an IANA name; `MINICLAW_TIMEZONE` over `"timezone"` in config.json;
 default UTC) decides which day's note is today. Settings for the model server come from ``$MINICLAW_HOME/config.json`` (its ``"llm"``
@@ -53,9 +54,9 @@ def resolve_workspace(path: str | os.PathLike[str] | None = None) -> Path:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("XDG_CACHE_HOME")
-    base = Path(env).expanduser() if env else Path.home() / ".cache"
-    return base / "miniclaw"
+    from miniclaw.fs import platform
+
+    return platform.cache_home() / "miniclaw"
 
 
 def index_path(workspace: Path) -> Path:
@@ -305,14 +306,10 @@ def update_workspace_settings(workspace: Path, change: Any) -> Path:
 def _config_lock(folder: Path):
     """Two `miniclaw sources add` at once must not lose one's change: the read, the change
     and the write happen under an exclusive lock of the config folder."""
-    import fcntl
+    from miniclaw.fs.files import locked
 
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with locked(folder):  # a lock that cannot be taken: one clear error
         yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def _update(path: Path, workspace: Path, change: Any) -> Path:

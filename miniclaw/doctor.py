@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from miniclaw import config
+from miniclaw.fs import platform
 
 # A configured EF Memory store (by kind or class) gets its startup check.
 
@@ -641,7 +642,6 @@ def _probe_server(argv: list[str], env: dict, cwd: Path) -> str | None:
     line, private parts removed and bounded). stdin is then closed and the process ended,
     killed after a grace period: none is left behind."""
     import json
-    import signal
     import subprocess
     import threading
 
@@ -680,16 +680,16 @@ def _probe_server(argv: list[str], env: dict, cwd: Path) -> str | None:
     try:
         proc.wait(MCP_PROBE_GRACE_S)
     except subprocess.TimeoutExpired:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        for hard in (False, True):
             with contextlib.suppress(OSError):
-                os.killpg(proc.pid, sig)
+                platform.end_group(proc, hard)
             try:
                 proc.wait(MCP_PROBE_GRACE_S)
                 break
             except subprocess.TimeoutExpired:
                 continue
     with contextlib.suppress(OSError):  # its children, if any, go with it
-        os.killpg(proc.pid, signal.SIGKILL)
+        platform.end_group(proc, True)
     for reader in readers:
         reader.join(MCP_PROBE_GRACE_S)
     for pipe in (proc.stdout, proc.stderr):

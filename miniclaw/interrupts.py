@@ -35,7 +35,10 @@ def interrupts_not_lost() -> Iterator[None]:
         time.sleep(0.01)
         with lock:  # never after the block has ended (see the finally below)
             if active[0]:
-                signal.pthread_kill(main, signal.SIGINT)
+                if hasattr(signal, "pthread_kill"):
+                    signal.pthread_kill(main, signal.SIGINT)
+                else:  # Windows (this base module asks no one: fs/platform is above it)
+                    _thread.interrupt_main(signal.SIGINT)
 
     def hook(unraisable) -> None:
         if not issubclass(unraisable.exc_type, KeyboardInterrupt):

@@ -1,10 +1,12 @@
 """Reading and writing memory files safely: the only module that touches their bytes.
 
-Guarantees: every write to a workspace's memory files holds one exclusive lock (an `flock`
-on the memory folder itself, so no lock files litter the user's notes); appends are a single
+Guarantees: every write to a workspace's memory files holds one exclusive lock
+(`platform.exclusive`: an `flock` on the memory folder itself where there is flock, so no
+lock files litter the user's notes); appends are a single
 `O_APPEND` write followed by fsync; a rewrite goes to a temporary file in the same folder,
 is fsynced, then atomically renamed over the old one (keeping its mode, owner and group),
-and the folder is fsynced; new files are created 0600 and new folders 0700.
+and the folder is fsynced; new files are created 0600 and new folders 0700 (POSIX modes:
+on Windows only the read-only bit means anything). What differs by system: `platform`.
 
 Files are opened, under the lock for writes, without following a symlink at the last step
 and without blocking on a FIFO, and the open descriptor is checked with `fstat`: the bytes
@@ -22,7 +24,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
-import fcntl
 import logging
 import os
 import re
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from miniclaw.errors import MemoryFileError, UsageError
+from miniclaw.fs import platform
 
 log = logging.getLogger("miniclaw")
 
@@ -141,7 +143,7 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY, *,
     `NotMemoryFileError`."""
     name = name or str(path)
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, FILE_MODE)
+        fd = platform.open_nofollow(path, flags, FILE_MODE)
     except OSError as exc:
         if exc.errno in (errno.EISDIR, errno.ENXIO):  # a folder opened to write, a FIFO
             raise NotMemoryFileError(f"{name} is not a regular file", path=name) from exc
@@ -292,24 +294,14 @@ def ensure_dir(path: Path) -> None:
 
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[None]:
-    """Hold the exclusive write lock of a memory folder (blocks until it is free)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as exc:
-        raise MemoryFileError(f"cannot open {folder} to lock it: {exc.strerror or exc}") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    """Hold the exclusive write lock of a memory folder (blocks until it is free):
+    `platform.exclusive`, an flock on the folder where there is one."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(platform.exclusive(folder))
+        except OSError as exc:
+            raise MemoryFileError(f"cannot lock {folder}: {exc.strerror or exc}") from exc
         yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_error(name: str | Path, exc: OSError) -> MemoryFileError:
@@ -441,7 +433,7 @@ def leftovers(folder: Path, of: str | None = None) -> list[Path]:
             st = os.lstat(folder / name)
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+        if stat.S_ISREG(st.st_mode) and platform.owned_by_me(st):
             found.append(folder / name)
     return found
 
@@ -471,18 +463,15 @@ def replace_bytes(path: Path, data: bytes, like: os.stat_result | None = None,
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fchmod(handle.fileno(), stat.S_IMODE(like.st_mode) if like else FILE_MODE)
-            if like and (like.st_uid, like.st_gid) != (os.geteuid(), os.getegid()):
-                with contextlib.suppress(PermissionError):  # only root may give a file away
-                    os.fchown(handle.fileno(), like.st_uid, like.st_gid)
+            platform.set_mode_and_owner(handle.fileno(), tmp, like, FILE_MODE)
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        platform.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise _write_error(name, exc) from exc
     try:
-        _fsync_dir(folder)
+        platform.fsync_folder(folder)
     except OSError as exc:  # the new content is in place: say so, do not claim "unchanged"
         log.warning("%s was written, but its folder could not be synced to disk (%s): a "
                     "power cut now could lose the change", name, exc.strerror or exc)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from miniclaw.errors import MemoryFileError, SearchIndexError
 from miniclaw.index import index_file
+from miniclaw.fs import platform
 from miniclaw.fs.files import FILE_MODE, ensure_dir
 from miniclaw.entries.tokenizer import TOKENIZER_VERSION
 
@@ -235,7 +236,7 @@ class IndexDatabase:
         if identity is None or identity in self._pins:
             return
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | platform.NONBLOCK | platform.CLOEXEC)
         except OSError:
             return
         st = os.fstat(fd)
@@ -388,7 +389,7 @@ class IndexDatabase:
             with self._lock:
                 if (st.st_dev, st.st_ino) in self._pins:
                     return False
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | platform.NONBLOCK | platform.CLOEXEC)
         except FileNotFoundError:
             return False
         except OSError as exc:

@@ -20,6 +20,8 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
+from miniclaw.fs import platform
+
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
 _IN_DELETE_SELF, _IN_MOVE_SELF = 0x400, 0x800
@@ -76,7 +78,7 @@ class FolderWatch:
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
-            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = libc.inotify_init1(platform.NONBLOCK | platform.CLOEXEC)
             if fd < 0:
                 return False
             self._fd = fd

@@ -75,9 +75,10 @@ def _own(fd: int) -> tuple[int, bool]:
         return fd, True
     if not os.isatty(fd):
         return fd, False
-    try:
-        mine = os.open(os.ttyname(fd), os.O_RDWR | os.O_NOCTTY)
-    except OSError:  # no name to open it by
+    from miniclaw.fs.platform import reopen_terminal
+
+    mine = reopen_terminal(fd)
+    if mine is None:  # no name to open it by (Windows' console: read by threads)
         return fd, False
     os.close(fd)
     return mine, True

@@ -435,13 +435,9 @@ def _outdated(suffix: str) -> bool:
         return True
     if len(parts) != 3 or parts[2] != "tmp" or not parts[1].isdigit():
         return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, OverflowError):  # alive, under another user, or not a pid
-        return False
-    return False
+    from miniclaw.fs.platform import process_alive
+
+    return not process_alive(int(parts[1]))
 
 
 _LOADED: list[Embedder] = []  # the model, once `load` has made it

@@ -29,6 +29,7 @@ from typing import NamedTuple, Protocol
 
 from miniclaw.config import LONG_TERM_FILE, MEMORY_DIR
 from miniclaw.errors import UsageError
+from miniclaw.fs import platform
 from miniclaw.fs.files import inside_workspace
 from miniclaw.entries.entry import DAILY_NOTE, LONG_TERM, Entry
 
@@ -504,25 +505,29 @@ class DailyNoteSource(FileSource):
         # stat relative to the folder's descriptor so the path is not walked again each time.
         folder, prefix, outside = self._layout(workspace)
         lead, root = ("" if prefix == "." else f"{prefix}/"), (str(outside) if outside else None)
-        found = []
-        try:
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        found, fd = [], None
+        try:  # where a folder cannot be opened (Windows), by its path
+            fd = os.open(folder, os.O_RDONLY | platform.DIRECTORY) if platform.DIR_FD else None
+            names = os.listdir(folder if fd is None else fd)
         except OSError as exc:
+            if fd is not None:
+                os.close(fd)
             _could_not_list(folder, exc)
             return []
+        base = "" if fd is not None else folder + os.sep
         try:
-            for name in os.listdir(fd):
+            for name in names:
                 if len(name) != 13 or not DAILY_NOTE_NAME.match(name):
                     continue
                 try:
                     day = Date.fromisoformat(name[:10])
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    st = os.stat(base + name, dir_fd=fd, follow_symlinks=False)
                 except ValueError:
                     continue
                 except OSError as exc:  # listed but not searchable (`chmod a-x`)
                     _could_not_list(folder, exc)
                     continue
-                if stat.S_ISLNK(st.st_mode):
+                if platform.is_link(st):
                     found_link = self.file(workspace, f"{folder}/{name}")
                     if found_link is not None:
                         found.append(found_link)
@@ -530,7 +535,8 @@ class DailyNoteSource(FileSource):
                     found.append(SourceFile(self.name, lead + name, f"{folder}/{name}",
                                             st.st_size, st.st_mtime_ns, st.st_ino, day, root))
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
         return found
 
     def parse(self, text: str, path: str) -> list[Entry]:

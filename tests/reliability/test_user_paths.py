@@ -260,12 +260,11 @@ OPENERS = frozenset({"open", "read_text", "read_bytes", "write_text", "write_byt
 ALLOWED = {
     # The shared safe open itself, and its helpers that open folders (O_DIRECTORY fails on
     # anything but a folder, never blocks).
-    ("fs/files.py", "open_regular", "os.open"): "the shared no-follow, non-blocking open",
-    ("fs/files.py", "locked", "os.open"): "a folder, O_DIRECTORY",
-    ("fs/files.py", "_fsync_dir", "os.open"): "a folder, O_DIRECTORY",
+    ("fs/platform.py", "open_nofollow", "os.open"): "the shared no-follow, non-blocking open",
+    ("fs/platform.py", "exclusive", "os.open"): "a folder, O_DIRECTORY",
+    ("fs/platform.py", "fsync_folder", "os.open"): "a folder, O_DIRECTORY",
     ("fs/files.py", "read_bytes_async", "aiofiles.open"):
         "its opener is `open_in_workspace`: the shared open, through aiofiles",
-    ("config.py", "_config_lock", "os.open"): "a folder, O_DIRECTORY",
     ("sources/base.py", "DailyNoteSource.files", "os.open"): "a folder, O_DIRECTORY",
     # Creating a file that must not exist: O_EXCL never follows a link or opens a FIFO.
     ("workspace.py", "init_workspace", "os.open"): "O_CREAT | O_EXCL",
@@ -276,7 +275,7 @@ ALLOWED = {
     # Files of the system or of installed packages, not of the user.
     ("cli/__init__.py", "_flush", "os.open"): "os.devnull",
     ("mcp/wire.py", "open_wire", "os.open"): "os.devnull",
-    ("mcp/wire.py", "_own", "os.open"): "the terminal of our own stdin/stdout",
+    ("fs/platform.py", "reopen_terminal", "os.open"): "the terminal of our own stdin/stdout",
     ("semantic/model.py", "_processor", "open"): "/proc/cpuinfo",
     ("index/watch.py", "filesystem_type", "open"): "/proc/self/mountinfo",
     ("search/spelling.py", "_english_words",

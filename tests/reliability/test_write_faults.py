@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miniclaw.cli import app
-from miniclaw.fs import files
+from miniclaw.fs import files, platform
 from tests.reliability.support import (PYTHON, REPO, assert_one_error_line, bad_stderr_lines,
                                       chmod_binding_prefix)
 
@@ -71,8 +71,15 @@ class _FailingFile:
         return self._real.__exit__(*exc)
 
 
+def _fault_os(monkeypatch, faulty) -> None:
+    """`faulty` as `os` where the write path calls it: files.py and platform.py."""
+    for module in (files, platform):
+        monkeypatch.setattr(module, "os", faulty)
+
+
 class FaultyOs:
-    """Stands in for `os` inside `miniclaw.fs.files`, with some calls overridden."""
+    """Stands in for `os` inside `miniclaw.fs.files` (and `platform`), with some calls
+    overridden."""
 
     def __init__(self, **overrides) -> None:
         self._overrides = overrides
@@ -165,7 +172,7 @@ def test_daily_add_fault_leaves_the_note_unchanged(tmp_path, monkeypatch, fault,
     ws = tmp_path / "ws"
     _, daily = _seeded(ws)
     before = _listing(ws)
-    monkeypatch.setattr(files, "os", FaultyOs(**_faults(code)[fault]))
+    _fault_os(monkeypatch, FaultyOs(**_faults(code)[fault]))
     result = CliRunner().invoke(app, ["--workspace", str(ws), "memory", "add", "A new daily note"])
     monkeypatch.undo()
     _check_failed(result, daily, code)
@@ -179,7 +186,7 @@ def test_first_daily_add_of_the_day_fault_creates_no_note(tmp_path, monkeypatch,
     long_term, daily = _seeded(ws)
     daily.unlink()
     before = _listing(ws)
-    monkeypatch.setattr(files, "os", FaultyOs(**_faults(code)[fault]))
+    _fault_os(monkeypatch, FaultyOs(**_faults(code)[fault]))
     result = CliRunner().invoke(app, ["--workspace", str(ws), "memory", "add", "First note today"])
     monkeypatch.undo()
     _check_failed(result, daily, code)
@@ -197,7 +204,7 @@ def test_long_term_add_fault_leaves_memory_md_unchanged(tmp_path, monkeypatch, f
             raise _oserror(code)
         monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     else:
-        monkeypatch.setattr(files, "os", FaultyOs(**_faults(code)[fault]))
+        _fault_os(monkeypatch, FaultyOs(**_faults(code)[fault]))
     result = CliRunner().invoke(app, ["--workspace", str(ws), "memory", "add", "--long",
                                       "A new long-term fact"])
     monkeypatch.undo()
@@ -216,7 +223,7 @@ def test_long_term_add_folder_fsync_fault_after_the_rename_tells_the_truth(tmp_p
     ws = tmp_path / "ws"
     long_term, _ = _seeded(ws)
     before = _listing(ws)
-    monkeypatch.setattr(files, "os", FaultyOs(**_faults(code)["fsync-dir"]))
+    _fault_os(monkeypatch, FaultyOs(**_faults(code)["fsync-dir"]))
     result = CliRunner().invoke(app, ["--workspace", str(ws), "memory", "add", "--long",
                                       "A new long-term fact"])
     monkeypatch.undo()
@@ -402,7 +409,7 @@ def test_unwritable_memory_folder_simulated(tmp_path, monkeypatch, kind):
     def mkstemp(*args, **kwargs):
         raise _oserror(errno.EACCES)
 
-    monkeypatch.setattr(files, "os", FaultyOs(open=open_denied))
+    _fault_os(monkeypatch, FaultyOs(open=open_denied))
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     args = ["--long", "a fact"] if kind == "long" else ["a note"]
     result = CliRunner().invoke(app, ["--workspace", str(ws), "memory", "add", *args])
