@@ -272,3 +272,42 @@ def status_text(status, style: Style) -> str:
     for _, message in status.unreadable:
         lines.append(printable(f"  {message}"))
     return "\n".join(lines)
+
+
+def _tidy_entry(entry: Entry, style: Style, lead: str) -> list[str]:
+    meta = [entry.ref, entry.date.isoformat() if entry.date else "undated"]
+    if entry.category:
+        meta.append(f"@{entry.category}")
+    meta += [f"#{tag}" for tag in entry.tags]
+    return [f"   {lead}" + style(" ".join(meta), "dim"), _indent(printable(entry.text), "       ")]
+
+
+def tidy_cluster_text(number: int, cluster, style: Style) -> str:
+    """One duplicate cluster: its score, then each entry (ref, date, annotations, text)."""
+    lines = [style(f"{number}. {format_score(cluster.score)}  "
+                   f"{plural(len(cluster.entries), 'entry', 'entries')}", "bold")]
+    for entry in cluster.entries:
+        lines += _tidy_entry(entry, style, "- ")
+    return "\n".join(lines)
+
+
+def tidy_text(report, style: Style) -> str:
+    """The tidy report for people: duplicate clusters, then conflicts, best first."""
+    scope = "all daily notes" if report.days is None else f"daily notes of the last {report.days} days"
+    lines = [f"Compared {plural(report.entries, 'entry', 'entries')} in "
+             f"{plural(report.files, 'file', 'files')} (MEMORY.md and {scope})."]
+    if report.duplicates:
+        lines += ["", style(f"Duplicates ({plural(len(report.duplicates), 'cluster', 'clusters')}, "
+                            "best first; merge them with --apply):", "bold")]
+        lines += [tidy_cluster_text(i, c, style) for i, c in enumerate(report.duplicates, 1)]
+    else:
+        lines.append("No duplicates.")
+    if report.conflicts:
+        lines += ["", style(f"Same subject, different values ({plural(len(report.conflicts), 'pair', 'pairs')}"
+                            ", best first; --apply never changes them):", "bold")]
+        for i, pair in enumerate(report.conflicts, 1):
+            lines.append(style(f"{i}. {format_score(pair.score)}  {pair.reason}", "bold"))
+            lines += _tidy_entry(pair.older, style, "older ") + _tidy_entry(pair.newer, style, "newer ")
+    else:
+        lines.append("No conflicting pairs.")
+    return "\n".join(lines)

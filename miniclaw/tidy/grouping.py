@@ -1,0 +1,166 @@
+"""Grouping texts: duplicate clusters and conflict pairs, pure functions of the texts.
+
+Comparing every pair of 10,000 entries is 50 million comparisons; two copies of one fact
+share their rare words, so only texts that share a rare term (an index term found in at
+most `RARE_DF` texts) are compared, and of those only the pairs sharing at least
+`MIN_SHARED` of the smaller text's rare terms. Texts equal after folding are grouped by
+hash first, whatever their terms (a repeated "Went to the gym" has no rare term).
+
+`same(a, b)` decides a duplicate (the door check's rule, `entries/similar.py`); `score(a, b)`
+orders clusters, best first.
+
+A conflict (a candidate for superseding) is a pair that is not a duplicate but talks about
+the same subject with another value: `conflict` says why (docstring there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from miniclaw.entries.tokenizer import fold, index_terms
+
+RARE_DF = 64  # a term in more texts than this does not block: its pairs would be quadratic
+MIN_SHARED = 0.3  # of the smaller text's rare terms, for a pair to be compared at all
+SUBJECT_OVERLAP = 0.5  # Jaccard of the subject terms for a conflict (measured: benchmarks/tidy.py)
+LEAD = 3  # the leading subject terms two statements of one fact share
+
+
+class Group(NamedTuple):
+    """A duplicate cluster: indexes into the texts (in order), and its score (the lowest
+    score of the pairs that joined it: how sure the weakest link is)."""
+
+    members: tuple[int, ...]
+    score: float
+
+
+class Pair(NamedTuple):
+    """A conflict: two indexes, how alike their subjects are, and the rule that matched."""
+
+    first: int
+    second: int
+    score: float
+    reason: str
+
+
+class _Terms(NamedTuple):
+    all: frozenset[str]
+    subject: tuple[str, ...]  # in order, values left out
+    values: frozenset[str]
+
+
+_CAPITAL = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
+_DIGIT = re.compile(r"\d")
+
+
+def terms_of(text: str) -> _Terms:
+    """A text's index terms, split into values (anything with a digit: numbers, dates,
+    times, amounts; and capitalized words inside a sentence: names, places) and the
+    subject (the rest, in order)."""
+    terms = index_terms(text)
+    names = {t for word in _CAPITAL.findall(text) for t in index_terms(word)}
+    values = frozenset(t for t in terms if _DIGIT.search(t) or t in names)
+    return _Terms(frozenset(terms), tuple(t for t in terms if t not in values), values)
+
+
+def candidates(terms: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
+    """Pairs (i < j) that share enough rare terms to be worth comparing."""
+    postings: dict[str, list[int]] = defaultdict(list)
+    for i, found in enumerate(terms):
+        for term in found:
+            postings[term].append(i)
+    rare = [frozenset(t for t in found if len(postings[t]) <= RARE_DF) for found in terms]
+    shared: dict[tuple[int, int], int] = defaultdict(int)
+    for term, holders in postings.items():
+        if 1 < len(holders) <= RARE_DF:
+            for x, i in enumerate(holders):
+                for j in holders[x + 1:]:
+                    shared[(i, j)] += 1
+    return {(i, j) for (i, j), count in shared.items()
+            if count >= MIN_SHARED * max(1, min(len(rare[i]), len(rare[j])))}
+
+
+def group(texts: Sequence[str], same: Callable[[str, str], bool],
+          score: Callable[[str, str], float]) -> tuple[list[Group], list[Pair]]:
+    """Duplicate clusters (best first) and conflict pairs (best first) among `texts`."""
+    parent = list(range(len(texts)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    weakest: dict[int, float] = {}
+
+    def join(i: int, j: int, how_sure: float) -> None:
+        a, b = root(i), root(j)
+        low = min(how_sure, weakest.get(a, 1.0), weakest.get(b, 1.0))
+        if a != b:
+            parent[b] = a
+            weakest.pop(b, None)
+        weakest[a] = low
+
+    exact: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        key = " ".join(fold(text).split())
+        if key in exact:
+            join(exact[key], i, 1.0)
+        else:
+            exact[key] = i
+    found = [terms_of(text) for text in texts]
+    pairs = sorted(candidates([t.all for t in found]))
+    maybe: list[tuple[int, int]] = []
+    for i, j in pairs:
+        if root(i) == root(j):
+            continue
+        if same(texts[i], texts[j]):
+            join(i, j, score(texts[i], texts[j]))
+        else:
+            maybe.append((i, j))
+    members: dict[int, list[int]] = defaultdict(list)
+    for i in range(len(texts)):
+        members[root(i)].append(i)
+    groups = [Group(tuple(m), round(weakest.get(r, 1.0), 3)) for r, m in members.items()
+              if len(m) > 1]
+    groups.sort(key=lambda g: (-g.score, -len(g.members), g.members))
+    conflicts = []
+    for i, j in maybe:
+        if root(i) == root(j):
+            continue
+        why = conflict(found[i], found[j])
+        if why:
+            conflicts.append(Pair(i, j, *why))
+    conflicts.sort(key=lambda p: (-p.score, p.first, p.second))
+    return groups, conflicts
+
+
+def _jaccard(a: set | frozenset, b: set | frozenset) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def conflict(a: _Terms, b: _Terms) -> tuple[float, str] | None:
+    """(score, reason) when two statements look like one subject with two values, else
+    None. Two rules, both needing at least two subject terms in common:
+
+    - values: the subjects overlap (Jaccard >= `SUBJECT_OVERLAP`) and each has a value the
+      other lacks ("rent is 1200" / "rent is 1350", "meets Sam on Friday" / "... Tuesday"
+      for names in the sentence); a value only added is a detail, not a change;
+    - lead: the first `LEAD` subject terms are the same and the rest differs ("works at
+      the agency" / "works at a bakery now").
+    """
+    sa, sb = set(a.subject), set(b.subject)
+    common = sa & sb
+    if len(common) < 2:
+        return None
+    overlap = _jaccard(sa, sb)
+    if overlap >= SUBJECT_OVERLAP and a.values - b.values and b.values - a.values:
+        return round(overlap, 3), "values"
+    if (len(a.subject) > LEAD and len(b.subject) > LEAD
+            and a.subject[:LEAD] == b.subject[:LEAD]):
+        rest = _jaccard(set(a.subject[LEAD:]), set(b.subject[LEAD:]))
+        if rest < SUBJECT_OVERLAP:
+            return round(0.5 * overlap + 0.25, 3), "lead"
+    return None
