@@ -1,0 +1,129 @@
+"""Is this the same fact? The comparison behind the add door and `memory tidy`.
+
+Pure text, no I/O, so the store (adding) and a tidy pass (consolidating) judge alike:
+
+- `fold(text)`: the text as a careful reader compares it: Unicode NFKC, case folded
+  (`casefold`), accents dropped; Markdown syntax gone (list bullets and numbers, task
+  boxes, headings, quotes, emphasis, code ticks, HTML tags; a link keeps its text, an
+  image its alt text); apostrophes inside words dropped (Sam's -> sams); other
+  punctuation a space, except between digits (3,5 and 3.5 and 3:5 fold alike, never to
+  35); whitespace one space. Idempotent, and never raises on any `str`.
+- `similarity(a, b)`: in [0, 1], the Jaccard index of the two folds' character trigrams
+  (`_grams`). Why trigrams and not words: a typo or a plural changes one word, which is a
+  whole token of six but only two or three trigrams of thirty; the benchmark
+  (benchmarks/door.py, figures in benchmarks/README.md) measured it against word sets.
+- `NEAR_COPY`: the similarity from which two texts are a near copy, chosen on that
+  benchmark for precision (a false duplicate loses what a user meant to keep).
+- `is_same_fact(a, b)`: equal folds, or a near copy that does not change a number or a
+  negation ("the budget is 5,000" and "the budget is 6,000" are not the same fact, but
+  an update: `memory add --supersedes`). `similarity` itself ignores that rule, so a
+  tidy pass can still see such pairs as close.
+
+Callers pass text without its private parts (`privacy.visible_text`): nothing private
+ever takes part in a comparison.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from miniclaw.entries.tokenizer import fold as _case_fold
+
+NEAR_COPY = 0.8
+
+_LINK = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)|!?\[([^\]\n]*)\]\[[^\]\n]*\]")
+_AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]*)>", re.IGNORECASE)
+_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9-]*(?:\s[^<>]*)?/?>")
+_LIST_MARK = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?", re.MULTILINE)
+_APOSTROPHE = re.compile(r"(?<=\w)['’](?=\w)")
+_DIGIT_SEP = re.compile(r"(?<=\d)[.,:/-](?=\d)")
+_LONE_DOT = re.compile(r"(?<!\d)\.|\.(?!\d)")
+_NEGATIONS = frozenset(
+    "no not nor never none nobody nothing nowhere neither cannot cant dont doesnt didnt isnt "
+    "arent wasnt werent wont wouldnt shouldnt couldnt hasnt havent hadnt without".split()
+)
+
+
+def _kept(ch: str) -> str:
+    """One character of folded text that is not a letter or a digit: a space for
+    punctuation, Markdown syntax and control or space characters; a token of its own for
+    the symbols a fact can hinge on (currency, %, emoji, degrees); combining marks kept."""
+    if ch == "%":
+        return " % "
+    category = unicodedata.category(ch)
+    if category[0] in "PCZ" or category in ("Sm", "Sk"):
+        return " "
+    if category[0] == "S":
+        return f" {ch} "
+    return ch
+
+
+def _fold_once(text: str) -> str:
+    text = _LINK.sub(lambda m: f" {m.group(1) or m.group(2) or ''} ", text)
+    text = _AUTOLINK.sub(r" \1 ", text)
+    text = _TAG.sub(" ", text)
+    text = _LIST_MARK.sub(" ", text)
+    text = _case_fold(unicodedata.normalize("NFKC", text))
+    text = _APOSTROPHE.sub("", text)
+    text = _LONE_DOT.sub(" ", _DIGIT_SEP.sub(".", text))  # a dot stays only between digits
+    kept = "".join(ch if ch.isalnum() or ch == "." else _kept(ch) for ch in text)
+    return " ".join(kept.split())
+
+
+def fold(text: str) -> str:
+    """The text as compared: see the module's docstring. `fold(fold(t)) == fold(t)`."""
+    folded = _fold_once(text)
+    for _ in range(3):  # Unicode folding may need a second pass to settle (rare scripts)
+        again = _fold_once(folded)
+        if again == folded:
+            return folded
+        folded = again
+    return folded
+
+
+def _grams(folded: str) -> frozenset[str]:
+    """The character trigrams of a folded text, words padded by a space at each end."""
+    padded = f" {folded} "
+    if len(padded) < 3:
+        return frozenset((padded,)) if folded else frozenset()
+    return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
+
+
+def similarity_of_folds(a: str, b: str) -> float:
+    """`similarity` of two texts already folded (a caller comparing one text to many folds
+    each once)."""
+    if a == b:
+        return 1.0
+    grams_a, grams_b = _grams(a), _grams(b)
+    if not grams_a or not grams_b:
+        return 0.0
+    shared = len(grams_a & grams_b)
+    return shared / (len(grams_a) + len(grams_b) - shared)
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two texts are, in [0, 1]: 1.0 for equal folds (see the module's docstring)."""
+    return similarity_of_folds(fold(a), fold(b))
+
+
+def _guards(folded: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The numbers and the negations of a folded text: a near copy must keep both."""
+    words = folded.split()
+    numbers = frozenset(w for w in words if any(c.isdigit() for c in w))
+    return numbers, _NEGATIONS.intersection(words)
+
+
+def same_fact_folds(a: str, b: str) -> bool:
+    """`is_same_fact` of two texts already folded."""
+    if a == b:
+        return bool(a)
+    if similarity_of_folds(a, b) < NEAR_COPY:
+        return False
+    return _guards(a) == _guards(b)
+
+
+def is_same_fact(a: str, b: str) -> bool:
+    """Whether `b` says what `a` says: equal folds, or a near copy keeping its numbers and
+    negations. Two texts that fold to nothing (only punctuation) are not a fact."""
+    return same_fact_folds(fold(a), fold(b))
