@@ -6,8 +6,9 @@ most `RARE_DF` texts) are compared, and of those only the pairs sharing at least
 `MIN_SHARED` of the smaller text's rare terms. Texts equal after folding are grouped by
 hash first, whatever their terms (a repeated "Went to the gym" has no rare term).
 
-`same(a, b)` decides a duplicate (the door check's rule, `entries/similar.py`); `score(a, b)`
-orders clusters, best first.
+Each text is folded once (`fold`); `same(a, b)` on two folds decides a duplicate (the door
+check's rule, `entries/similar.py`) and `score(a, b)` on two folds orders clusters, best
+first.
 
 A conflict (a candidate for superseding) is a pair that is not a duplicate but talks about
 the same subject with another value: `conflict` says why (docstring there).
@@ -20,11 +21,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from miniclaw.entries.tokenizer import fold, index_terms
+from miniclaw.entries.similar import NEAR_COPY
+from miniclaw.entries.tokenizer import index_terms
 
 RARE_DF = 64  # a term in more texts than this does not block: its pairs would be quadratic
 MIN_SHARED = 0.3  # of the smaller text's rare terms, for a pair to be compared at all
 SUBJECT_OVERLAP = 0.5  # Jaccard of the subject terms for a conflict (measured: benchmarks/tidy.py)
+
 LEAD = 3  # the leading subject terms two statements of one fact share
 
 
@@ -83,7 +86,8 @@ def candidates(terms: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
 
 
 def group(texts: Sequence[str], same: Callable[[str, str], bool],
-          score: Callable[[str, str], float]) -> tuple[list[Group], list[Pair]]:
+          score: Callable[[str, str], float],
+          fold: Callable[[str], str] = str) -> tuple[list[Group], list[Pair]]:
     """Duplicate clusters (best first) and conflict pairs (best first) among `texts`."""
     parent = list(range(len(texts)))
 
@@ -103,9 +107,11 @@ def group(texts: Sequence[str], same: Callable[[str, str], bool],
             weakest.pop(b, None)
         weakest[a] = low
 
+    folds = [fold(text) for text in texts]
     exact: dict[str, int] = {}
-    for i, text in enumerate(texts):
-        key = " ".join(fold(text).split())
+    for i, key in enumerate(folds):
+        if not key.strip():
+            continue
         if key in exact:
             join(exact[key], i, 1.0)
         else:
@@ -116,8 +122,8 @@ def group(texts: Sequence[str], same: Callable[[str, str], bool],
     for i, j in pairs:
         if root(i) == root(j):
             continue
-        if same(texts[i], texts[j]):
-            join(i, j, score(texts[i], texts[j]))
+        if same(folds[i], folds[j]):
+            join(i, j, score(folds[i], folds[j]))
         else:
             maybe.append((i, j))
     members: dict[int, list[int]] = defaultdict(list)
@@ -130,7 +136,7 @@ def group(texts: Sequence[str], same: Callable[[str, str], bool],
     for i, j in maybe:
         if root(i) == root(j):
             continue
-        why = conflict(found[i], found[j])
+        why = conflict(found[i], found[j], score(folds[i], folds[j]))
         if why:
             conflicts.append(Pair(i, j, *why))
     conflicts.sort(key=lambda p: (-p.score, p.first, p.second))
@@ -141,16 +147,20 @@ def _jaccard(a: set | frozenset, b: set | frozenset) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def conflict(a: _Terms, b: _Terms) -> tuple[float, str] | None:
+def conflict(a: _Terms, b: _Terms, alike: float = 0.0) -> tuple[float, str] | None:
     """(score, reason) when two statements look like one subject with two values, else
-    None. Two rules, both needing at least two subject terms in common:
+    None. `alike`: the texts' similarity; from `NEAR_COPY` on, a pair the duplicate rule
+    turned down changed a number or a negation ("near"). Else two rules, both needing at
+    least two subject terms in common:
 
     - values: the subjects overlap (Jaccard >= `SUBJECT_OVERLAP`) and each has a value the
       other lacks ("rent is 1200" / "rent is 1350", "meets Sam on Friday" / "... Tuesday"
       for names in the sentence); a value only added is a detail, not a change;
-    - lead: the first `LEAD` subject terms are the same and the rest differs ("works at
-      the agency" / "works at a bakery now").
+    - lead: the first `LEAD` subject terms are the same and the rest differs, each way
+      ("started working at the agency" / "started working at a bakery").
     """
+    if alike >= NEAR_COPY:
+        return round(alike, 3), "near"
     sa, sb = set(a.subject), set(b.subject)
     common = sa & sb
     if len(common) < 2:
@@ -160,7 +170,7 @@ def conflict(a: _Terms, b: _Terms) -> tuple[float, str] | None:
         return round(overlap, 3), "values"
     if (len(a.subject) > LEAD and len(b.subject) > LEAD
             and a.subject[:LEAD] == b.subject[:LEAD]):
-        rest = _jaccard(set(a.subject[LEAD:]), set(b.subject[LEAD:]))
-        if rest < SUBJECT_OVERLAP:
+        rest_a, rest_b = set(a.subject[LEAD:]), set(b.subject[LEAD:])
+        if _jaccard(rest_a, rest_b) < SUBJECT_OVERLAP and rest_a - rest_b and rest_b - rest_a:
             return round(0.5 * overlap + 0.25, 3), "lead"
     return None

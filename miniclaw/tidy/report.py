@@ -77,19 +77,20 @@ async def build(store, *, days: int | None = None, limit: int | None = None,
                 same: Callable[[str, str], bool] | None = None,
                 score: Callable[[str, str], float] | None = None) -> Report:
     """The report for the store's workspace; `limit` caps each list (best first). `same`
-    and `score` default to the door check's (`entries/similar.py`)."""
+    and `score` (of two texts) default to the door check's, on folds (`entries/similar.py`)."""
     from miniclaw.tidy.grouping import group
 
     if limit is not None and limit < 1:
         from miniclaw.errors import UsageError
 
         raise UsageError(f"--limit must be 1 or more, not {limit}")
-    if same is None or score is None:
-        from miniclaw.entries import similar
+    from miniclaw.entries import similar
 
-        same, score = same or similar.is_same_fact, score or similar.similarity
+    fold = similar.fold if same is None else str
+    same = same or similar.same_fact_folds
+    score = score or similar.similarity_of_folds
     entries, files = await entries_in_scope(store, days)
-    groups, pairs = await asyncio.to_thread(group, [e.text for e in entries], same, score)
+    groups, pairs = await asyncio.to_thread(group, [e.text for e in entries], same, score, fold)
     clusters = [Cluster(tuple(sorted((entries[i] for i in g.members), key=when)), g.score)
                 for g in groups]
     conflicts = []
