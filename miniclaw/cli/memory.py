@@ -650,9 +650,10 @@ def tidy(
 
 def _ask(question: str) -> str:
     """y, n or q from the terminal (q: stop asking, keep what was done)."""
-    answer = typer.prompt(f"{question} [y/n/q]", type=typer.Choice(["y", "n", "q"]),
-                          show_choices=False, err=True)
-    return answer
+    import click
+
+    return typer.prompt(f"{question} [y/n/q]", type=click.Choice(["y", "n", "q"]),
+                        show_choices=False, err=True)
 
 
 def _suggest(ctx, days, limit, apply, yes, json_out, style) -> None:

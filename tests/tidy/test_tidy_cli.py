@@ -115,3 +115,26 @@ def test_apply_refuses_a_cluster_a_copy_was_added_to(planted):
 
     done = asyncio.run(work())
     assert done[0].refused and "changed since the report" in done[0].refused
+
+
+def test_at_a_terminal_it_asks_before_each_merge_and_q_stops(planted):
+    """A real terminal (a pty on stdin): y merges the first cluster, q stops before the
+    second."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    main, tty = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "miniclaw", "--workspace", str(planted),
+                             "memory", "tidy", "--apply"], stdin=tty, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    os.close(tty)
+    os.write(main, b"y\nq\n")
+    out, err = proc.communicate(timeout=60)
+    os.close(main)
+    assert proc.returncode == 0, err
+    assert err.count("Merge these into one entry? [y/n/q]") == 2
+    assert out.count("Merged ") == 1
+    report = json.loads(tidy(planted, "--json").stdout)
+    assert len(report["duplicates"]) == 1  # the second cluster is still there
