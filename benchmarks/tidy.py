@@ -18,8 +18,8 @@ many updates the clusters would have merged as duplicates (what `--apply` must n
 and the door check through the API (each planted copy added after the base: refused or
 written; each update and each unseen turn added: a refusal is a false alarm).
 
-Speed: `report.build` on `--speed N` entries of LongMemEval's turns (real text), median of
-three.
+Speed: `report.build` on `--speed N` entries of LongMemEval's turns, then LoCoMo's (real
+text), median of three.
 
 Run (from the repo root):
   .venv/bin/python benchmarks/tidy.py /work/shared/data/locomo/locomo-dev.json \
@@ -266,8 +266,9 @@ async def measure_door(folder: Path, truth: dict) -> dict:
             "unseen turns refused (should be 0)": ratio(*counts["unseen"])}
 
 
-async def speed(longmemeval: Path, n: int, runs: int = 3) -> dict:
-    """`report.build` on n entries of LongMemEval's turns, median of `runs`."""
+async def speed(longmemeval: Path, locomo: Path, n: int, runs: int = 3) -> dict:
+    """`report.build` on n entries of LongMemEval's turns (7,905), then LoCoMo's, median
+    of `runs`."""
     from miniclaw.memory import MemoryStore
     from miniclaw.tidy import report
 
@@ -282,16 +283,19 @@ async def speed(longmemeval: Path, n: int, runs: int = 3) -> dict:
                                     False, ""))
                 if len(entries) >= n:
                     break
+    entries += [(w, t, False, "") for w, t in base_turns(locomo)]
     entries = entries[:n]
-    times = []
+    times, cpu = [], []
     with tempfile.TemporaryDirectory() as tmp:
         write_workspace(Path(tmp), entries)
         for _ in range(runs):
             async with MemoryStore(tmp, index_path=Path(tmp) / "index.sqlite3") as store:
-                start = time.perf_counter()
+                start, used = time.perf_counter(), time.process_time()
                 found = await report.build(store)
                 times.append(time.perf_counter() - start)
+                cpu.append(time.process_time() - used)
     return {"entries": found.entries, "median seconds": round(statistics.median(times), 2),
+            "median cpu seconds": round(statistics.median(cpu), 2),
             "runs": [round(t, 2) for t in times], "clusters": len(found.duplicates),
             "conflicts": len(found.conflicts)}
 
@@ -311,7 +315,7 @@ async def main() -> None:
         out["tidy"] = await measure_tidy(Path(tmp), truth)
         out["door"] = await measure_door(Path(tmp), truth)
     if args.speed and args.longmemeval:
-        out["speed"] = await speed(args.longmemeval, args.speed)
+        out["speed"] = await speed(args.longmemeval, args.locomo, args.speed)
     print(json.dumps(out, indent=2))
 
 

@@ -1,15 +1,14 @@
 """Grouping texts: duplicate clusters and conflict pairs, pure functions of the texts.
 
-Comparing every pair of 10,000 entries is 50 million comparisons; two copies of one fact
-share their rare words, so only texts that share a rare term (an index term found in at
-most `RARE_DF` texts) are compared, and of those only the pairs sharing at least
-`MIN_SHARED` of the smaller text's rare terms and `MIN_OVERLAP` of all their terms (cheap
-set operations; the trigram comparison is the costly part). Texts equal after folding are grouped by
-hash first, whatever their terms (a repeated "Went to the gym" has no rare term).
-
-Each text is folded once (`fold`); `same(a, b)` on two folds decides a duplicate (the door
-check's rule, `entries/similar.py`) and `score(a, b)` on two folds orders clusters, best
-first.
+Comparing every pair of 10,000 entries is 50 million comparisons. Two copies of one fact
+share their rare words, so each text is filed under its `KEYS` rarest index terms (found
+in 2 to `RARE_DF` texts), and only texts filed under a common key and sharing
+`MIN_OVERLAP` of their terms (Jaccard; cheap set operations) are compared by the costly
+rule. Texts with the same terms in the same order are compared whatever their terms (a
+repeated "Went to the gym" has no rare word). A text is folded (`fold`) only when it is
+compared; `same(a, b)` on two folds decides a duplicate (the door check's rule,
+`entries/similar.py`, unless a value changed: `changes_value`) and `score(a, b)` on two
+folds orders clusters, best first.
 
 A conflict (a candidate for superseding) is a pair that is not a duplicate but talks about
 the same subject with another value: `conflict` says why (docstring there).
@@ -23,10 +22,10 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from miniclaw.entries.similar import NEAR_COPY
-from miniclaw.entries.tokenizer import index_terms
+from miniclaw.entries.tokenizer import index_terms, tokenize
 
-RARE_DF = 64  # a term in more texts than this does not block: its pairs would be quadratic
-MIN_SHARED = 0.3  # of the smaller text's rare terms, for a pair to be compared at all
+RARE_DF = 64  # a term in more texts than this files nothing: its pairs would be quadratic
+KEYS = 4  # the rarest terms a text is filed under
 MIN_OVERLAP = 0.3  # Jaccard of the two texts' terms, for a pair to be compared at all
 SUBJECT_OVERLAP = 0.5  # Jaccard of the subject terms for a conflict (measured: benchmarks/tidy.py)
 
@@ -70,21 +69,22 @@ def terms_of(text: str) -> _Terms:
 
 
 def candidates(terms: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
-    """Pairs (i < j) that share enough rare terms to be worth comparing."""
-    postings: dict[str, list[int]] = defaultdict(list)
-    for i, found in enumerate(terms):
+    """Pairs (i < j) filed under a common rare key that share enough terms to compare."""
+    df: dict[str, int] = defaultdict(int)
+    for found in terms:
         for term in found:
-            postings[term].append(i)
-    rare = [frozenset(t for t in found if len(postings[t]) <= RARE_DF) for found in terms]
-    shared: dict[tuple[int, int], int] = defaultdict(int)
-    for term, holders in postings.items():
-        if 1 < len(holders) <= RARE_DF:
-            for x, i in enumerate(holders):
-                for j in holders[x + 1:]:
-                    shared[(i, j)] += 1
-    return {(i, j) for (i, j), count in shared.items()
-            if count >= MIN_SHARED * max(1, min(len(rare[i]), len(rare[j])))
-            and _jaccard(terms[i], terms[j]) >= MIN_OVERLAP}
+            df[term] += 1
+    filed: dict[str, list[int]] = defaultdict(list)
+    for i, found in enumerate(terms):
+        rare = sorted((df[t], t) for t in found if 1 < df[t] <= RARE_DF)
+        for _, term in rare[:KEYS]:
+            filed[term].append(i)
+    pairs = set()
+    for holders in filed.values():
+        for x, i in enumerate(holders):
+            for j in holders[x + 1:]:
+                pairs.add((i, j))
+    return {(i, j) for i, j in pairs if _jaccard(terms[i], terms[j]) >= MIN_OVERLAP}
 
 
 def group(texts: Sequence[str], same: Callable[[str, str], bool],
@@ -109,23 +109,30 @@ def group(texts: Sequence[str], same: Callable[[str, str], bool],
             weakest.pop(b, None)
         weakest[a] = low
 
-    folds = [fold(text) for text in texts]
-    exact: dict[str, int] = {}
-    for i, key in enumerate(folds):
-        if not key.strip():
+    folded: dict[int, str] = {}
+
+    def folds(i: int) -> str:
+        if i not in folded:
+            folded[i] = fold(texts[i])
+        return folded[i]
+
+    exact: dict[tuple[str, ...], int] = {}
+    for i, text in enumerate(texts):
+        key = tuple(tokenize(text))
+        if not key:
             continue
-        if key in exact:
-            join(exact[key], i, 1.0)
-        else:
+        if key not in exact:
             exact[key] = i
+        elif same(folds(exact[key]), folds(i)):
+            join(exact[key], i, score(folds(exact[key]), folds(i)))
     found = [terms_of(text) for text in texts]
     pairs = sorted(candidates([t.all for t in found]))
     maybe: list[tuple[int, int]] = []
     for i, j in pairs:
         if root(i) == root(j):
             continue
-        if same(folds[i], folds[j]) and not changes_value(found[i], found[j]):
-            join(i, j, score(folds[i], folds[j]))
+        if same(folds(i), folds(j)) and not changes_value(found[i], found[j]):
+            join(i, j, score(folds(i), folds(j)))
         else:
             maybe.append((i, j))
     members: dict[int, list[int]] = defaultdict(list)
@@ -138,7 +145,7 @@ def group(texts: Sequence[str], same: Callable[[str, str], bool],
     for i, j in maybe:
         if root(i) == root(j):
             continue
-        why = conflict(found[i], found[j], score(folds[i], folds[j]))
+        why = conflict(found[i], found[j], score(folds(i), folds(j)))
         if why:
             conflicts.append(Pair(i, j, *why))
     conflicts.sort(key=lambda p: (-p.score, p.first, p.second))
