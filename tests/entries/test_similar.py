@@ -135,3 +135,32 @@ def test_the_fold_versions_agree_with_the_text_versions():
     a, b = "Met **Sam** at the café.", "met sam at the cafe"
     assert similarity_of_folds(fold(a), fold(b)) == similarity(a, b)
     assert same_fact_folds(fold(a), fold(b)) == is_same_fact(a, b)
+
+
+def test_another_name_in_the_same_sentence_is_another_fact():
+    # measured on LoCoMo's observations: the one near copy the threshold alone let through
+    a = "Gina's favorite dance style is contemporary."
+    b = "Jon's favorite dance style is contemporary."
+    assert not is_same_fact(a, b)
+
+
+def test_a_word_swapped_for_another_is_another_fact():
+    assert not is_same_fact(
+        "The weekly team meeting moved to Monday morning at the office",
+        "The weekly team meeting moved to Friday morning at the office",
+    )
+
+
+def test_words_written_together_or_apart_are_the_same_fact():
+    assert is_same_fact("Sam cooks gluten free pasta every Sunday", "Sam cooks glutenfree pasta every Sunday")
+
+
+@given(st.text(alphabet="abcdefghij ", min_size=1, max_size=40))
+def test_a_dropped_or_mistyped_letter_is_a_typo_of_a_long_enough_word(word):
+    from miniclaw.entries.similar import _typo_of
+
+    word = word.replace(" ", "") or "abcd"
+    for i in range(len(word)):
+        dropped = word[:i] + word[i + 1 :]
+        assert _typo_of(word, dropped) == (len(word) >= 4)
+        assert _typo_of(dropped, word) == (len(word) >= 4)
