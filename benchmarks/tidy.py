@@ -191,7 +191,7 @@ async def measure_tidy(folder: Path, truth: dict) -> dict:
     from miniclaw.tidy import report
 
     ids = {fold(t): i for _, t, _, i in truth["entries"] if i}  # a planted text's truth id
-    async with MemoryStore(folder, index_path=folder / "index.sqlite3") as store:
+    async with MemoryStore(folder, index_path=folder.parent / "index.sqlite3") as store:
         start = time.perf_counter()
         found = await report.build(store)
         took = time.perf_counter() - start
@@ -254,7 +254,7 @@ async def measure_door(folder: Path, truth: dict) -> dict:
 
     copies = [t for members in truth["groups"] for _, t, _ in members[1:]]
     counts = {}
-    async with MemoryStore(folder, index_path=folder / "index.sqlite3") as store:
+    async with MemoryStore(folder, index_path=folder.parent / "index.sqlite3") as store:
         for name, texts in (("copies", copies), ("updates", [n for _, (_, n) in truth["pairs"]]),
                             ("unseen", [t for _, t in truth["unseen"]])):
             counts[name] = sum([await refused(store, t) for t in texts]), len(texts)
@@ -287,9 +287,9 @@ async def speed(longmemeval: Path, locomo: Path, n: int, runs: int = 3) -> dict:
     entries = entries[:n]
     times, cpu = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        write_workspace(Path(tmp), entries)
+        write_workspace(Path(tmp) / "ws", entries)
         for _ in range(runs):
-            async with MemoryStore(tmp, index_path=Path(tmp) / "index.sqlite3") as store:
+            async with MemoryStore(Path(tmp) / "ws", index_path=Path(tmp) / "index.sqlite3") as store:
                 start, used = time.perf_counter(), time.process_time()
                 found = await report.build(store)
                 times.append(time.perf_counter() - start)
@@ -311,9 +311,10 @@ async def main() -> None:
     args = parser.parse_args()
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        truth = seed(args.locomo, Path(tmp), args.groups, args.updates, random.Random(args.seed))
-        out["tidy"] = await measure_tidy(Path(tmp), truth)
-        out["door"] = await measure_door(Path(tmp), truth)
+        ws = Path(tmp) / "ws"
+        truth = seed(args.locomo, ws, args.groups, args.updates, random.Random(args.seed))
+        out["tidy"] = await measure_tidy(ws, truth)
+        out["door"] = await measure_door(ws, truth)
     if args.speed and args.longmemeval:
         out["speed"] = await speed(args.longmemeval, args.locomo, args.speed)
     print(json.dumps(out, indent=2))

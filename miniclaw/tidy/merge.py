@@ -10,7 +10,8 @@ daily note. The others are removed by forget's remover (`store/forget.py: withou
 
 Safety: one cluster at a time under the memory lock. Every file is read again under the
 lock and every entry of the cluster must still be there as reported (its text, category,
-tags, and as many copies in its file), else the cluster is refused, nothing written. Each
+tags, and as many copies in its file), else the cluster is refused, nothing written; so is
+a cluster with a private part in an entry's lines (the merge would lose it). Each
 file is replaced atomically (`files.rewrite_bytes`: temp, fsync, rename), the file that
 receives the merged entry first: a crash between two files leaves a duplicate, never a loss.
 """
@@ -79,6 +80,22 @@ def _located(store, path: str, raw: bytes, reported: list[Entry]) -> list[Entry]
     return found
 
 
+def _refuse_private(raw: bytes, path: str, entries: list[Entry]) -> None:
+    """MemoryFileError when an entry's lines hold a private part: the merged entry is
+    written from visible text, so the part would be lost (the user merges it by hand)."""
+    from miniclaw.entries.parsing import split_lines
+    from miniclaw.entries.privacy import redact_lines
+
+    decoded = split_lines(files.decode(raw, path)[0])
+    visible = redact_lines(decoded)
+    for entry in entries:
+        lines = slice(entry.line_start - 1, entry.line_end)
+        if decoded[lines] != visible[lines]:
+            raise MemoryFileError(f"{entry.citation} holds a private part, which a merge "
+                                  "would lose: merge it by hand (miniclaw memory edit); "
+                                  "nothing was merged")
+
+
 def _stamp(store, entry: Entry) -> datetime:
     """When the merged entry says it was added: the earliest entry's date and time."""
     day = entry.date or store.today()
@@ -142,6 +159,7 @@ async def merge(store, cluster: Cluster) -> Entry:
 
     def new_bytes(path: str, raw: bytes) -> bytes:
         here = _located(store, path, raw, by_path[path])
+        _refuse_private(raw, path, here)
         if path != home:
             from miniclaw.store.forget import without
 

@@ -138,3 +138,14 @@ def test_at_a_terminal_it_asks_before_each_merge_and_q_stops(planted):
     assert out.count("Merged ") == 1
     report = json.loads(tidy(planted, "--json").stdout)
     assert len(report["duplicates"]) == 1  # the second cluster is still there
+
+
+def test_a_cluster_with_a_private_part_is_refused_and_the_part_kept(planted):
+    note = planted / "memory/2026-11-20.md"
+    note.write_text(note.read_text().replace(
+        "Prefers dark roast coffee.", "Prefers dark roast coffee. <private>beans from Tom</private>"))
+    before = snapshot(planted)
+    result = tidy(planted, "--apply", "--yes", "--limit", "1")
+    assert result.exit_code == 1
+    assert "holds a private part" in result.stderr and "Tom" not in result.stderr + result.stdout
+    assert snapshot(planted) == before
