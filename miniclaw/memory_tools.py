@@ -187,7 +187,9 @@ ADD = ToolSpec(
     "add_memory",
     "Save something worth remembering to the user's memory files. kind long_term: lasting "
     "facts, preferences and decisions (MEMORY.md); kind daily: what happened today (today's "
-    "daily note, the default). Returns the citation of the saved entry. Text inside "
+    "daily note, the default). Returns the citation of the saved entry. A fact already "
+    "remembered (the same words, or a near copy) is not saved again: saved is false and "
+    "already_remembered gives its citation; do not add it again. Text inside "
     "<private>...</private> is kept in the file but never shown by any search.",
     _object({
         "content": {"type": "string", "minLength": 1, "maxLength": MAX_WRITE_CHARS,
@@ -198,10 +200,14 @@ ADD = ToolSpec(
         "tags": {**_TAGS, "description": "Tags: letters, digits, '-' and '_'."},
     }, ["content"]),
     {"type": "object", "properties": {
-        "saved": {"type": "boolean"},
+        "saved": {"type": "boolean", "description": "false: the fact was remembered already"},
         "private": {"type": "boolean",
                     "description": "all of it was private: saved, but never searchable"},
-        "entry": {"anyOf": [ENTRY_SCHEMA, {"type": "null"}]},
+        "entry": {"anyOf": [ENTRY_SCHEMA, {"type": "null"}],
+                  "description": "the entry saved, or the one that already holds the fact"},
+        "already_remembered": {"type": "string",
+                               "description": "only when not saved: the citation of the "
+                                              "entry that holds the fact"},
         "writes_left": {"type": "integer", "description": "writes this session may still make"},
     }, "required": ["saved", "private", "entry", "writes_left"]},
     writes=True,
@@ -413,12 +419,17 @@ class MemoryTools:
 
     async def _add(self, args: dict) -> dict:
         self.writes.spend()
-        add = self.store.add_long_term if args["kind"] == "long_term" else self.store.add_daily_note
         try:
-            entry = await add(args["content"], category=args["category"], tags=args["tags"] or ())
+            added = await self.store.add(args["content"], long=args["kind"] == "long_term",
+                                         category=args["category"], tags=args["tags"] or ())
         except MiniclawError:
             self.writes.refund()
             raise
+        entry = added.entry
+        if not added.written:  # nothing written: the write is not counted
+            self.writes.refund()
+            return {"saved": False, "private": False, "entry": entry.to_dict(),
+                    "already_remembered": entry.citation, "writes_left": self.writes.left}
         return {"saved": True, "private": entry is None,
                 "entry": entry.to_dict() if entry else None, "writes_left": self.writes.left}
 

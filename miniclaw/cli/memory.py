@@ -50,11 +50,14 @@ def add(
     daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
     category: Annotated[str | None, typer.Option("--category", "-c", metavar="NAME", help="One category, e.g. decision, preference.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag; repeat for more.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Write it even when the same fact is remembered already.")] = False,
     output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Add a memory to today's daily note, or with --long to MEMORY.md.
 
+    A fact already remembered (the same text but for case, punctuation and Markdown, or a
+    near copy: docs/cli.md) is not written again: it says where it is (--force adds it).
     Text that starts with "-" goes after "--": miniclaw memory add -- "-5 degrees at dawn".
 
     \b
@@ -71,15 +74,17 @@ def add(
 
     async def work():
         async with _store(ctx) as store:
-            if long:
-                return await store.add_long_term(text, category=category, tags=tag or ())
-            return await store.add_daily_note(text, category=category, tags=tag or ())
+            return await store.add(text, long=long, category=category, tags=tag or (),
+                                   force=force)
 
-    entry = run(work())
+    added = run(work())
+    entry = added.entry
     from miniclaw.cli.render import to_json
 
     if json_out:
-        typer.echo(to_json({"added": entry.to_dict() if entry else None}))
+        typer.echo(to_json(added.to_dict()))
+    elif not added.written:
+        typer.echo(f"Already remembered: {entry.citation}")
     elif entry is None:
         typer.echo("Added (all of its text is private, so it will not show in searches).")
     else:

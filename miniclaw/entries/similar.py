@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from miniclaw.entries.tokenizer import fold as _case_fold
 
@@ -73,8 +74,34 @@ def _fold_once(text: str) -> str:
     return " ".join(kept.split())
 
 
+# ASCII punctuation and Markdown's symbols -> a space; % and $ a token of their own; the
+# dot is kept for `_LONE_DOT`, letters and digits lowered by `str.lower` before.
+_ASCII = {c: " " for c in range(128) if not chr(c).isalnum() and chr(c) != "."}
+_ASCII.update({ord("%"): " % ", ord("$"): " $ "})
+
+
+def _fold_ascii(text: str) -> str:
+    """`_fold_once` of an ASCII text, in C where it can be: the door folds every entry of
+    MEMORY.md on an add. Its result is stable (one pass), being ASCII letters, digits,
+    dots between digits and spaced `$`/`%`."""
+    if "[" in text:
+        text = _LINK.sub(lambda m: f" {m.group(1) or m.group(2) or ''} ", text)
+    if "<" in text:
+        text = _TAG.sub(" ", _AUTOLINK.sub(r" \1 ", text))
+    if "\n" in text or text[:1] in " \t-*+>0123456789":
+        text = _LIST_MARK.sub(" ", text)
+    text = text.lower()
+    if "'" in text:
+        text = _APOSTROPHE.sub("", text)
+    if "." in text or "," in text or ":" in text or "/" in text or "-" in text:
+        text = _LONE_DOT.sub(" ", _DIGIT_SEP.sub(".", text))
+    return " ".join(text.translate(_ASCII).split())
+
+
 def fold(text: str) -> str:
     """The text as compared: see the module's docstring. `fold(fold(t)) == fold(t)`."""
+    if text.isascii():
+        return _fold_ascii(text)
     folded = _fold_once(text)
     for _ in range(3):  # Unicode folding may need a second pass to settle (rare scripts)
         again = _fold_once(folded)
@@ -167,3 +194,56 @@ def is_same_fact(a: str, b: str) -> bool:
     """Whether `b` says what `a` says: equal folds, or a near copy keeping its numbers and
     negations. Two texts that fold to nothing (only punctuation) are not a fact."""
     return same_fact_folds(fold(a), fold(b))
+
+
+def _key_words(folded: str) -> list[str]:
+    """Up to three of the longest ASCII words of a folded text (4 letters or more): a near
+    copy keeps all but one of them as written (`_enough`; measured: benchmarks/door.py)."""
+    words = sorted({w for w in folded.split() if len(w) >= 4 and w.isascii() and w.isalpha()},
+                   key=len, reverse=True)
+    return words[:3]
+
+
+def may_hold_same(text: str, haystack: str) -> bool:
+    """False when no text in `haystack` (a whole file, say) can be the same fact as `text`:
+    none of its key words is there, in any case. A quick test before parsing a file."""
+    keys = _key_words(fold(text))
+    return not keys or _enough(keys, haystack.lower())
+
+
+def _enough(keys: list[str], low: str) -> bool:
+    """Whether a lowered text holds all the key words but one (one may be mistyped or dropped)."""
+    missing = 0
+    for key in keys:
+        if key not in low:
+            missing += 1
+            if missing > 1 or len(keys) == 1:
+                return False
+    return True
+
+
+def find_same(text: str, others: Sequence[str]) -> int | None:
+    """The index of the first of `others` that is the same fact as `text` (`is_same_fact`),
+    or None. Fast on many: the text is folded once, and another text is folded only when it
+    holds one of its key words (`_key_words`) or is short."""
+    new = fold(text)
+    if not new:
+        return None
+    keys = _key_words(new)
+    grams = _grams(new)
+    guards = None
+    for i, other in enumerate(others):
+        if keys and other.isascii() and not _enough(keys, other.lower()):
+            continue
+        folded = fold(other)
+        if folded == new:
+            return i
+        found = _grams(folded)
+        shared = len(grams & found)
+        if not shared or shared < NEAR_COPY * (len(grams) + len(found) - shared):
+            continue
+        if guards is None:
+            guards = _guards(new)
+        if _guards(folded) == guards and not _substitutes(new, folded):
+            return i
+    return None

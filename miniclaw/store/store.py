@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from miniclaw import config
 from miniclaw.dates import ZONE_LEAD_DAYS, utc_now
@@ -46,6 +47,9 @@ from miniclaw.sources.base import DailyNoteSource, MemorySource, SourceFile, che
 
 # Parsing and writing are imported inside the methods that need them: a search through an
 # up-to-date index parses nothing, and start-up time is part of the product.
+
+if TYPE_CHECKING:
+    from miniclaw.store.door import Added  # imported by the writers: a search needs none
 
 log = logging.getLogger("miniclaw")
 
@@ -201,24 +205,48 @@ class MemoryStore:
         category = clean_category(category) if category is not None else None
         return body, category, clean_tags(tags)
 
+    async def add(self, text: str, *, long: bool = False, when: datetime | None = None,
+                  category: str | None = None, tags: Sequence[str] = (),
+                  force: bool = False) -> Added:
+        """Add a memory to today's daily note (or `when`'s), or with `long` to MEMORY.md,
+        unless the same fact is there already (`store/door.py`): then nothing is written
+        and the answer names the entry that holds it. `force` writes it anyway."""
+        if long:
+            if when is not None:
+                raise UsageError("a long-term memory is added now: `when` is for daily notes")
+            return await self._add_long_term(text, category, tags, force)
+        return await self._add_daily_note(text, when, category, tags, force)
+
     async def add_long_term(self, text: str, *, category: str | None = None,
-                            tags: Sequence[str] = ()) -> Entry | None:
+                            tags: Sequence[str] = (), force: bool = False) -> Entry | None:
         """Add an entry to MEMORY.md under today's header; returns it as the reader sees it
-        (None when all of its text was private)."""
+        (None when all of its text was private), or the entry that holds the same fact
+        already, writing nothing (`add` tells the two apart; `force` writes anyway)."""
+        return (await self._add_long_term(text, category, tags, force)).entry
+
+    async def _add_long_term(self, text: str, category: str | None, tags: Sequence[str],
+                             force: bool) -> Added:
         from miniclaw.entries.parsing import parse_long_term, split_lines
         from miniclaw.entries.privacy import open_at_end
         from miniclaw.entries.writing import insert_long_term, long_term_item
+        from miniclaw.store import door
 
         body, category, tags = self._clean(text, category, tags)
         self.require_workspace()
         now = self.now()
         lines = long_term_item(body, now, category, tags)
         path, rel = self.long_term_path, self._relative(self.long_term_path)
+        checked = "" if force else door.check_text(body)
 
         written: list[tuple[str, int]] = []  # (the file's new text, the item's first line)
 
         def make(raw: bytes) -> bytes:
             files.check_appendable(raw, rel)
+            if checked:
+                found = door.same_in(checked, files.decode(raw, rel)[0],
+                                     lambda text: parse_long_term(text, rel))
+                if found is not None:
+                    raise door.Found(found)
             new, line = insert_long_term(raw, now.date(), lines)
             text_after, _ = files.decode(new, rel)
             before = split_lines(text_after)[: line - 1]
@@ -229,10 +257,13 @@ class MemoryStore:
             written.append((text_after, line))
             return new
 
-        def write() -> Entry | None:
+        def write() -> Added:
             files.ensure_dir(self.memory_dir)
             with files.locked(self.memory_dir):
-                files.rewrite_bytes(path, self.workspace, rel, make)
+                try:
+                    files.rewrite_bytes(path, self.workspace, rel, make)
+                except door.Found as found:
+                    return door.Added(found.entry, False, found.entry)
                 text_after, line = written[0]
                 entries = parse_long_term(text_after, rel)
                 # Inserted above other entries (today's section is not the last): they
@@ -244,20 +275,28 @@ class MemoryStore:
                     from miniclaw.store.forget import note_shifted
 
                     note_shifted(self, below)
-            return next((e for e in entries if e.line_start == line), None)
+            return door.Added(next((e for e in entries if e.line_start == line), None), True)
 
         return await asyncio.to_thread(write)
 
     async def add_daily_note(self, text: str, *, when: datetime | None = None,
-                             category: str | None = None,
-                             tags: Sequence[str] = ()) -> Entry | None:
+                             category: str | None = None, tags: Sequence[str] = (),
+                             force: bool = False) -> Entry | None:
         """Append an entry to the daily note of `when` (default now; naive means UTC), on
-        its day in the workspace's zone."""
-        from miniclaw.entries.parsing import parse_daily_note, split_lines
+        its day in the workspace's zone; or, when that note or MEMORY.md holds the same
+        fact already, return its entry, writing nothing (`force` writes anyway)."""
+        return (await self._add_daily_note(text, when, category, tags, force)).entry
+
+    async def _add_daily_note(self, text: str, when: datetime | None, category: str | None,
+                              tags: Sequence[str], force: bool) -> Added:
+        from miniclaw.entries.parsing import parse_daily_note, parse_long_term, split_lines
         from miniclaw.entries.privacy import open_at_end
         from miniclaw.entries.writing import append_daily, daily_entry
+        from miniclaw.store import door
 
         body, category, tags = self._clean(text, category, tags)
+        checked = "" if force else door.check_text(body)
+        long_rel = self._relative(self.long_term_path)
         self.require_workspace()
         when = self.now() if when is None else self._in_zone(when)
         day = when.date()
@@ -273,17 +312,40 @@ class MemoryStore:
                 raise files.MemoryFileError(
                     f"{rel} ends inside a private block that is never closed; close it with "
                     "the closing private tag so new notes stay visible", path=rel)
+            if checked:
+                found = door.same_in(checked, existing,
+                                     lambda text: parse_daily_note(text, rel, day))
+                if found is not None:
+                    raise door.Found(found)
             written.append((current, append_daily(current, day, lines)))
             return written[0][1]
 
-        def write() -> Entry | None:
+        def known() -> Entry | None:
+            """The entry of MEMORY.md holding the fact (a file that cannot be read as
+            text is not searched for it: the add is not refused for it)."""
+            raw = files.read_bytes(self.long_term_path, self.workspace, long_rel)
+            if not raw:
+                return None
+            text, warning = files.decode(raw, long_rel)
+            if warning:
+                return None
+            return door.same_in(checked, text, lambda text: parse_long_term(text, long_rel))
+
+        def write() -> door.Added:
             files.ensure_dir(self.memory_dir)
             with files.locked(self.memory_dir):
-                files.append_bytes(path, self.workspace, rel, make)
+                found = known() if checked else None
+                if found is not None:
+                    return door.Added(found, False, found)
+                try:
+                    files.append_bytes(path, self.workspace, rel, make)
+                except door.Found as found:
+                    return door.Added(found.entry, False, found.entry)
             before, appended = written[0]
             old_lines = before.count(b"\n") + 1
             entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
-            return entries[-1] if entries and entries[-1].line_start > old_lines else None
+            return door.Added(entries[-1] if entries and entries[-1].line_start > old_lines
+                              else None, True)
 
         return await asyncio.to_thread(write)
 

@@ -359,12 +359,13 @@ async def test_a_full_disk_while_chatting_leaves_whole_transcript_lines(memory_f
     assert [r["content"] for r in records[::2]] == ["when does my insurance renew?", "coffee again"]
 
 
-def many_writes(count: int, kind: str = "long_term") -> tuple:
-    """One answer asking for `count` write_memory calls at once."""
+def many_writes(count: int, kind: str = "long_term", first: int = 0) -> tuple:
+    """One answer asking for `count` write_memory calls at once (facts numbered from
+    `first`: the same fact again would not be written twice)."""
     chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{
         "index": i, "id": f"w{i}", "type": "function", "function": {
             "name": "write_memory",
-            "arguments": json.dumps({"content": f"Fact number {i}", "kind": kind})}}]}}]}
+            "arguments": json.dumps({"content": f"Fact number {first + i}", "kind": kind})}}]}}]}
         for i in range(count)]
     return stream(*chunks)
 
@@ -373,7 +374,7 @@ async def test_a_model_writes_at_most_the_cap_in_one_turn(memory_files):
     from miniclaw.chat.tools import MAX_WRITES_PER_TURN
 
     script = [many_writes(MAX_WRITES_PER_TURN + 2), stream(*text_chunks("Done.")),
-              many_writes(1), stream(*text_chunks("Done."))]
+              many_writes(1, first=100), stream(*text_chunks("Done."))]
     with FakeModelServer(script) as server:
         async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
             await s.chat.handle("remember a lot")
