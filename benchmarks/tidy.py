@@ -15,8 +15,8 @@ Reported: pairwise precision and recall of the duplicate clusters (every pair in
 planted group is a true pair; a pair among the untouched turns counts against precision),
 the share of planted groups found whole; precision and recall of the conflict pairs; how
 many updates the clusters would have merged as duplicates (what `--apply` must not do);
-and the door check through the API (each planted copy added after the base: refused or
-written; each update and each unseen turn added: a refusal is a false alarm).
+and the door check through the API (`measure_door`: where the door looks, today's note and
+MEMORY.md).
 
 Speed: `report.build` on `--speed N` entries of LongMemEval's turns, then LoCoMo's (real
 text), median of three.
@@ -241,29 +241,40 @@ async def measure_tidy(folder: Path, truth: dict) -> dict:
 
 
 async def measure_door(folder: Path, truth: dict) -> dict:
-    """Add each planted copy again, each update, and unseen turns through the API, counting
-    what the door refused (an add that raises or writes nothing)."""
-    from miniclaw.errors import MiniclawError
+    """The add door through the API (`MemoryStore.add`), where it looks: today's note and
+    MEMORY.md. A fresh workspace's today gets each planted group's first text, each
+    update's old text and 200 other turns; then each planted copy is added (refused: a
+    catch), each update's new text and 200 unseen turns (refused: a false alarm); then the
+    same with long=True, the originals in MEMORY.md."""
     from miniclaw.memory import MemoryStore
 
-    async def refused(store, text: str) -> bool:
-        try:
-            return await store.add_daily_note(text) is None
-        except MiniclawError:
-            return True
-
+    now = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
     copies = [t for members in truth["groups"] for _, t, _ in members[1:]]
-    counts = {}
-    async with MemoryStore(folder, index_path=folder.parent / "index.sqlite3") as store:
-        for name, texts in (("copies", copies), ("updates", [n for _, (_, n) in truth["pairs"]]),
-                            ("unseen", [t for _, t in truth["unseen"]])):
-            counts[name] = sum([await refused(store, t) for t in texts]), len(texts)
-    caught, copies_n = counts["copies"]
-    false = counts["updates"][0] + counts["unseen"][0]
-    return {"copies refused (recall)": ratio(caught, copies_n),
+    first = [members[0][1] for members in truth["groups"]]
+    olds = [old for (_, old), _ in truth["pairs"]]
+    news = [new for _, (_, new) in truth["pairs"]]
+    others = [t for _, t, _, i in truth["entries"] if not i][:200]
+    unseen = [t for _, t in truth["unseen"]]
+    out = {}
+    for long in (False, True):
+        ws = folder.parent / f"door-{long}"
+        (ws / "memory").mkdir(parents=True)
+        async with MemoryStore(ws, index_path=folder.parent / f"door-{long}.sqlite3",
+                               now=lambda: now) as store:
+            for text in first + olds + others:
+                await store.add(text, long=long, force=True)
+            counts = {}
+            for name, texts in (("copies", copies), ("updates", news), ("unseen", unseen)):
+                refused = [not (await store.add(t, long=long)).written for t in texts]
+                counts[name] = (sum(refused), len(texts))
+        caught, total = counts["copies"]
+        false = counts["updates"][0] + counts["unseen"][0]
+        out["MEMORY.md" if long else "today's note"] = {
+            "copies refused (recall)": ratio(caught, total),
             "precision": ratio(caught, caught + false),
             "updates refused (should be 0)": ratio(*counts["updates"]),
             "unseen turns refused (should be 0)": ratio(*counts["unseen"])}
+    return out
 
 
 async def speed(longmemeval: Path, locomo: Path, n: int, runs: int = 3) -> dict:

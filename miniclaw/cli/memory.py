@@ -702,6 +702,8 @@ def _suggest(ctx, days, limit, apply, yes, json_out, style) -> None:
             typer.echo(f"Not added ({item.proposal.entry.ref}): {item.refused}", err=True)
         elif item.added and not json_out:
             typer.echo(f"Added to long-term memory: {item.added.ref}")
+        elif item.duplicate_of and not json_out:
+            typer.echo(f"Already remembered: {item.duplicate_of.ref}")
     if any(a.refused for a in done or ()):
         raise typer.Exit(1)
 

@@ -104,21 +104,25 @@ async def suggest(store, complete: Callable[[list[dict]], Awaitable[str]], *,
 
 
 class Added(NamedTuple):
-    """What `--suggest --apply` did with one proposal: the entry added, or why not."""
+    """What `--suggest --apply` did with one proposal: the entry added, the entry that
+    holds the fact already (the add door: nothing written), or why not."""
 
     proposal: Proposal
     added: Entry | None = None
     refused: str | None = None
+    duplicate_of: Entry | None = None
 
     def to_dict(self) -> dict:
         return {**self.proposal.to_dict(), "added": self.added.to_dict() if self.added else None,
-                **({"refused": self.refused} if self.refused else {})}
+                **({"refused": self.refused} if self.refused else {}),
+                **({"duplicate_of": self.duplicate_of.to_dict()} if self.duplicate_of else {})}
 
 
 async def add(store, found: list[Proposal],
               ask: Callable[[Proposal], str] | None = None) -> list[Added]:
     """Add each proposal `ask` accepts ("y"; "n" skips, "q" stops; no `ask`: all) to
-    MEMORY.md through the normal add path, with its note's category and tags."""
+    MEMORY.md through the normal add path (`MemoryStore.add`: its door refuses a fact
+    MEMORY.md holds already), with its note's category and tags."""
     from miniclaw.errors import MiniclawError
 
     done = []
@@ -130,10 +134,11 @@ async def add(store, found: list[Proposal],
             done.append(Added(proposal))
             continue
         try:
-            entry = await store.add_long_term(proposal.text, category=proposal.entry.category,
-                                              tags=proposal.entry.tags)
+            result = await store.add(proposal.text, long=True, category=proposal.entry.category,
+                                     tags=proposal.entry.tags)
         except MiniclawError as exc:
             done.append(Added(proposal, refused=str(exc)))
         else:
-            done.append(Added(proposal, entry))
+            done.append(Added(proposal, result.entry if result.written else None,
+                              duplicate_of=None if result.written else result.duplicate_of))
     return done

@@ -102,3 +102,17 @@ def test_no_server_configured_is_a_usage_error(notes):
     line = assert_usage_error(run(CliRunner(), notes, "memory", "tidy", "--suggest"))
     assert "model server" in line
     assert snapshot(notes) == before
+
+
+def test_a_proposal_memory_md_holds_already_is_not_added_again(notes):
+    """--suggest --apply goes through the add door: the coffee preference is in MEMORY.md."""
+    coffee = {"id": 2, "text": "Prefers dark roast coffee"}
+    before = snapshot(notes)
+    with FakeModelServer() as server:
+        server.default = answer({"proposals": [coffee]})
+        result = suggest(notes, server.url, "--apply", "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert "Already remembered: memory/MEMORY.md:6#" in result.stdout
+    memory = (notes / "memory/MEMORY.md").read_text()
+    assert memory.count("Prefers dark roast coffee") == 1
+    assert snapshot(notes) == before
