@@ -24,6 +24,9 @@ text), median of three.
 Run (from the repo root):
   .venv/bin/python benchmarks/tidy.py /work/shared/data/locomo/locomo-dev.json \
       --longmemeval /work/shared/data/longmemeval/longmemeval-dev.json --speed 10000
+  .venv/bin/python benchmarks/tidy.py /work/shared/data/locomo/locomo-dev.json \
+      --longmemeval /work/shared/data/longmemeval/longmemeval-dev.json --updates-only shown
+      (and --updates-only hidden, with feat/door's superseded marker)
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from itertools import combinations
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from miniclaw.entries.similar import fold  # noqa: E402
 from miniclaw.entries.writing import append_daily, daily_entry, insert_long_term, long_term_item  # noqa: E402
@@ -311,6 +315,67 @@ async def speed(longmemeval: Path, locomo: Path, n: int, runs: int = 3) -> dict:
             "conflicts": len(found.conflicts)}
 
 
+async def knowledge_updates(path: Path, hide: bool) -> dict:
+    """LongMemEval's knowledge-update questions: turn recall@5 of the newest evidence
+    session's turns (the current answer), and the share of questions whose top 5 holds an
+    older evidence session's evidence turn (a stale answer shown), bm25, all history.
+    `hide`: the older evidence turns are marked superseded by the newest session's first
+    evidence turn as the workspace is written (`add(..., supersedes=ref)`), and searches
+    leave them out."""
+    from miniclaw.memory import MemoryStore
+    from miniclaw.text import printable
+    from retrieval import Clock, scratch, turns_of
+
+    rows = []
+    for workspace in json.loads(path.read_text(encoding="utf-8")):
+        questions = [q for q in workspace["questions"] if q["type"] == "knowledge-update"]
+        if not questions:
+            continue
+        sessions = sorted(workspace["sessions"], key=lambda s: s["date"])
+        date = {s["id"]: s["date"] for s in sessions}
+        stale_of: dict[str, str] = {}  # an older evidence turn -> the newer turn superseding it
+        plans = []
+        for q in questions:
+            newest = max(q["evidence_sessions"], key=lambda s: date[s])
+            current = [t for t in q["evidence_turns"] if t.startswith(newest + ":")]
+            stale = [t for t in q["evidence_turns"] if not t.startswith(newest + ":")]
+            if current:
+                for t in stale:
+                    stale_of[t] = current[0]
+                plans.append((q, frozenset(current), frozenset(stale)))
+        with scratch("miniclaw-ku-") as (tmp, ws):
+            clock = Clock(datetime.fromisoformat(sessions[-1]["date"]).replace(tzinfo=timezone.utc))
+            async with MemoryStore(ws, now=clock) as store:
+                spans: dict[str, list] = {}
+                refs: dict[str, str] = {}
+                superseding = {new: [old for old, n in stale_of.items() if n == new]
+                               for new in set(stale_of.values())}
+                for session in sessions:
+                    when = datetime.fromisoformat(session["date"]).replace(tzinfo=timezone.utc)
+                    for i, turn in enumerate(session["turns"]):
+                        text = printable(f"{turn['speaker']}: {turn['text']}")
+                        extra = {}
+                        if hide and superseding.get(turn["id"]):
+                            extra["supersedes"] = [refs[o] for o in superseding[turn["id"]] if o in refs]
+                        added = await store.add(text, when=when + timedelta(seconds=i),
+                                                force=True, **extra)
+                        entry = added.entry
+                        spans.setdefault(entry.path, []).append(
+                            (entry.line_start, entry.line_end, turn["id"]))
+                        refs[turn["id"]] = entry.ref
+                for q, current, stale in plans:
+                    clock.current = datetime.fromisoformat(q["question_date"]).replace(tzinfo=timezone.utc)
+                    found = await store.search_memories(q["q"], limit=5, days=None, mode="bm25")
+                    top = set().union(*(turns_of(r, spans) for r in found)) if found else set()
+                    rows.append((len(top & current) / len(current), bool(top & stale), bool(stale)))
+    with_stale = [r for r in rows if r[2]]
+    return {"questions": len(rows),
+            "R@5 of the current evidence": round(statistics.mean(r[0] for r in rows), 4),
+            "questions with older evidence": len(with_stale),
+            "of those, top 5 holds older evidence": ratio(sum(r[1] for r in with_stale),
+                                                          len(with_stale))}
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("locomo", type=Path)
@@ -319,6 +384,8 @@ async def main() -> None:
     parser.add_argument("--updates", type=int, default=150)
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--speed", type=int, default=0, metavar="N")
+    parser.add_argument("--updates-only", choices=("shown", "hidden"),
+                        help="only LongMemEval's knowledge-update questions, superseded turns shown or hidden")
     args = parser.parse_args()
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -326,6 +393,10 @@ async def main() -> None:
         truth = seed(args.locomo, ws, args.groups, args.updates, random.Random(args.seed))
         out["tidy"] = await measure_tidy(ws, truth)
         out["door"] = await measure_door(ws, truth)
+    if args.longmemeval and args.updates_only is not None:
+        out = {"knowledge-update": await knowledge_updates(args.longmemeval, args.updates_only == "hidden")}
+        print(json.dumps(out, indent=2))
+        return
     if args.speed and args.longmemeval:
         out["speed"] = await speed(args.longmemeval, args.locomo, args.speed)
     print(json.dumps(out, indent=2))
