@@ -22,6 +22,11 @@ negations must agree) are what `is_same_fact` adds to a threshold; shown on and 
 
 Run (from the repo root):
   .venv/bin/python benchmarks/door.py [--data ../shared/data] [--limit 3000]
+
+`--speed N`: instead, the cost of the door on an add: a MEMORY.md of N entries (the same
+real texts, cycled), and adds of new facts (the worst case: no duplicate, every entry
+looked at) with the check (default) and without (`force=True`, the add as it was),
+alternated, N rounds each, medians and the ratio, for `--long` and for a daily note add.
 """
 
 from __future__ import annotations
@@ -243,7 +248,11 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=3000, help="texts used at most")
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--measures", default="trigram,words", help="comma-separated: trigram, words")
+    parser.add_argument("--speed", type=int, metavar="N", help="time adds on N entries instead")
+    parser.add_argument("--rounds", type=int, default=21)
     args = parser.parse_args()
+    if args.speed:
+        return speed(args)
     rng = random.Random(args.seed)
     groups = load_groups(args.data)
     texts = [t for g in groups.values() for t in g]
@@ -294,7 +303,53 @@ def main() -> None:
                 print(f"{threshold:9.2f}  {'on ' if guards else 'off'}     {precision:.4f}    "
                       f"{tp / len(pos):.4f}   {fp_hard:5d}/{len(hard):<5d}     {fp_upd:4d}/{len(upd):<4d}  "
                       f"{short_recall:.4f} of {len(short_pos)}, {short_fp}/{len(short_neg)}      {worst_s}")
+    kept = sum(similar.find_same(a, [b]) == 0 for _, a, b in pos)
+    said = sum(similar.is_same_fact(a, b) for _, a, b in pos)
+    print(f"\nfind_same (key-word prefilter, as the door runs it) finds {kept} of the {said} "
+          "positives is_same_fact finds")
     sys.stdout.flush()
+
+
+def speed(args) -> None:
+    import asyncio
+    import statistics
+    import tempfile
+    import time
+
+    from miniclaw.memory import MemoryStore
+
+    texts = [t for g in load_groups(args.data).values() for t in g if len(t) < 300 and "<" not in t]
+    random.Random(args.seed).shuffle(texts)
+    new_facts, texts = texts[: 4 * args.rounds], texts[4 * args.rounds :]  # never in the file
+    workspace = Path(tempfile.mkdtemp(prefix="door-speed-"))
+    (workspace / "memory").mkdir()
+    lines = ["# Memory", ""]
+    for n in range(args.speed):
+        if n % 100 == 0:
+            lines += ["", f"## 2025-{1 + n // 2800 % 12:02d}-{1 + n // 100 % 28:02d}"]
+        text = " ".join(texts[n % len(texts)].split())
+        lines.append(f"- {text} (entry {n}) (added at 2025-01-01T10:00:00Z)")
+    (workspace / "memory" / "MEMORY.md").write_text("\n".join(lines) + "\n")
+    size = (workspace / "memory" / "MEMORY.md").stat().st_size
+    print(f"MEMORY.md: {args.speed} entries, {size / 1e6:.1f} MB; {args.rounds} rounds")
+
+    async def run() -> None:
+        async with MemoryStore(workspace) as store:
+            for long in (True, False):
+                timed = {False: [], True: []}
+                for n in range(args.rounds):
+                    for force in ((False, True) if n % 2 else (True, False)):
+                        fact = new_facts.pop()
+                        start = time.perf_counter()
+                        added = await store.add(fact, long=long, force=force)
+                        timed[force].append(time.perf_counter() - start)
+                        assert added.written, (fact, added.duplicate_of)
+                check = statistics.median(timed[False]) * 1000
+                plain = statistics.median(timed[True]) * 1000
+                print(f"{'--long' if long else 'daily '}: with the door {check:7.2f} ms, "
+                      f"without (force) {plain:7.2f} ms, x{check / plain:.2f}")
+
+    asyncio.run(run())
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 
 from miniclaw.entries.tokenizer import fold as _case_fold
@@ -165,9 +166,8 @@ def _substitutes(a: str, b: str) -> bool:
     """Whether `b` puts a word of its own where `a` had another (Gina -> Jon, tea ->
     coffee, Monday -> Tuesday): another fact, however alike the rest. Words only added
     or only dropped, and typos, are not substitutions."""
-    only_a = set(a.split())
-    only_b = set(b.split())
-    only_a, only_b = only_a - only_b, only_b - only_a
+    words_a, words_b = Counter(a.split()), Counter(b.split())  # counted: "true ... true"
+    only_a, only_b = set(words_a - words_b), set(words_b - words_a)  # is not "true ... false"
     if not only_a or not only_b:
         return False
     joined_a, joined_b = a.replace(" ", ""), b.replace(" ", "")
@@ -197,18 +197,70 @@ def is_same_fact(a: str, b: str) -> bool:
 
 
 def _key_words(folded: str) -> list[str]:
-    """Up to three of the longest ASCII words of a folded text (4 letters or more): a near
+    """Up to three of the longest ASCII words of a folded text (4 letters or more, not
+    English stop words, which are everywhere): a near
     copy keeps all but one of them as written (`_enough`; measured: benchmarks/door.py)."""
-    words = sorted({w for w in folded.split() if len(w) >= 4 and w.isascii() and w.isalpha()},
-                   key=len, reverse=True)
+    from miniclaw.entries.tokenizer import STOP_WORDS_EN
+
+    words = sorted({w for w in folded.split() if len(w) >= 4 and w.isascii() and w.isalpha()
+                    and w not in STOP_WORDS_EN}, key=len, reverse=True)
     return words[:3]
+
+
+_LOOSE = str.maketrans("", "", "'’*_`~")
+
+
+def _loose(text: str) -> str:
+    """A text lowered as `fold` lowers it (case, accents, NFKC), without apostrophes and
+    emphasis marks, which `fold` takes out of words: where key words are looked for."""
+    low = text.lower()
+    for mark in "'’*_`~":  # `replace` is C over the text; `translate` a lookup a character
+        if mark in low:
+            low = low.replace(mark, "")
+    if low.isascii():
+        return low
+    for mark in "“”‘—–…\u00a0":  # the non-ASCII most English text holds: the rest ASCII
+        if mark in low:
+            low = low.replace(mark, " ")
+    if low.isascii():
+        return low
+    return "\n".join(line if line.isascii() else _case_fold(line).translate(_LOOSE)
+                     for line in low.split("\n"))
+
+
+_MAX_PLACES = 2000  # a key word found more often than this: the file is parsed
 
 
 def may_hold_same(text: str, haystack: str) -> bool:
     """False when no text in `haystack` (a whole file, say) can be the same fact as `text`:
-    none of its key words is there, in any case. A quick test before parsing a file."""
+    no stretch of it about as long as the text holds its key words (all but one, in any
+    case, across lines too). A quick test, in C but for the sweep, before parsing a file."""
     keys = _key_words(fold(text))
-    return not keys or _enough(keys, haystack.lower())
+    if not keys:
+        return True
+    low = _loose(haystack)
+    need = max(1, len(keys) - 1)
+    places: list[tuple[int, int]] = []
+    for number, key in enumerate(keys):
+        at = low.find(key)
+        while at >= 0:
+            places.append((at, number))
+            if len(places) > _MAX_PLACES * len(keys):
+                return True
+            at = low.find(key, at + 1)
+    if len({number for _, number in places}) < need:
+        return False
+    if need == 1:
+        return True
+    places.sort()
+    width = 2 * len(text) + 200  # a near copy is not much longer, Markdown and all
+    first = 0
+    for last, (at, _) in enumerate(places):
+        while places[first][0] < at - width:
+            first += 1
+        if len({number for _, number in places[first : last + 1]}) >= need:
+            return True
+    return False
 
 
 def _enough(keys: list[str], low: str) -> bool:
@@ -233,7 +285,7 @@ def find_same(text: str, others: Sequence[str]) -> int | None:
     grams = _grams(new)
     guards = None
     for i, other in enumerate(others):
-        if keys and other.isascii() and not _enough(keys, other.lower()):
+        if keys and other.isascii() and not _enough(keys, _loose(other)):
             continue
         folded = fold(other)
         if folded == new:

@@ -164,3 +164,46 @@ def test_a_dropped_or_mistyped_letter_is_a_typo_of_a_long_enough_word(word):
         dropped = word[:i] + word[i + 1 :]
         assert _typo_of(word, dropped) == (len(word) >= 4)
         assert _typo_of(dropped, word) == (len(word) >= 4)
+
+
+def test_a_file_holding_the_key_words_far_apart_cannot_hold_a_near_copy():
+    from miniclaw.entries.similar import may_hold_same
+
+    text = "Sam prefers jasmine tea over espresso"
+    near = "- sam prefers *jasmine* tea over\n  espresso (added at 2026-02-14T09:12:03Z)\n"
+    apart = "- jasmine grows fast\n" + "- filler line\n" * 40 + "- espresso machine broke\n"
+    assert may_hold_same(text, "# Memory\n" + near)
+    assert not may_hold_same(text, apart)
+    assert not may_hold_same(text, "")
+
+
+@given(st.text(max_size=60), st.text(max_size=200), st.text(max_size=200))
+def test_a_file_that_holds_the_same_fact_is_never_skipped(text, before, after):
+    from miniclaw.entries.similar import may_hold_same
+
+    assert may_hold_same(text, before + "\n- " + text.upper() + "\n" + after)
+
+
+def test_key_words_are_found_through_apostrophes_and_emphasis():
+    from miniclaw.entries.similar import find_same, may_hold_same
+
+    assert may_hold_same("Caroline's cat", "- **Caroline’s** cat\n")
+    assert find_same("Carolines cat", ["Sam's dog", "Caroline's cat"]) == 1
+    assert may_hold_same("jasmine", "- *jas*mine\n")
+
+
+@given(st.text(max_size=60), st.lists(st.text(max_size=60), max_size=5))
+def test_find_same_agrees_with_is_same_fact(text, others):
+    from miniclaw.entries.similar import find_same
+
+    found = find_same(text, others + [text])
+    if fold(text):
+        assert found is not None and is_same_fact(text, (others + [text])[found])
+    else:
+        assert found is None
+
+
+def test_a_word_swapped_for_one_the_text_holds_elsewhere_is_another_fact():
+    # found by benchmarks/door.py --speed: words compared as sets saw no substitution
+    assert not is_same_fact("A true fact number 0 is true about the boat",
+                            "A true fact number 0 is false about the boat")

@@ -247,3 +247,15 @@ async def test_a_tool_error_never_returns_private_text(memories):
             text = await refused(session, "search_memory", query="insurance", **arguments)
             assert SECRET not in text, arguments
         await call(session, "search_memory", query="insurance")  # the server goes on
+
+
+async def test_add_memory_of_a_known_fact_returns_its_citation(memories):
+    async with connect(memories) as session:
+        added = await call(session, "add_memory", content="Prefers window seats on trains",
+                           kind="long_term")
+        again = await call(session, "add_memory", content="prefers WINDOW seats on trains.",
+                           kind="long_term")
+    assert added["saved"] and not again["saved"]
+    assert again["already_remembered"] == added["entry"]["citation"]
+    assert again["writes_left"] == added["writes_left"]
+    assert (memories / "memory/MEMORY.md").read_text().count("window seats") == 1
