@@ -158,7 +158,7 @@ def _typo_of(a: str, b: str) -> bool:
         a[1:] == b[1:]  # changed
         or a[1:] == b  # dropped from b
         or a == b[1:]  # added to b
-        or (len(a) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:])  # swapped
+        or (len(a) >= 2 and len(b) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:])  # swapped
     )
 
 

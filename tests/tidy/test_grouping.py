@@ -76,3 +76,12 @@ def test_any_texts_group_without_error_and_each_index_once(texts):
     for p in pairs:
         assert p.first < p.second and not any(p.first in g.members and p.second in g.members
                                               for g in groups)
+
+
+def test_words_that_differ_after_a_shared_start_do_not_break_the_comparison():
+    """Found by benchmarks/tidy.py on LongMemEval's turns: two words sharing all but their
+    last two and one letters (`abcxy`, `abcz`) made the typo check index past a word."""
+    texts = ["We went to the lake cabin on the weekend with abcxy friends",
+             "We went to the lake cabin on the weekend with abcz friends"]
+    groups, pairs = group(texts)
+    assert groups == [] and len(pairs) == 1
