@@ -159,6 +159,9 @@ SEARCH = ToolSpec(
                                 "the embedding model is installed, else bm25; the result's "
                                 "mode says which ran), bm25 (words), hybrid (words and "
                                 "meaning), vector (meaning) or keyword (word counts)."},
+        "all_versions": {"type": "boolean", "default": False,
+                         "description": "Also return memories superseded by a newer fact; "
+                                        "each has meta.superseded_by (and its text)."},
     }, ["query"]),
     {"type": "object", "properties": {
         "query": _STR, "mode": _STR,
@@ -198,6 +201,10 @@ ADD = ToolSpec(
         "category": {**_CATEGORY,
                      "description": "One category, e.g. preference, decision, person."},
         "tags": {**_TAGS, "description": "Tags: letters, digits, '-' and '_'."},
+        "supersedes": {"type": "string", "minLength": 3, "maxLength": 300,
+                       "description": "The ref (path:line#mark) of the memory this one "
+                                      "replaces (a fact that changed): it stays in the file, "
+                                      "marked superseded, and searches no longer return it."},
     }, ["content"]),
     {"type": "object", "properties": {
         "saved": {"type": "boolean", "description": "false: the fact was remembered already"},
@@ -208,6 +215,8 @@ ADD = ToolSpec(
         "already_remembered": {"type": "string",
                                "description": "only when not saved: the citation of the "
                                               "entry that holds the fact"},
+        "superseded": {"type": "object", "description": "only with supersedes: the entry "
+                                                        "marked superseded"},
         "writes_left": {"type": "integer", "description": "writes this session may still make"},
     }, "required": ["saved", "private", "entry", "writes_left"]},
     writes=True,
@@ -421,17 +430,22 @@ class MemoryTools:
         self.writes.spend()
         try:
             added = await self.store.add(args["content"], long=args["kind"] == "long_term",
-                                         category=args["category"], tags=args["tags"] or ())
+                                         category=args["category"], tags=args["tags"] or (),
+                                         supersedes=args["supersedes"])
         except MiniclawError:
             self.writes.refund()
             raise
         entry = added.entry
+        superseded = ({"superseded": added.superseded.to_dict()}
+                      if added.superseded is not None else {})
         if not added.written:  # nothing written: the write is not counted
             self.writes.refund()
             return {"saved": False, "private": False, "entry": entry.to_dict(),
-                    "already_remembered": entry.citation, "writes_left": self.writes.left}
+                    "already_remembered": entry.citation, **superseded,
+                    "writes_left": self.writes.left}
         return {"saved": True, "private": entry is None,
-                "entry": entry.to_dict() if entry else None, "writes_left": self.writes.left}
+                "entry": entry.to_dict() if entry else None, **superseded,
+                "writes_left": self.writes.left}
 
     async def _forget(self, args: dict) -> dict:
         from miniclaw.store import forget

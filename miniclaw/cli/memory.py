@@ -51,6 +51,7 @@ def add(
     category: Annotated[str | None, typer.Option("--category", "-c", metavar="NAME", help="One category, e.g. decision, preference.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag; repeat for more.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Write it even when the same fact is remembered already.")] = False,
+    supersedes: Annotated[str | None, typer.Option("--supersedes", metavar="CITATION", help="The memory this fact replaces, as search cites it (memory/MEMORY.md:12#3fa9c2): kept in its file, marked superseded, hidden from searches (--all-versions shows it).", show_default=False)] = None,
     output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -63,6 +64,7 @@ def add(
     \b
     Examples:
       miniclaw memory add "Prefers dark roast coffee" --long --category preference
+      miniclaw memory add "Prefers green tea" --long --supersedes memory/MEMORY.md:4
       git log -1 --format=%B | miniclaw memory add -
     """
     json_out = output_format(output, json_out) == "json"
@@ -75,7 +77,7 @@ def add(
     async def work():
         async with _store(ctx) as store:
             return await store.add(text, long=long, category=category, tags=tag or (),
-                                   force=force)
+                                   force=force, supersedes=supersedes)
 
     added = run(work())
     entry = added.entry
@@ -90,6 +92,9 @@ def add(
     else:
         where = "long-term memory" if long else "today's daily note"
         typer.echo(f"Added to {where}: {entry.ref}")
+    if added.superseded is not None and not json_out:
+        typer.echo(f"Superseded: {added.superseded.citation} (kept in the file, marked; "
+                   "searches show it with --all-versions)")
 
 
 def _text_or_stdin(text: str | None) -> str:
@@ -215,6 +220,7 @@ def rank(
     explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
     correct: Annotated[bool, typer.Option("--correct/--no-correct", help="Replace a misspelt word that matches nothing by the closest indexed spelling.")] = True,
     phrase: Annotated[bool, typer.Option("--phrase", help="Read the whole query as one phrase, no operators (as ConKeeper's memory-search.sh does).")] = False,
+    all_versions: Annotated[bool, typer.Option("--all-versions", help="Include memories superseded by a newer fact (memory add --supersedes); each says by what.")] = False,
 ) -> None:
     """Search memories and print the best matches, best first.
 
@@ -245,7 +251,7 @@ def rank(
                 store.today(), names=_FLAGS, limit=limit, days=window, since=since,
                 until=until, category=category, tags=tag, sources=source, mode=mode,
                 require=require, exclude=exclude, explain=explain, correct=correct,
-                meta=_meta_pairs(meta), phrase=phrase)
+                meta=_meta_pairs(meta), phrase=phrase, all_versions=all_versions)
             found = await store.search(query, options)
             return found, _shape_data(form, store, found, options)
 

@@ -142,6 +142,8 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
                      + printable(f" {day} ({label})"))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
         lines.append("   " + style(hit.ref, "dim"))  # with its mark: what forget/edit take
+        if hit.meta.get("superseded_by"):  # shown with --all-versions: said, and by what
+            lines.append("   " + style(printable(superseded_line(hit.meta)), "yellow"))
         if hit.explanation:
             lines.append("   " + style(f"why: {_explanation(hit)}", "dim"))
         lines.append("")
@@ -150,6 +152,16 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
     if older:
         lines.append(older)
     return "\n".join(lines)
+
+
+def superseded_line(meta) -> str:
+    """`superseded by memory/MEMORY.md:9#3fa9c2 on 2026-11-29: "Sam moved to Bergen"`."""
+    line = f"superseded by {meta['superseded_by']}"
+    if meta.get("superseded_on"):
+        line += f" on {meta['superseded_on']}"
+    if meta.get("superseded_by_text"):
+        line += f': "{" ".join(str(meta["superseded_by_text"]).split())}"'
+    return line
 
 
 def search_markdown(found) -> str:

@@ -207,25 +207,36 @@ class MemoryStore:
 
     async def add(self, text: str, *, long: bool = False, when: datetime | None = None,
                   category: str | None = None, tags: Sequence[str] = (),
-                  force: bool = False) -> Added:
+                  force: bool = False, supersedes: str | None = None) -> Added:
         """Add a memory to today's daily note (or `when`'s), or with `long` to MEMORY.md,
         unless the same fact is there already (`store/door.py`): then nothing is written
-        and the answer names the entry that holds it. `force` writes it anyway."""
+        and the answer names the entry that holds it. `force` writes it anyway.
+        `supersedes`: the citation of the entry this fact replaces, marked superseded in its
+        file (kept, hidden from searches; `door.mark_superseded`)."""
+        if long and when is not None:
+            raise UsageError("a long-term memory is added now: `when` is for daily notes")
+        old = None
+        if supersedes is not None:
+            from miniclaw.store import door
+
+            self._clean(text, category, tags)  # bad text is refused before the citation
+            old = await door.superseded_target(self, supersedes)
+            door.check_not_itself(old, door.check_text(text))
         if long:
-            if when is not None:
-                raise UsageError("a long-term memory is added now: `when` is for daily notes")
-            return await self._add_long_term(text, category, tags, force)
-        return await self._add_daily_note(text, when, category, tags, force)
+            return await self._add_long_term(text, category, tags, force, old)
+        return await self._add_daily_note(text, when, category, tags, force, old)
 
     async def add_long_term(self, text: str, *, category: str | None = None,
-                            tags: Sequence[str] = (), force: bool = False) -> Entry | None:
+                            tags: Sequence[str] = (), force: bool = False,
+                            supersedes: str | None = None) -> Entry | None:
         """Add an entry to MEMORY.md under today's header; returns it as the reader sees it
         (None when all of its text was private), or the entry that holds the same fact
         already, writing nothing (`add` tells the two apart; `force` writes anyway)."""
-        return (await self._add_long_term(text, category, tags, force)).entry
+        return (await self.add(text, long=True, category=category, tags=tags, force=force,
+                               supersedes=supersedes)).entry
 
     async def _add_long_term(self, text: str, category: str | None, tags: Sequence[str],
-                             force: bool) -> Added:
+                             force: bool, old: Entry | None = None) -> Added:
         from miniclaw.entries.parsing import parse_long_term, split_lines
         from miniclaw.entries.privacy import open_at_end
         from miniclaw.entries.writing import insert_long_term, long_term_item
@@ -244,7 +255,7 @@ class MemoryStore:
             files.check_appendable(raw, rel)
             if checked:
                 found = door.same_in(checked, files.decode(raw, rel)[0],
-                                     lambda text: parse_long_term(text, rel))
+                                     lambda text: parse_long_term(text, rel), old)
                 if found is not None:
                     raise door.Found(found)
             new, line = insert_long_term(raw, now.date(), lines)
@@ -263,7 +274,7 @@ class MemoryStore:
                 try:
                     files.rewrite_bytes(path, self.workspace, rel, make)
                 except door.Found as found:
-                    return door.Added(found.entry, False, found.entry)
+                    return door.superseded_by_known(self, found.entry, old)
                 text_after, line = written[0]
                 entries = parse_long_term(text_after, rel)
                 # Inserted above other entries (today's section is not the last): they
@@ -275,20 +286,26 @@ class MemoryStore:
                     from miniclaw.store.forget import note_shifted
 
                     note_shifted(self, below)
-            return door.Added(next((e for e in entries if e.line_start == line), None), True)
+                new = next((e for e in entries if e.line_start == line), None)
+                if old is not None and new is not None:
+                    shift = len(lines) if old.path == rel and old.line_start >= line else 0
+                    was, new = door.mark_superseded(self, old, new, shift)
+                    return door.Added(new, True, superseded=was)
+            return door.Added(new, True)
 
         return await asyncio.to_thread(write)
 
     async def add_daily_note(self, text: str, *, when: datetime | None = None,
                              category: str | None = None, tags: Sequence[str] = (),
-                             force: bool = False) -> Entry | None:
+                             force: bool = False, supersedes: str | None = None) -> Entry | None:
         """Append an entry to the daily note of `when` (default now; naive means UTC), on
         its day in the workspace's zone; or, when that note or MEMORY.md holds the same
         fact already, return its entry, writing nothing (`force` writes anyway)."""
-        return (await self._add_daily_note(text, when, category, tags, force)).entry
+        return (await self.add(text, when=when, category=category, tags=tags, force=force,
+                               supersedes=supersedes)).entry
 
     async def _add_daily_note(self, text: str, when: datetime | None, category: str | None,
-                              tags: Sequence[str], force: bool) -> Added:
+                              tags: Sequence[str], force: bool, old: Entry | None = None) -> Added:
         from miniclaw.entries.parsing import parse_daily_note, parse_long_term, split_lines
         from miniclaw.entries.privacy import open_at_end
         from miniclaw.entries.writing import append_daily, daily_entry
@@ -314,7 +331,7 @@ class MemoryStore:
                     "the closing private tag so new notes stay visible", path=rel)
             if checked:
                 found = door.same_in(checked, existing,
-                                     lambda text: parse_daily_note(text, rel, day))
+                                     lambda text: parse_daily_note(text, rel, day), old)
                 if found is not None:
                     raise door.Found(found)
             written.append((current, append_daily(current, day, lines)))
@@ -329,23 +346,26 @@ class MemoryStore:
             text, warning = files.decode(raw, long_rel)
             if warning:
                 return None
-            return door.same_in(checked, text, lambda text: parse_long_term(text, long_rel))
+            return door.same_in(checked, text, lambda text: parse_long_term(text, long_rel), old)
 
         def write() -> door.Added:
             files.ensure_dir(self.memory_dir)
             with files.locked(self.memory_dir):
                 found = known() if checked else None
                 if found is not None:
-                    return door.Added(found, False, found)
+                    return door.superseded_by_known(self, found, old)
                 try:
                     files.append_bytes(path, self.workspace, rel, make)
                 except door.Found as found:
-                    return door.Added(found.entry, False, found.entry)
-            before, appended = written[0]
-            old_lines = before.count(b"\n") + 1
-            entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
-            return door.Added(entries[-1] if entries and entries[-1].line_start > old_lines
-                              else None, True)
+                    return door.superseded_by_known(self, found.entry, old)
+                before, appended = written[0]
+                old_lines = before.count(b"\n") + 1
+                entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
+                new = entries[-1] if entries and entries[-1].line_start > old_lines else None
+                if old is not None and new is not None:
+                    was, new = door.mark_superseded(self, old, new)
+                    return door.Added(new, True, superseded=was)
+            return door.Added(new, True)
 
         return await asyncio.to_thread(write)
 
@@ -489,6 +509,10 @@ class MemoryStore:
         ranker.filters(options)  # bad options are usage errors, before the disk is touched
         self.require_workspace()
         found = await ranker.search(query, options)
+        if options.all_versions and any(hit.meta.get("superseded_by") for hit in found.results):
+            from miniclaw.store.door import with_successors
+
+            found = await with_successors(self, found)
         self.showing(found.results)
         return found
 

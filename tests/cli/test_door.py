@@ -54,3 +54,55 @@ def test_private_text_is_not_in_the_answer(runner: CliRunner, workspace: Path):
                 "--long", "--json")
     assert json.loads(again.stdout)["written"] is False
     assert "4471" not in again.stdout + again.stderr and "9999" not in again.stdout
+
+
+# -- --supersedes and --all-versions -------------------------------------------------------------
+
+
+def test_supersedes_marks_search_hides_and_all_versions_explains(runner: CliRunner,
+                                                                 workspace: Path):
+    first = json.loads(run(runner, workspace, "memory", "add", "Sam lives in Oslo", "--long",
+                           "--json").stdout)["added"]
+    added = run(runner, workspace, "memory", "add", "Sam moved to Bergen", "--long",
+                "--supersedes", first["ref"])
+    assert added.exit_code == 0, added.stderr
+    assert added.stdout.splitlines()[1] == (
+        "Superseded: memory/MEMORY.md:4 (kept in the file, marked; searches show it with "
+        "--all-versions)")
+    hidden = run(runner, workspace, "search", "Sam", "--all")
+    assert "Bergen" in hidden.stdout and "Oslo" not in hidden.stdout
+    shown = run(runner, workspace, "search", "Sam", "--all", "--all-versions")
+    assert "Oslo" in shown.stdout
+    assert 'superseded by memory/MEMORY.md:6#' in shown.stdout
+    assert ': "Sam moved to Bergen"' in shown.stdout
+    data = json.loads(run(runner, workspace, "search", "Sam", "--all", "--all-versions",
+                          "--json").stdout)
+    old = next(r for r in data["results"] if "Oslo" in r["content"])
+    assert old["meta"]["superseded_by"].startswith("memory/MEMORY.md:6#")
+    assert old["meta"]["superseded_by_text"] == "Sam moved to Bergen"
+
+
+def test_supersedes_json_names_the_superseded_entry(runner: CliRunner, workspace: Path):
+    run(runner, workspace, "memory", "add", "Atlas ships in May", "--long")
+    data = json.loads(run(runner, workspace, "memory", "add", "Atlas slipped to June",
+                          "--supersedes", "memory/MEMORY.md:4", "--json").stdout)
+    assert data["written"] is True and data["superseded"]["content"] == "Atlas ships in May"
+
+
+def test_bad_supersedes_is_one_line_exit_2_and_nothing_written(runner: CliRunner,
+                                                               workspace: Path):
+    from tests.cli.test_cli import assert_usage_error
+
+    run(runner, workspace, "memory", "add", "Atlas ships in May", "--long")
+    before = snapshot(workspace)
+    for citation in ("memory/MEMORY.md:99", "memory/nowhere.md:1", "garbage"):
+        line = assert_usage_error(run(runner, workspace, "memory", "add", "Atlas slipped",
+                                      "--supersedes", citation))
+        assert "supersede" in line or "citation" in line or "memory file" in line
+    run(runner, workspace, "memory", "add", "Atlas slipped to June", "--supersedes",
+        "memory/MEMORY.md:4")
+    before = snapshot(workspace)
+    assert "superseded already" in assert_usage_error(run(
+        runner, workspace, "memory", "add", "Atlas slipped to July", "--supersedes",
+        "memory/MEMORY.md:4"))
+    assert snapshot(workspace) == before
