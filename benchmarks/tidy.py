@@ -348,17 +348,20 @@ async def knowledge_updates(path: Path, hide: bool) -> dict:
             async with MemoryStore(ws, now=clock) as store:
                 spans: dict[str, list] = {}
                 refs: dict[str, str] = {}
+                marked: list = []
                 superseding = {new: [old for old, n in stale_of.items() if n == new]
                                for new in set(stale_of.values())}
                 for session in sessions:
                     when = datetime.fromisoformat(session["date"]).replace(tzinfo=timezone.utc)
                     for i, turn in enumerate(session["turns"]):
                         text = printable(f"{turn['speaker']}: {turn['text']}")
-                        extra = {}
-                        if hide and superseding.get(turn["id"]):
-                            extra["supersedes"] = [refs[o] for o in superseding[turn["id"]] if o in refs]
-                        added = await store.add(text, when=when + timedelta(seconds=i),
-                                                force=True, **extra)
+                        olds = [refs[o] for o in superseding.get(turn["id"], ()) if o in refs]
+                        added = await store.add(text, when=when + timedelta(seconds=i), force=True,
+                                                supersedes=olds[0] if hide and olds else None)
+                        for old in olds[1:] if hide else ():  # one mark per add: the rest
+                            marked.append(await store.add(  # by the same text again
+                                text, when=when + timedelta(seconds=i), force=True,
+                                supersedes=old))
                         entry = added.entry
                         spans.setdefault(entry.path, []).append(
                             (entry.line_start, entry.line_end, turn["id"]))

@@ -59,7 +59,8 @@ def when(entry: Entry) -> tuple:
 
 async def entries_in_scope(store, days: int | None) -> tuple[list[Entry], int]:
     """MEMORY.md's entries and those of the daily notes of the last `days` days (all
-    when None); and how many files held any."""
+    when None), but those marked superseded (`@superseded-by`: settled already, hidden
+    from searches); and how many files held any."""
     from miniclaw.search.options import check_days
     from miniclaw.sources.base import DailyNoteSource, listing
 
@@ -70,6 +71,7 @@ async def entries_in_scope(store, days: int | None) -> tuple[list[Entry], int]:
     first = store.today() - timedelta(days=days - 1) if days is not None else None
     wanted = sorted(f.day for f in notes if f.day and (first is None or f.day >= first))
     found = await asyncio.gather(store.read_long_term(), *(store.read_day(d) for d in wanted))
+    found = [[e for e in part if not e.meta.get("superseded_by")] for part in found]
     return [e for part in found for e in part], sum(1 for part in found if part)
 
 

@@ -149,3 +149,15 @@ def test_a_cluster_with_a_private_part_is_refused_and_the_part_kept(planted):
     assert result.exit_code == 1
     assert "holds a private part" in result.stderr and "Tom" not in result.stderr + result.stdout
     assert snapshot(planted) == before
+
+
+def test_an_entry_already_superseded_takes_no_part(planted):
+    """After `memory add --supersedes`, the old fact is settled: no pair, no cluster."""
+    result = run(CliRunner(), planted, "memory", "add", "Sam's rent is 1400 dollars a month",
+                 "--long", "--supersedes", "memory/MEMORY.md:4")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(tidy(planted, "--json").stdout)
+    olds = [c["older"]["content"] for c in report["conflicts"]]
+    assert "Sam's rent is 1200 dollars a month" not in olds
+    assert not any("1200" in e["content"] for c in report["duplicates"] for e in c["entries"])
+    assert report["scope"]["entries"] == 8  # 8 as before: one added, one superseded
