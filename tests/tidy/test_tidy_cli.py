@@ -161,3 +161,12 @@ def test_an_entry_already_superseded_takes_no_part(planted):
     assert "Sam's rent is 1200 dollars a month" not in olds
     assert not any("1200" in e["content"] for c in report["duplicates"] for e in c["entries"])
     assert report["scope"]["entries"] == 8  # 8 as before: one added, one superseded
+
+
+def test_a_fifo_named_like_a_note_is_skipped_not_waited_on(planted):
+    import os
+
+    os.mkfifo(planted / "memory/2026-11-25.md")
+    result = tidy(planted, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert len(json.loads(result.stdout)["duplicates"]) == 2
