@@ -142,53 +142,62 @@ async def merge(store, cluster: Cluster) -> Entry:
     if len(cluster.entries) < 2:
         raise UsageError("a cluster to merge needs two entries or more")
     long_term = store._relative(store.long_term_path)
-    keeper = keeper_of(cluster, long_term)
-    earliest = min(cluster.entries, key=when)
-    text, category, tags = merged_fields(cluster, keeper)
-    stamp = _stamp(store, earliest)
-    home = keeper.path
     by_path: dict[str, list[Entry]] = defaultdict(list)
     for entry in cluster.entries:
         by_path[entry.path].append(entry)
-    order = [home] + sorted(p for p in by_path if p != home)  # the merged entry first
-    if home == long_term:
-        lines = long_term_item(text, stamp, category, tags)
-    else:
-        lines = daily_entry(text, stamp, category, tags)[2:]  # the heading stays
     shifted: list[Entry] = []
 
-    def new_bytes(path: str, raw: bytes) -> bytes:
-        here = _located(store, path, raw, by_path[path])
-        _refuse_private(raw, path, here)
-        if path != home:
-            from miniclaw.store.forget import without
+    def plan(now: Cluster):
+        """(the file receiving the merged entry, its lines, its fields, the keeper) for
+        the cluster as the files hold it now (an earlier merge may have moved it)."""
+        keeper = keeper_of(now, long_term)
+        earliest = min(now.entries, key=when)
+        text, category, tags = merged_fields(now, keeper)
+        stamp = _stamp(store, earliest)
+        if keeper.path == long_term:
+            lines = long_term_item(text, stamp, category, tags)
+        else:
+            lines = daily_entry(text, stamp, category, tags)[2:]  # the heading stays
+        return keeper, lines, (text, category, tags), stamp
 
+    def new_bytes(path: str, raw: bytes, here: list[Entry], keeper: Entry, lines: list[str],
+                  stamp: datetime) -> bytes:
+        from miniclaw.store.forget import without
+
+        if path != keeper.path:
             return without(store, path, raw, here, shifted)
-        if home == long_term:
+        if path == long_term:
             return _into_long_term(store, path, raw, here, lines, stamp.date(), shifted)
         kept = next(e for e in here if _key(e) == _key(keeper))
         return _in_place(store, path, raw, here, kept, lines, shifted)
 
     def write() -> Entry:
         with files.locked(store.memory_dir):
-            planned = {}
-            for path in order:  # every file checked before any is written
+            read, found = {}, []
+            for path in by_path:  # every file checked before any is written
                 raw = files.read_bytes(store.workspace / path, store.workspace, path) or b""
-                planned[path] = (raw, new_bytes(path, raw))
-            made = [e for e in entries_of(store, home, planned[home][1])
-                    if (e.text, e.category, e.tags) == (text, category, tags)]
-            if len(made) != 1 or made[0].date != (earliest.date or made[0].date):
-                raise MemoryFileError(f"{home} would not read the merged entry back as "
-                                      "written; nothing was merged")
+                here = _located(store, path, raw, by_path[path])
+                _refuse_private(raw, path, here)
+                read[path] = (raw, here)
+                found += here
+            keeper, lines, fields, stamp = plan(Cluster(tuple(sorted(found, key=when)),
+                                                        cluster.score))
+            order = [keeper.path] + sorted(p for p in by_path if p != keeper.path)
+            planned = {path: new_bytes(path, *read[path], keeper, lines, stamp) for path in order}
+            made = [e for e in entries_of(store, keeper.path, planned[keeper.path])
+                    if (e.text, e.category, e.tags) == fields]
+            if len(made) != 1 or made[0].date != stamp.date():
+                raise MemoryFileError(f"{keeper.path} would not read the merged entry back "
+                                      "as written; nothing was merged")
             shifted.clear()
-            for path in order:
-                raw, _ = planned[path]
+            for path in order:  # the file receiving the merged entry first
+                raw, here = read[path]
 
-                def make(current: bytes, path=path, raw=raw) -> bytes:
+                def make(current: bytes, path=path, raw=raw, here=here) -> bytes:
                     if current != raw:
                         raise UsageError(f"{path} changed while merging: run memory tidy "
                                          "again; nothing more was merged")
-                    return new_bytes(path, current)
+                    return new_bytes(path, current, here, keeper, lines, stamp)
 
                 files.rewrite_bytes(store.workspace / path, store.workspace, path, make)
         note_shifted(store, shifted)

@@ -73,7 +73,8 @@ def test_apply_merges_each_cluster_keeping_the_earliest_date_every_tag_and_categ
     late = parse_daily_note((planted / "memory/2026-11-20.md").read_text(), "x", None)
     alex = [e for e in early + late if "Alex" in e.text]
     assert len(alex) == 1 and alex[0].tags == ("friends",) and alex[0].time == "09:00:00"
-    assert alex[0].text.endswith("~ merged from memory/2026-11-20.md:18")
+    # where the copy was when it was merged: the first merge had moved it up from line 18
+    assert alex[0].text.endswith("~ merged from memory/2026-11-20.md:11")
     assert "Sam's rent is 1350" in (planted / "memory/2026-11-20.md").read_text()
     assert "coffee" in (planted / "memory/2026-11-21.md").read_text()  # the private file stays
     again = json.loads(tidy(planted, "--json").stdout)
