@@ -214,6 +214,8 @@ def entries_text(title: str, entries: list[Entry], style: Style, zone: str = "UT
         head = f"- {stamp + ' ' if stamp else ''}" + style("(" + ", ".join(meta) + ")", "dim")
         lines.append(head)
         lines.append(_indent(printable(entry.text), "    "))
+        if entry.meta.get("superseded_by"):  # `memory read` shows every version, marked
+            lines.append("    " + style(printable(superseded_line(entry.meta)), "yellow"))
     return "\n".join(lines)
 
 

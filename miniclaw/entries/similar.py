@@ -21,6 +21,11 @@ Pure text, no I/O, so the store (adding) and a tidy pass (consolidating) judge a
   `similarity` itself ignores these rules, so a tidy pass can still see such pairs as
   close.
 
+For many comparisons: `similarity_of_folds` and `same_fact_folds` take texts folded once;
+`find_same(text, others)` finds the first of many that is the same fact (folding another
+only when it holds the text's key words); `may_hold_same(text, file_text)` says whether a
+whole file can hold it at all, before it is parsed.
+
 Callers pass text without its private parts (`privacy.visible_text`): nothing private
 ever takes part in a comparison.
 """

@@ -64,11 +64,23 @@ def same_in(text: str, raw_text: str, parse: Callable[[str], list[Entry]],
     removed) that holds the same fact as `text` (already `check_text`), or None. The file is
     parsed only when it may hold one (`similar.may_hold_same`: its key words are there).
     `replacing`: the entry the text supersedes, which it may well be a near copy of."""
+    if not may_hold(text, raw_text):
+        return None
+    return same_among(text, parse(raw_text), replacing)
+
+
+def may_hold(text: str, raw_text: str) -> bool:
+    """Whether a file's text may hold the fact at all (`similar.may_hold_same`); a quick
+    test before parsing it or comparing its entries."""
     from miniclaw.entries import similar
 
-    if not text or not raw_text or not similar.may_hold_same(text, raw_text):
-        return None
-    entries = parse(raw_text)
+    return bool(text and raw_text) and similar.may_hold_same(text, raw_text)
+
+
+def same_among(text: str, entries: list[Entry], replacing: Entry | None = None) -> Entry | None:
+    """The first of `entries` (private parts removed) that holds the fact, or None."""
+    from miniclaw.entries import similar
+
     if replacing is not None:
         entries = [e for e in entries if (e.path, e.text) != (replacing.path, replacing.text)]
     found = similar.find_same(text, [entry.text for entry in entries])

@@ -249,15 +249,10 @@ class MemoryStore:
         path, rel = self.long_term_path, self._relative(self.long_term_path)
         checked = "" if force else door.check_text(body)
 
-        written: list[tuple[str, int]] = []  # (the file's new text, the item's first line)
+        written: list[tuple[list[Entry], int]] = []  # (the file's entries after, the item's line)
 
         def make(raw: bytes) -> bytes:
             files.check_appendable(raw, rel)
-            if checked:
-                found = door.same_in(checked, files.decode(raw, rel)[0],
-                                     lambda text: parse_long_term(text, rel), old)
-                if found is not None:
-                    raise door.Found(found)
             new, line = insert_long_term(raw, now.date(), lines)
             text_after, _ = files.decode(new, rel)
             before = split_lines(text_after)[: line - 1]
@@ -265,7 +260,18 @@ class MemoryStore:
                 raise files.MemoryFileError(
                     f"{rel} has a private block that is never closed before line {line}; "
                     "close it with the closing private tag so new memories stay visible", path=rel)
-            written.append((text_after, line))
+            # One parse of the file as it will be, for the door and for the answer: the
+            # entries but the new one are the file's as it is, those below it one item down.
+            entries = parse_long_term(text_after, rel)
+            if checked and door.may_hold(checked, files.decode(raw, rel)[0]):
+                down = len(lines)
+                known = [e if e.line_start < line else
+                         e._replace(line_start=e.line_start - down, line_end=e.line_end - down)
+                         for e in entries if e.line_start != line]
+                found = door.same_among(checked, known, old)
+                if found is not None:
+                    raise door.Found(found)
+            written.append((entries, line))
             return new
 
         def write() -> Added:
@@ -275,8 +281,7 @@ class MemoryStore:
                     files.rewrite_bytes(path, self.workspace, rel, make)
                 except door.Found as found:
                     return door.superseded_by_known(self, found.entry, old)
-                text_after, line = written[0]
-                entries = parse_long_term(text_after, rel)
+                entries, line = written[0]
                 # Inserted above other entries (today's section is not the last): they
                 # moved down, and a bare citation of their old lines must not name the new one.
                 below = [e._replace(line_start=e.line_start - len(lines),

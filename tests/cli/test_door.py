@@ -106,3 +106,13 @@ def test_bad_supersedes_is_one_line_exit_2_and_nothing_written(runner: CliRunner
         runner, workspace, "memory", "add", "Atlas slipped to July", "--supersedes",
         "memory/MEMORY.md:4"))
     assert snapshot(workspace) == before
+
+
+def test_memory_read_shows_a_superseded_fact_marked(runner: CliRunner, workspace: Path):
+    run(runner, workspace, "memory", "add", "Atlas ships in May", "--long")
+    run(runner, workspace, "memory", "add", "Atlas slipped to June", "--long", "--supersedes",
+        "memory/MEMORY.md:4")
+    out = run(runner, workspace, "memory", "read", "--long").stdout
+    assert "Atlas ships in May\n    superseded by memory/MEMORY.md:6#" in out
+    data = json.loads(run(runner, workspace, "memory", "read", "--long", "--json").stdout)
+    assert data["entries"][0]["meta"]["superseded_by"].startswith("memory/MEMORY.md:6#")

@@ -155,3 +155,13 @@ def test_any_annotation_line_parses_or_is_text_never_an_error(value):
 def test_a_file_with_markers_anywhere_parses(text):
     for entry in parse_long_term("# Memory\n\n## 2026-02-01\n" + text.replace("@", "<!-- @superseded-by: m.md:1#abcdef -->"), "x"):
         assert set(entry.meta) <= {"superseded_by", "superseded_on"}
+
+
+async def test_the_prompt_leaves_a_superseded_note_out(store, workspace):
+    from miniclaw.context import ContextBuilder
+
+    old = (await store.add("Lunch with Dana at noon")).entry
+    await store.add("Lunch with Dana moved to 1pm", supersedes=old.ref)
+    built = await ContextBuilder(store).build("when is lunch with Dana?", budget_tokens=2000)
+    prompt = built.render()
+    assert "moved to 1pm" in prompt and "at noon" not in prompt
