@@ -345,7 +345,11 @@ class MemoryStore:
         def known() -> Entry | None:
             """The entry of MEMORY.md holding the fact (a file that cannot be read as
             text is not searched for it: the add is not refused for it)."""
-            raw = files.read_bytes(self.long_term_path, self.workspace, long_rel)
+            try:
+                raw = files.read_bytes(self.long_term_path, self.workspace, long_rel)
+            except (files.MemoryFileError, files.OutsideWorkspaceError) as exc:
+                log.debug("not looked for in %s: %s", long_rel, exc)  # searches say why
+                return None
             if not raw:
                 return None
             text, warning = files.decode(raw, long_rel)
