@@ -221,6 +221,8 @@ class ContextBuilder:
         for warning in memories.warnings:  # once per prompt, for the person running it
             if warning.kind == "file":  # (vectors: `Context.vectors`, shown by the caller)
                 log.warning("%s", warning.params["message"])
+        # a fact superseded since (`memory add --supersedes`) is not today's truth
+        notes = [[e for e in day if not e.meta.get("superseded_by")] for day in notes]
         history = _history(self.store.short_term.recent(), message)
         most = self.memory_limit or max(budget_tokens // MEMORY_TOKENS, 1)
         while True:  # ask for more memories while all that were found fit

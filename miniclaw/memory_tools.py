@@ -159,6 +159,9 @@ SEARCH = ToolSpec(
                                 "the embedding model is installed, else bm25; the result's "
                                 "mode says which ran), bm25 (words), hybrid (words and "
                                 "meaning), vector (meaning) or keyword (word counts)."},
+        "all_versions": {"type": "boolean", "default": False,
+                         "description": "Also return memories superseded by a newer fact; "
+                                        "each has meta.superseded_by (and its text)."},
     }, ["query"]),
     {"type": "object", "properties": {
         "query": _STR, "mode": _STR,
@@ -187,7 +190,9 @@ ADD = ToolSpec(
     "add_memory",
     "Save something worth remembering to the user's memory files. kind long_term: lasting "
     "facts, preferences and decisions (MEMORY.md); kind daily: what happened today (today's "
-    "daily note, the default). Returns the citation of the saved entry. Text inside "
+    "daily note, the default). Returns the citation of the saved entry. A fact already "
+    "remembered (the same words, or a near copy) is not saved again: saved is false and "
+    "already_remembered gives its citation; do not add it again. Text inside "
     "<private>...</private> is kept in the file but never shown by any search.",
     _object({
         "content": {"type": "string", "minLength": 1, "maxLength": MAX_WRITE_CHARS,
@@ -196,12 +201,22 @@ ADD = ToolSpec(
         "category": {**_CATEGORY,
                      "description": "One category, e.g. preference, decision, person."},
         "tags": {**_TAGS, "description": "Tags: letters, digits, '-' and '_'."},
+        "supersedes": {"type": "string", "minLength": 3, "maxLength": 300,
+                       "description": "The ref (path:line#mark) of the memory this one "
+                                      "replaces (a fact that changed): it stays in the file, "
+                                      "marked superseded, and searches no longer return it."},
     }, ["content"]),
     {"type": "object", "properties": {
-        "saved": {"type": "boolean"},
+        "saved": {"type": "boolean", "description": "false: the fact was remembered already"},
         "private": {"type": "boolean",
                     "description": "all of it was private: saved, but never searchable"},
-        "entry": {"anyOf": [ENTRY_SCHEMA, {"type": "null"}]},
+        "entry": {"anyOf": [ENTRY_SCHEMA, {"type": "null"}],
+                  "description": "the entry saved, or the one that already holds the fact"},
+        "already_remembered": {"type": "string",
+                               "description": "only when not saved: the citation of the "
+                                              "entry that holds the fact"},
+        "superseded": {"type": "object", "description": "only with supersedes: the entry "
+                                                        "marked superseded"},
         "writes_left": {"type": "integer", "description": "writes this session may still make"},
     }, "required": ["saved", "private", "entry", "writes_left"]},
     writes=True,
@@ -413,14 +428,24 @@ class MemoryTools:
 
     async def _add(self, args: dict) -> dict:
         self.writes.spend()
-        add = self.store.add_long_term if args["kind"] == "long_term" else self.store.add_daily_note
         try:
-            entry = await add(args["content"], category=args["category"], tags=args["tags"] or ())
+            added = await self.store.add(args["content"], long=args["kind"] == "long_term",
+                                         category=args["category"], tags=args["tags"] or (),
+                                         supersedes=args["supersedes"])
         except MiniclawError:
             self.writes.refund()
             raise
+        entry = added.entry
+        superseded = ({"superseded": added.superseded.to_dict()}
+                      if added.superseded is not None else {})
+        if not added.written:  # nothing written: the write is not counted
+            self.writes.refund()
+            return {"saved": False, "private": False, "entry": entry.to_dict(),
+                    "already_remembered": entry.citation, **superseded,
+                    "writes_left": self.writes.left}
         return {"saved": True, "private": entry is None,
-                "entry": entry.to_dict() if entry else None, "writes_left": self.writes.left}
+                "entry": entry.to_dict() if entry else None, **superseded,
+                "writes_left": self.writes.left}
 
     async def _forget(self, args: dict) -> dict:
         from miniclaw.store import forget

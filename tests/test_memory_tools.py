@@ -114,3 +114,19 @@ async def test_the_store_refuses_what_the_tools_schema_refuses(store, category, 
     with pytest.raises(UsageError, match=message):
         await store.search("x", category=category, tags=tags)
     assert not store.long_term_path.exists()
+
+
+async def test_add_memory_of_a_known_fact_gives_its_citation_and_costs_no_write(store):
+    tools = MemoryTools(store)
+    saved = await tools.call("add_memory", {"content": "Sam's birthday is June 2",
+                                            "kind": "long_term"})
+    left = tools.writes.left
+    again = await tools.call("add_memory", {"content": "sam's birthday is June 2.",
+                                            "kind": "long_term"})
+    daily = await tools.call("add_memory", {"content": "Sam's birthday is June 2"})
+    assert saved["saved"] and not again["saved"] and not daily["saved"]
+    assert again["already_remembered"] == daily["already_remembered"] == saved["entry"]["citation"]
+    assert again["entry"] == saved["entry"]
+    assert tools.writes.left == left
+    assert store.long_term_path.read_text().count("birthday") == 1
+    assert not (store.memory_dir / f"{store.today().isoformat()}.md").exists()

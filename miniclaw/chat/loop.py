@@ -42,8 +42,9 @@ MAX_TOOL_ROUNDS = 4  # a model that keeps calling tools is stopped after this ma
 
 HELP = """\
 Commands:
-  /remember TEXT   save TEXT in long-term memory (memory/MEMORY.md)
-  /note TEXT       add TEXT to today's daily note
+  /remember TEXT   save TEXT in long-term memory (memory/MEMORY.md); a fact already
+                   there is not saved twice (/remember --force TEXT saves it anyway)
+  /note TEXT       add TEXT to today's daily note (/note --force TEXT: even if known)
   /search QUERY    search memory: MEMORY.md and the last 30 days of notes
                    ("phrase", +must, -not, prefix*); /search --all QUERY: all history
   /forget CITATION remove a memory, e.g. /forget memory/2026-02-14.md:5
@@ -159,14 +160,22 @@ class ChatSession:
         elif name in ("remember", "note", "search", "forget") and not arg:
             what = {"search": "QUERY", "forget": "CITATION"}.get(name, "TEXT")
             raise UsageError(f"/{name} needs text: /{name} {what}")
-        elif name == "remember":
-            entry = await self.store.add_long_term(arg)
-            self._out.line(f"Remembered in long-term memory: {entry.ref}" if entry else
-                           "Remembered (all of it is private, so it will not show in searches).")
-        elif name == "note":
-            entry = await self.store.add_daily_note(arg)
-            self._out.line(f"Noted in today's daily note: {entry.ref}" if entry else
-                           "Noted (all of it is private, so it will not show in searches).")
+        elif name in ("remember", "note"):
+            force, _, rest = arg.partition(" ")
+            force = force == "--force" and bool(rest.strip())
+            added = await self.store.add(rest.strip() if force else arg,
+                                         long=name == "remember", force=force)
+            entry = added.entry
+            if not added.written:
+                self._out.line(f"Already remembered: {entry.citation} (/{name} --force TEXT "
+                               "adds it again)")
+            elif name == "remember":
+                self._out.line(f"Remembered in long-term memory: {entry.ref}" if entry else
+                               "Remembered (all of it is private, so it will not show in "
+                               "searches).")
+            else:
+                self._out.line(f"Noted in today's daily note: {entry.ref}" if entry else
+                               "Noted (all of it is private, so it will not show in searches).")
         elif name == "search":  # the window of every search (`SearchOptions.days`), or --all
             every, _, rest = arg.partition(" ")
             if every == "--all" and not rest.strip():

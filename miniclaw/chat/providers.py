@@ -65,3 +65,25 @@ def make_provider(settings: LLMSettings) -> Provider:
             settings.base_url, settings.model, api_key=settings.api_key,
             connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout)
     return _provider_class("echo")()
+
+
+async def complete(settings: LLMSettings, messages: list[dict]) -> str:
+    """One whole answer, without tools, within the settings' deadline (`memory tidy
+    --suggest`); ProviderError when the server cannot give it."""
+    import asyncio
+
+    from miniclaw.errors import ProviderError
+
+    provider = make_provider(settings)
+    pieces: list[str] = []
+    try:
+        async with asyncio.timeout(settings.deadline):
+            async for piece in provider.stream(ChatRequest(messages, [], None)):
+                if isinstance(piece, str):
+                    pieces.append(piece)
+    except TimeoutError:
+        raise ProviderError(f"no whole answer within {settings.deadline:g} s (the deadline; "
+                            "raise \"deadline\" in config.json)") from None
+    finally:
+        await provider.aclose()
+    return "".join(pieces)

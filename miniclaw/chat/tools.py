@@ -75,6 +75,10 @@ def _refused(name: str, why: str) -> ToolOutcome:
 
 def _added(args: dict, result: dict) -> ToolOutcome:
     entry = result["entry"]
+    if not result["saved"]:  # the fact is there already: the model is told where
+        return ToolOutcome(f"already remembered at {entry['citation']}: not saved again",
+                           f"[already remembered at {entry['citation']}: "
+                           f"{' '.join(entry['content'].split())}]")
     if entry is None:  # all of it inside <private>: written, but invisible by design
         return ToolOutcome("saved (private: it will not show in searches)",
                            "[remembered privately]")

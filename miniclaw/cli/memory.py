@@ -1,4 +1,4 @@
-"""`miniclaw memory ...`: add, read, recent, rank, index, status.
+"""`miniclaw memory ...`: add, read, recent, rank, forget, edit, index, status, tidy.
 
 Each command parses its options, calls one `MemoryStore` coroutine through `run`, and hands
 the result to `render`. The library is imported inside the commands, so `--help` stays fast.
@@ -19,7 +19,8 @@ class MemoryGroup(OnDemandGroup):
     """`miniclaw memory`: each command built only when named (cli/app.py's OnDemandGroup)."""
 
     subcommands = {name: f"{__name__}:memory_{name}" for name in
-                   ("add", "read", "recent", "rank", "forget", "edit", "index", "status")}
+                   ("add", "read", "recent", "rank", "forget", "edit", "index", "status",
+                    "tidy")}
 
 
 memory_app = group_app(
@@ -49,16 +50,21 @@ def add(
     daily: Annotated[bool, typer.Option("--daily", help="Add to today's daily note (the default).")] = False,
     category: Annotated[str | None, typer.Option("--category", "-c", metavar="NAME", help="One category, e.g. decision, preference.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag; repeat for more.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Write it even when the same fact is remembered already.")] = False,
+    supersedes: Annotated[str | None, typer.Option("--supersedes", metavar="CITATION", help="The memory this fact replaces, as search cites it (memory/MEMORY.md:12#3fa9c2): kept in its file, marked superseded, hidden from searches (--all-versions shows it).", show_default=False)] = None,
     output: FormatOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Add a memory to today's daily note, or with --long to MEMORY.md.
 
+    A fact already remembered (the same text but for case, punctuation and Markdown, or a
+    near copy: docs/cli.md) is not written again: it says where it is (--force adds it).
     Text that starts with "-" goes after "--": miniclaw memory add -- "-5 degrees at dawn".
 
     \b
     Examples:
       miniclaw memory add "Prefers dark roast coffee" --long --category preference
+      miniclaw memory add "Prefers green tea" --long --supersedes memory/MEMORY.md:4
       git log -1 --format=%B | miniclaw memory add -
     """
     json_out = output_format(output, json_out) == "json"
@@ -70,20 +76,25 @@ def add(
 
     async def work():
         async with _store(ctx) as store:
-            if long:
-                return await store.add_long_term(text, category=category, tags=tag or ())
-            return await store.add_daily_note(text, category=category, tags=tag or ())
+            return await store.add(text, long=long, category=category, tags=tag or (),
+                                   force=force, supersedes=supersedes)
 
-    entry = run(work())
+    added = run(work())
+    entry = added.entry
     from miniclaw.cli.render import to_json
 
     if json_out:
-        typer.echo(to_json({"added": entry.to_dict() if entry else None}))
+        typer.echo(to_json(added.to_dict()))
+    elif not added.written:
+        typer.echo(f"Already remembered: {entry.citation}")
     elif entry is None:
         typer.echo("Added (all of its text is private, so it will not show in searches).")
     else:
         where = "long-term memory" if long else "today's daily note"
         typer.echo(f"Added to {where}: {entry.ref}")
+    if added.superseded is not None and not json_out:
+        typer.echo(f"Superseded: {added.superseded.citation} (kept in the file, marked; "
+                   "searches show it with --all-versions)")
 
 
 def _text_or_stdin(text: str | None) -> str:
@@ -209,6 +220,7 @@ def rank(
     explain: Annotated[bool, typer.Option("--explain", help="Show each score broken down by query term.")] = False,
     correct: Annotated[bool, typer.Option("--correct/--no-correct", help="Replace a misspelt word that matches nothing by the closest indexed spelling.")] = True,
     phrase: Annotated[bool, typer.Option("--phrase", help="Read the whole query as one phrase, no operators (as ConKeeper's memory-search.sh does).")] = False,
+    all_versions: Annotated[bool, typer.Option("--all-versions", help="Include memories superseded by a newer fact (memory add --supersedes); each says by what.")] = False,
 ) -> None:
     """Search memories and print the best matches, best first.
 
@@ -239,7 +251,7 @@ def rank(
                 store.today(), names=_FLAGS, limit=limit, days=window, since=since,
                 until=until, category=category, tags=tag, sources=source, mode=mode,
                 require=require, exclude=exclude, explain=explain, correct=correct,
-                meta=_meta_pairs(meta), phrase=phrase)
+                meta=_meta_pairs(meta), phrase=phrase, all_versions=all_versions)
             found = await store.search(query, options)
             return found, _shape_data(form, store, found, options)
 
@@ -565,3 +577,146 @@ class _Progress:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
+
+
+memory_tidy = command_app()
+
+
+@memory_tidy.command("tidy", cls=ZoneHelpCommand)
+def tidy(
+    ctx: typer.Context,
+    days: Annotated[int | None, typer.Option("--days", "-d", metavar="N", help="Only the daily notes of the last N days (MEMORY.md always).", show_default=False)] = None,
+    all_days: Annotated[bool, typer.Option("--all", help="Every daily note (the default).")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="At most N clusters, N pairs (N proposals), best first.")] = 20,
+    apply: Annotated[bool, typer.Option("--apply", help="Merge each duplicate cluster (with --suggest: add each proposal), asking first.")] = False,
+    suggest: Annotated[bool, typer.Option("--suggest", help="Ask the configured model server which daily-note facts belong in MEMORY.md.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --apply: do not ask (needed when stdin is not a terminal).")] = False,
+    output: FormatOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Find duplicate memories and facts that changed, across MEMORY.md and the notes.
+
+    Read only by default: clusters of duplicates and near-duplicates, then pairs that look
+    like one subject with two values (candidates for superseding), best first, each entry
+    with its ref (PATH:LINE#MARK, as search prints it and forget takes it). --apply merges
+    each duplicate cluster into one entry, asking y/n/q before each: the earliest date,
+    every tag and category, and a `~ merged from ...` line are kept; pairs are never
+    changed. --suggest asks the model server (chat's settings) which daily-note facts
+    belong in MEMORY.md; --suggest --apply adds the ones you accept.
+
+    \b
+    Examples:
+      miniclaw memory tidy --days 30
+      miniclaw memory tidy --apply
+      miniclaw memory tidy --suggest --json
+    """
+    json_out = output_format(output, json_out) == "json"
+    from miniclaw.cli import render
+    from miniclaw.errors import UsageError
+
+    if all_days and days is not None:
+        raise UsageError("choose one of --days or --all")
+    if yes and not apply:
+        raise UsageError("--yes goes with --apply (the report alone writes nothing)")
+    if apply and not yes and not sys.stdin.isatty():
+        raise UsageError("tidy --apply asks before each change, and stdin is not a terminal: "
+                         "pass --yes to apply without asking")
+    if limit < 1:
+        raise UsageError(f"--limit must be 1 or more, not {limit}")
+    style = _style()
+    if suggest:
+        return _suggest(ctx, days, limit, apply, yes, json_out, style)
+    from miniclaw.tidy import merge, report
+
+    def ask(cluster) -> str:
+        typer.echo(render.tidy_cluster_text(1 + asked.index(cluster), cluster, style), err=json_out)
+        return _ask("Merge these into one entry?")
+
+    async def work():
+        async with _store(ctx) as store:
+            found = await report.build(store, days=days, limit=limit)
+            if not apply:
+                return found, None
+            asked.extend(found.duplicates)
+            return found, await merge.apply(store, found.duplicates, None if yes else ask)
+
+    asked: list = []
+    found, done = run(work())
+    if done is None:
+        typer.echo(render.to_json(found.to_dict()) if json_out else render.tidy_text(found, style))
+        return
+    if json_out:
+        typer.echo(render.to_json({**found.to_dict(), "applied": [o.to_dict() for o in done]}))
+    for outcome in done:
+        if outcome.refused:
+            typer.echo(f"Not merged ({outcome.cluster.entries[0].ref}): {outcome.refused}", err=True)
+        elif outcome.merged and not json_out:
+            typer.echo(f"Merged {render.plural(len(outcome.cluster.entries), 'entry', 'entries')} into "
+                       f"{outcome.merged.ref}")
+    if not json_out and not found.duplicates:
+        typer.echo("No duplicates: nothing to merge.")
+    if any(o.refused for o in done):
+        raise typer.Exit(1)
+
+
+def _ask(question: str) -> str:
+    """y, n or q from the terminal (q: stop asking, keep what was done)."""
+    import click
+
+    return typer.prompt(f"{question} [y/n/q]", type=click.Choice(["y", "n", "q"]),
+                        show_choices=False, err=True)
+
+
+def _suggest(ctx, days, limit, apply, yes, json_out, style) -> None:
+    """`memory tidy --suggest [--apply]`: the model's proposals, and with --apply, added."""
+    from miniclaw import config
+    from miniclaw.cli import render
+    from miniclaw.errors import UsageError
+    from miniclaw.tidy import suggest
+
+    settings = config.llm_settings()
+    if settings.provider != "openai":
+        raise UsageError("--suggest needs a model server: set MINICLAW_LLM_BASE_URL and "
+                         "MINICLAW_LLM_MODEL, or \"base_url\" and \"model\" in config.json")
+
+    async def complete(messages):
+        from miniclaw.chat.providers import complete
+
+        return await complete(settings, messages)
+
+    def ask(proposal) -> str:
+        typer.echo(_proposal_text(proposal, style), err=json_out)
+        return _ask("Add this to MEMORY.md?")
+
+    async def work():
+        async with _store(ctx) as store:
+            found = await suggest.suggest(store, complete, days=days, limit=limit)
+            return found, (await suggest.add(store, found, None if yes else ask) if apply else None)
+
+    found, done = run(work())
+    if json_out:
+        payload = {"proposals": [p.to_dict() for p in found]}
+        if done is not None:
+            payload["applied"] = [a.to_dict() for a in done]
+        typer.echo(render.to_json(payload))
+    elif done is None:
+        typer.echo("\n".join([f"Proposals for MEMORY.md ({render.plural(len(found), 'proposal', 'proposals')}"
+                              "; add them with --apply):"] + [_proposal_text(p, style) for p in found])
+                   if found else "No proposals: the model found nothing for MEMORY.md.")
+    for item in done or ():
+        if item.refused:
+            typer.echo(f"Not added ({item.proposal.entry.ref}): {item.refused}", err=True)
+        elif item.added and not json_out:
+            typer.echo(f"Added to long-term memory: {item.added.ref}")
+        elif item.duplicate_of and not json_out:
+            typer.echo(f"Already remembered: {item.duplicate_of.ref}")
+    if any(a.refused for a in done or ()):
+        raise typer.Exit(1)
+
+
+def _proposal_text(proposal, style) -> str:
+    from miniclaw.text import printable
+
+    why = f" ({printable(proposal.reason)})" if proposal.reason else ""
+    return (f"- {printable(proposal.text)}" + style(why, "dim") + "\n"
+            + style(f"    from {proposal.entry.ref}", "dim"))

@@ -142,6 +142,8 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
                      + printable(f" {day} ({label})"))
         lines.append("   " + style.highlight(hit.excerpt, hit.highlights))
         lines.append("   " + style(hit.ref, "dim"))  # with its mark: what forget/edit take
+        if hit.meta.get("superseded_by"):  # shown with --all-versions: said, and by what
+            lines.append("   " + style(printable(superseded_line(hit.meta)), "yellow"))
         if hit.explanation:
             lines.append("   " + style(f"why: {_explanation(hit)}", "dim"))
         lines.append("")
@@ -150,6 +152,16 @@ def search_text(found, style: Style, wording=CLI_WORDING) -> str:
     if older:
         lines.append(older)
     return "\n".join(lines)
+
+
+def superseded_line(meta) -> str:
+    """`superseded by memory/MEMORY.md:9#3fa9c2 on 2026-11-29: "Sam moved to Bergen"`."""
+    line = f"superseded by {meta['superseded_by']}"
+    if meta.get("superseded_on"):
+        line += f" on {meta['superseded_on']}"
+    if meta.get("superseded_by_text"):
+        line += f': "{" ".join(str(meta["superseded_by_text"]).split())}"'
+    return line
 
 
 def search_markdown(found) -> str:
@@ -202,6 +214,8 @@ def entries_text(title: str, entries: list[Entry], style: Style, zone: str = "UT
         head = f"- {stamp + ' ' if stamp else ''}" + style("(" + ", ".join(meta) + ")", "dim")
         lines.append(head)
         lines.append(_indent(printable(entry.text), "    "))
+        if entry.meta.get("superseded_by"):  # `memory read` shows every version, marked
+            lines.append("    " + style(printable(superseded_line(entry.meta)), "yellow"))
     return "\n".join(lines)
 
 
@@ -271,4 +285,43 @@ def status_text(status, style: Style) -> str:
         lines.append(printable(f"  deleted: {path}"))
     for _, message in status.unreadable:
         lines.append(printable(f"  {message}"))
+    return "\n".join(lines)
+
+
+def _tidy_entry(entry: Entry, style: Style, lead: str) -> list[str]:
+    meta = [entry.ref, entry.date.isoformat() if entry.date else "undated"]
+    if entry.category:
+        meta.append(f"@{entry.category}")
+    meta += [f"#{tag}" for tag in entry.tags]
+    return [f"   {lead}" + style(" ".join(meta), "dim"), _indent(printable(entry.text), "       ")]
+
+
+def tidy_cluster_text(number: int, cluster, style: Style) -> str:
+    """One duplicate cluster: its score, then each entry (ref, date, annotations, text)."""
+    lines = [style(f"{number}. {format_score(cluster.score)}  "
+                   f"{plural(len(cluster.entries), 'entry', 'entries')}", "bold")]
+    for entry in cluster.entries:
+        lines += _tidy_entry(entry, style, "- ")
+    return "\n".join(lines)
+
+
+def tidy_text(report, style: Style) -> str:
+    """The tidy report for people: duplicate clusters, then conflicts, best first."""
+    scope = "all daily notes" if report.days is None else f"daily notes of the last {report.days} days"
+    lines = [f"Compared {plural(report.entries, 'entry', 'entries')} in "
+             f"{plural(report.files, 'file', 'files')} (MEMORY.md and {scope})."]
+    if report.duplicates:
+        lines += ["", style(f"Duplicates ({plural(len(report.duplicates), 'cluster', 'clusters')}, "
+                            "best first; merge them with --apply):", "bold")]
+        lines += [tidy_cluster_text(i, c, style) for i, c in enumerate(report.duplicates, 1)]
+    else:
+        lines.append("No duplicates.")
+    if report.conflicts:
+        lines += ["", style(f"Same subject, different values ({plural(len(report.conflicts), 'pair', 'pairs')}"
+                            ", best first; --apply never changes them):", "bold")]
+        for i, pair in enumerate(report.conflicts, 1):
+            lines.append(style(f"{i}. {format_score(pair.score)}  {pair.reason}", "bold"))
+            lines += _tidy_entry(pair.older, style, "older ") + _tidy_entry(pair.newer, style, "newer ")
+    else:
+        lines.append("No conflicting pairs.")
     return "\n".join(lines)

@@ -20,8 +20,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date as Date
 
-from miniclaw.entries.entry import (CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, TAG_PATTERN, Entry,
-                                    Meta)
+from miniclaw.entries.entry import (CATEGORY_PATTERN, DAILY_NOTE, LONG_TERM, NO_META,
+                                    TAG_PATTERN, Entry, Meta)
 
 HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -33,7 +33,12 @@ _BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 # than searched for: most lines of MEMORY.md end with one.
 _ADDED_AT = re.compile(r"\(added at\s+([^()]*?)\s*\)[ \t]*$", re.IGNORECASE)
 _ADDED_TIME = re.compile(r"T(\d{2}):(\d{2}):(\d{2})")
-_ANNOTATION = re.compile(r"^<!--\s*@(category|tag)\s*:\s*(.*?)\s*-->$", re.IGNORECASE)
+_ANNOTATION = re.compile(r"^<!--\s*@(category|tag|superseded-by)\s*:\s*(.*?)\s*-->$",
+                         re.IGNORECASE)
+# `<!-- @superseded-by: memory/MEMORY.md:9#3fa9c2 on 2026-11-29 -->`: the entry is kept, and
+# the ref (with the text's mark, so it is found after the file shifts) names what replaced it.
+SUPERSEDED = re.compile(r"^(?P<ref>[^\s#<>]+:\d+(?:-\d+)?#[0-9a-f]{6})"
+                        r"(?:\s+on\s+(?P<day>\d{4}-\d{2}-\d{2}))?$")
 _SEPARATOR = re.compile(r"^ {0,3}(?:-[ \t]*){3,}$")
 # A line of user text the reader could take for structure (a heading, a `---` separator, an
 # annotation), after any backslashes: the writer adds one backslash, the reader removes it.
@@ -55,9 +60,27 @@ def parse_annotation(line: str) -> tuple[str, str] | None:
     match = _ANNOTATION.match(line.strip())
     if not match:
         return None
-    kind, value = match.group(1).lower(), match.group(2).strip().lower()
+    kind, value = match.group(1).lower(), match.group(2).strip()
+    if kind == "superseded-by":
+        return (kind, value) if SUPERSEDED.match(value) else None
+    value = value.lower()
     pattern = CATEGORY_PATTERN if kind == "category" else TAG_PATTERN
     return (kind, value) if pattern.match(value) else None
+
+
+def superseded_meta(value: str) -> dict[str, str]:
+    """An entry's `meta` from a valid `@superseded-by` value: `superseded_by` (the ref of
+    the entry that replaced it) and `superseded_on` (the day, when written)."""
+    match = SUPERSEDED.match(value)
+    meta = {"superseded_by": match["ref"]}
+    if match["day"]:
+        meta["superseded_on"] = match["day"]
+    return meta
+
+
+def superseded_line(ref: str, day: Date) -> str:
+    """The annotation that marks an entry superseded (`superseded_meta` reads it back)."""
+    return f"<!-- @superseded-by: {ref} on {day.isoformat()} -->"
 
 
 def _to_date(text: str) -> Date | None:
@@ -86,7 +109,8 @@ def _unescape(line: str) -> str:
 class _Item:
     """An entry being collected: its lines, where it is, and the annotations that follow it."""
 
-    __slots__ = ("lines", "numbers", "pending", "bullet", "date", "time", "category", "tags")
+    __slots__ = ("lines", "numbers", "pending", "bullet", "date", "time", "category", "tags",
+                 "meta")
 
     def __init__(self, start: int, first: str, *, bullet: bool, date: Date | None,
                  time: str | None = None) -> None:
@@ -99,6 +123,7 @@ class _Item:
         self.category: str | None = None
         self.tags: dict[str, None] = {}  # each tag once, in order (a list test per tag was
         # quadratic in an entry's tags)
+        self.meta: dict[str, str] | None = None  # what superseded it (`superseded_meta`)
 
     @property
     def blank_run(self) -> int:
@@ -117,6 +142,8 @@ class _Item:
     def annotate(self, kind: str, value: str) -> None:
         if kind == "category":
             self.category = value  # the last one wins
+        elif kind == "superseded-by":
+            self.meta = superseded_meta(value)  # the last one wins
         else:
             self.tags[value] = None
 
@@ -137,7 +164,8 @@ class _Item:
             body = "\n".join((_unescape(line) if "\\" in line else line).rstrip()
                              for line in lines[first : last + 1])
         return Entry(body.strip(), source, path, self.numbers[first], self.numbers[last],
-                     self.date, self.time, self.category, tuple(self.tags))
+                     self.date, self.time, self.category, tuple(self.tags),
+                     Meta(self.meta) if self.meta else NO_META)
 
 
 def _split_added_at(item: _Item) -> None:

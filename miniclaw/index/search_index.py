@@ -85,6 +85,7 @@ class Filters(NamedTuple):
     required: tuple[str, ...] = ()  # terms every result must hold
     excluded: tuple[str, ...] = ()  # terms no result may hold
     meta: tuple[tuple[str, str], ...] = ()  # (key, value): the source's metadata must match
+    current: bool = False  # leave out entries marked superseded (`meta.superseded_by`)
 
 
 class IndexStatus(NamedTuple):
@@ -563,6 +564,8 @@ class SearchIndex:
         for tag in filters.tags:
             clauses.append("instr(' ' || e.tags || ' ', ?) > 0")
             params.append(f" {tag} ")
+        if filters.current:
+            clauses.append("(e.meta IS NULL OR json_extract(e.meta, '$.superseded_by') IS NULL)")
         for key, value in filters.meta:  # a key is a plain name (SearchOptions.build)
             clauses.append("json_extract(e.meta, ?) = ?")
             params.extend((f"$.{key}", value))

@@ -25,7 +25,7 @@ _EXPORTS = {
     "Hint": "search.hints", "SearchWarning": "search.hints",
     "DEFAULT_MODE": "search.scoring", "MODE_NAMES": "search.scoring",
     "ShortTermMemory": "store.short_term", "Turn": "store.short_term",
-    "MemoryStore": "store.store",
+    "MemoryStore": "store.store", "Added": "store.door",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -52,5 +52,6 @@ if TYPE_CHECKING:
     from miniclaw.search.ranker import MemoryRanker
     from miniclaw.search.results import RankedMemory, SearchResults
     from miniclaw.search.scoring import DEFAULT_MODE, MODE_NAMES
+    from miniclaw.store.door import Added
     from miniclaw.store.short_term import ShortTermMemory, Turn
     from miniclaw.store.store import MemoryStore

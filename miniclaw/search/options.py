@@ -62,6 +62,8 @@ class SearchOptions:
     # a user's chat message that only asks ranks below what was stated (ranker.ASKED_WEIGHT);
     # False where past conversations are what is sought (`sessions search`)
     asked_below: bool = True
+    # superseded entries too (`memory add --supersedes` marks them; hidden by default)
+    all_versions: bool = False
 
     @classmethod
     def build(cls, today: Date, *, names: Mapping[str, str] | None = None,
@@ -91,7 +93,7 @@ class SearchOptions:
             values["category"] = clean_category(_string(values["category"], label("category")))
         if values.get("mode") is not None:
             _string(values["mode"], label("mode"))
-        for name in ("explain", "correct", "excerpts", "phrase", "asked_below"):
+        for name in ("explain", "correct", "excerpts", "phrase", "asked_below", "all_versions"):
             if name in values and not isinstance(values[name], bool):
                 raise UsageError(f"{label(name)} must be true or false, not {values[name]!r}")
         if values.get("meta") is not None:

@@ -111,7 +111,7 @@ class MemoryRanker:
         if days is not None and options.since is None and options.until is None:
             window = self.today() - timedelta(days=days - 1)
         return Filters(names, window, options.since, options.until, options.category,
-                       tuple(options.tags), meta=options.meta)
+                       tuple(options.tags), meta=options.meta, current=not options.all_versions)
 
     async def search(self, text: str, options: SearchOptions = SearchOptions()) -> SearchResults:
         """One operation: a sync, then reads; again from the sync if the index file was

@@ -219,6 +219,32 @@ def note_shifted(store, shifted: list[Entry]) -> None:
         log.warning("could not note in the index which memories moved: %s", exc)
 
 
+def entries_of(store, path: str, raw: bytes) -> list[Entry]:
+    """The entries of a memory file's bytes as read now (`memory tidy --apply` checks what
+    it merges against them, under the lock)."""
+    return _entries_now(store, path, raw)
+
+
+def without(store, path: str, raw: bytes, targets: list[Entry],
+            shifted: list[Entry]) -> bytes:
+    """The file's bytes with the targets removed, as `forget` writes them, for another
+    writer holding the lock (tidy's merge): one remover, one set of refusals."""
+    return _without(store, path, raw, targets, shifted)
+
+
+def span(raw: bytes, path: str, entry: Entry) -> tuple[int, int]:
+    """0-based first and last physical line of an entry and the annotations after it (its
+    text, not a daily note's heading): what a merge replaces in place."""
+    from miniclaw.entries.parsing import split_lines
+    from miniclaw.entries.privacy import front_matter_end, redact_lines
+
+    decoded = split_lines(files.decode(raw, path)[0])
+    visible = redact_lines(decoded)
+    for i in range(front_matter_end(decoded)):
+        visible[i] = ""
+    return _span(decoded, visible, entry, daily=False)
+
+
 def _same(a: Entry, b: Entry) -> bool:
     return (a.text, a.line_start, a.line_end, a.category, a.tags) == \
         (b.text, b.line_start, b.line_end, b.category, b.tags)

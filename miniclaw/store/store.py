@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from miniclaw import config
 from miniclaw.dates import ZONE_LEAD_DAYS, utc_now
@@ -46,6 +47,9 @@ from miniclaw.sources.base import DailyNoteSource, MemorySource, SourceFile, che
 
 # Parsing and writing are imported inside the methods that need them: a search through an
 # up-to-date index parses nothing, and start-up time is part of the product.
+
+if TYPE_CHECKING:
+    from miniclaw.store.door import Added  # imported by the writers: a search needs none
 
 log = logging.getLogger("miniclaw")
 
@@ -201,21 +205,51 @@ class MemoryStore:
         category = clean_category(category) if category is not None else None
         return body, category, clean_tags(tags)
 
+    async def add(self, text: str, *, long: bool = False, when: datetime | None = None,
+                  category: str | None = None, tags: Sequence[str] = (),
+                  force: bool = False, supersedes: str | None = None) -> Added:
+        """Add a memory to today's daily note (or `when`'s), or with `long` to MEMORY.md,
+        unless the same fact is there already (`store/door.py`): then nothing is written
+        and the answer names the entry that holds it. `force` writes it anyway.
+        `supersedes`: the citation of the entry this fact replaces, marked superseded in its
+        file (kept, hidden from searches; `door.mark_superseded`)."""
+        if long and when is not None:
+            raise UsageError("a long-term memory is added now: `when` is for daily notes")
+        old = None
+        if supersedes is not None:
+            from miniclaw.store import door
+
+            self._clean(text, category, tags)  # bad text is refused before the citation
+            old = await door.superseded_target(self, supersedes)
+            door.check_not_itself(old, door.check_text(text))
+        if long:
+            return await self._add_long_term(text, category, tags, force, old)
+        return await self._add_daily_note(text, when, category, tags, force, old)
+
     async def add_long_term(self, text: str, *, category: str | None = None,
-                            tags: Sequence[str] = ()) -> Entry | None:
+                            tags: Sequence[str] = (), force: bool = False,
+                            supersedes: str | None = None) -> Entry | None:
         """Add an entry to MEMORY.md under today's header; returns it as the reader sees it
-        (None when all of its text was private)."""
+        (None when all of its text was private), or the entry that holds the same fact
+        already, writing nothing (`add` tells the two apart; `force` writes anyway)."""
+        return (await self.add(text, long=True, category=category, tags=tags, force=force,
+                               supersedes=supersedes)).entry
+
+    async def _add_long_term(self, text: str, category: str | None, tags: Sequence[str],
+                             force: bool, old: Entry | None = None) -> Added:
         from miniclaw.entries.parsing import parse_long_term, split_lines
         from miniclaw.entries.privacy import open_at_end
         from miniclaw.entries.writing import insert_long_term, long_term_item
+        from miniclaw.store import door
 
         body, category, tags = self._clean(text, category, tags)
         self.require_workspace()
         now = self.now()
         lines = long_term_item(body, now, category, tags)
         path, rel = self.long_term_path, self._relative(self.long_term_path)
+        checked = "" if force else door.check_text(body)
 
-        written: list[tuple[str, int]] = []  # (the file's new text, the item's first line)
+        written: list[tuple[list[Entry], int]] = []  # (the file's entries after, the item's line)
 
         def make(raw: bytes) -> bytes:
             files.check_appendable(raw, rel)
@@ -226,15 +260,28 @@ class MemoryStore:
                 raise files.MemoryFileError(
                     f"{rel} has a private block that is never closed before line {line}; "
                     "close it with the closing private tag so new memories stay visible", path=rel)
-            written.append((text_after, line))
+            # One parse of the file as it will be, for the door and for the answer: the
+            # entries but the new one are the file's as it is, those below it one item down.
+            entries = parse_long_term(text_after, rel)
+            if checked and door.may_hold(checked, files.decode(raw, rel)[0]):
+                down = len(lines)
+                known = [e if e.line_start < line else
+                         e._replace(line_start=e.line_start - down, line_end=e.line_end - down)
+                         for e in entries if e.line_start != line]
+                found = door.same_among(checked, known, old)
+                if found is not None:
+                    raise door.Found(found)
+            written.append((entries, line))
             return new
 
-        def write() -> Entry | None:
+        def write() -> Added:
             files.ensure_dir(self.memory_dir)
             with files.locked(self.memory_dir):
-                files.rewrite_bytes(path, self.workspace, rel, make)
-                text_after, line = written[0]
-                entries = parse_long_term(text_after, rel)
+                try:
+                    files.rewrite_bytes(path, self.workspace, rel, make)
+                except door.Found as found:
+                    return door.superseded_by_known(self, found.entry, old)
+                entries, line = written[0]
                 # Inserted above other entries (today's section is not the last): they
                 # moved down, and a bare citation of their old lines must not name the new one.
                 below = [e._replace(line_start=e.line_start - len(lines),
@@ -244,20 +291,34 @@ class MemoryStore:
                     from miniclaw.store.forget import note_shifted
 
                     note_shifted(self, below)
-            return next((e for e in entries if e.line_start == line), None)
+                new = next((e for e in entries if e.line_start == line), None)
+                if old is not None and new is not None:
+                    shift = len(lines) if old.path == rel and old.line_start >= line else 0
+                    was, new = door.mark_superseded(self, old, new, shift)
+                    return door.Added(new, True, superseded=was)
+            return door.Added(new, True)
 
         return await asyncio.to_thread(write)
 
     async def add_daily_note(self, text: str, *, when: datetime | None = None,
-                             category: str | None = None,
-                             tags: Sequence[str] = ()) -> Entry | None:
+                             category: str | None = None, tags: Sequence[str] = (),
+                             force: bool = False, supersedes: str | None = None) -> Entry | None:
         """Append an entry to the daily note of `when` (default now; naive means UTC), on
-        its day in the workspace's zone."""
-        from miniclaw.entries.parsing import parse_daily_note, split_lines
+        its day in the workspace's zone; or, when that note or MEMORY.md holds the same
+        fact already, return its entry, writing nothing (`force` writes anyway)."""
+        return (await self.add(text, when=when, category=category, tags=tags, force=force,
+                               supersedes=supersedes)).entry
+
+    async def _add_daily_note(self, text: str, when: datetime | None, category: str | None,
+                              tags: Sequence[str], force: bool, old: Entry | None = None) -> Added:
+        from miniclaw.entries.parsing import parse_daily_note, parse_long_term, split_lines
         from miniclaw.entries.privacy import open_at_end
         from miniclaw.entries.writing import append_daily, daily_entry
+        from miniclaw.store import door
 
         body, category, tags = self._clean(text, category, tags)
+        checked = "" if force else door.check_text(body)
+        long_rel = self._relative(self.long_term_path)
         self.require_workspace()
         when = self.now() if when is None else self._in_zone(when)
         day = when.date()
@@ -273,17 +334,47 @@ class MemoryStore:
                 raise files.MemoryFileError(
                     f"{rel} ends inside a private block that is never closed; close it with "
                     "the closing private tag so new notes stay visible", path=rel)
+            if checked:
+                found = door.same_in(checked, existing,
+                                     lambda text: parse_daily_note(text, rel, day), old)
+                if found is not None:
+                    raise door.Found(found)
             written.append((current, append_daily(current, day, lines)))
             return written[0][1]
 
-        def write() -> Entry | None:
+        def known() -> Entry | None:
+            """The entry of MEMORY.md holding the fact (a file that cannot be read as
+            text is not searched for it: the add is not refused for it)."""
+            try:
+                raw = files.read_bytes(self.long_term_path, self.workspace, long_rel)
+            except (files.MemoryFileError, files.OutsideWorkspaceError) as exc:
+                log.debug("not looked for in %s: %s", long_rel, exc)  # searches say why
+                return None
+            if not raw:
+                return None
+            text, warning = files.decode(raw, long_rel)
+            if warning:
+                return None
+            return door.same_in(checked, text, lambda text: parse_long_term(text, long_rel), old)
+
+        def write() -> door.Added:
             files.ensure_dir(self.memory_dir)
             with files.locked(self.memory_dir):
-                files.append_bytes(path, self.workspace, rel, make)
-            before, appended = written[0]
-            old_lines = before.count(b"\n") + 1
-            entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
-            return entries[-1] if entries and entries[-1].line_start > old_lines else None
+                found = known() if checked else None
+                if found is not None:
+                    return door.superseded_by_known(self, found, old)
+                try:
+                    files.append_bytes(path, self.workspace, rel, make)
+                except door.Found as found:
+                    return door.superseded_by_known(self, found.entry, old)
+                before, appended = written[0]
+                old_lines = before.count(b"\n") + 1
+                entries = parse_daily_note(files.decode(before + appended, rel)[0], rel, day)
+                new = entries[-1] if entries and entries[-1].line_start > old_lines else None
+                if old is not None and new is not None:
+                    was, new = door.mark_superseded(self, old, new)
+                    return door.Added(new, True, superseded=was)
+            return door.Added(new, True)
 
         return await asyncio.to_thread(write)
 
@@ -427,6 +518,10 @@ class MemoryStore:
         ranker.filters(options)  # bad options are usage errors, before the disk is touched
         self.require_workspace()
         found = await ranker.search(query, options)
+        if options.all_versions and any(hit.meta.get("superseded_by") for hit in found.results):
+            from miniclaw.store.door import with_successors
+
+            found = await with_successors(self, found)
         self.showing(found.results)
         return found
 

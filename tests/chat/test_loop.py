@@ -359,12 +359,13 @@ async def test_a_full_disk_while_chatting_leaves_whole_transcript_lines(memory_f
     assert [r["content"] for r in records[::2]] == ["when does my insurance renew?", "coffee again"]
 
 
-def many_writes(count: int, kind: str = "long_term") -> tuple:
-    """One answer asking for `count` write_memory calls at once."""
+def many_writes(count: int, kind: str = "long_term", first: int = 0) -> tuple:
+    """One answer asking for `count` write_memory calls at once (facts numbered from
+    `first`: the same fact again would not be written twice)."""
     chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{
         "index": i, "id": f"w{i}", "type": "function", "function": {
             "name": "write_memory",
-            "arguments": json.dumps({"content": f"Fact number {i}", "kind": kind})}}]}}]}
+            "arguments": json.dumps({"content": f"Fact number {first + i}", "kind": kind})}}]}}]}
         for i in range(count)]
     return stream(*chunks)
 
@@ -373,7 +374,7 @@ async def test_a_model_writes_at_most_the_cap_in_one_turn(memory_files):
     from miniclaw.chat.tools import MAX_WRITES_PER_TURN
 
     script = [many_writes(MAX_WRITES_PER_TURN + 2), stream(*text_chunks("Done.")),
-              many_writes(1), stream(*text_chunks("Done."))]
+              many_writes(1, first=100), stream(*text_chunks("Done."))]
     with FakeModelServer(script) as server:
         async with Session(memory_files, OpenAIProvider(server.url, "tiny")) as s:
             await s.chat.handle("remember a lot")
@@ -422,3 +423,29 @@ async def test_any_miniclaw_error_of_a_tool_reaches_the_model(workspace, tmp_pat
     finally:
         store.close()
     assert outcome.result.startswith("error: ") and outcome.shown.startswith("[search_memory failed: ")
+
+
+async def test_remember_and_note_say_a_known_fact_is_known_and_force_writes_it(memory_files):
+    async with Session(memory_files, EchoProvider()) as s:
+        assert await s.chat.handle("/remember The boat is moored at pier 4")
+        assert await s.chat.handle("/remember the boat is moored at pier 4!")
+        assert await s.chat.handle("/note The boat is moored at pier 4")
+        assert await s.chat.handle("/remember --force the boat is moored at pier 4")
+    first, again, noted, forced = s.out.getvalue().splitlines()
+    cited = first.removeprefix("Remembered in long-term memory: ").partition("#")[0]
+    assert again == f"Already remembered: {cited} (/remember --force TEXT adds it again)"
+    assert noted == f"Already remembered: {cited} (/note --force TEXT adds it again)"
+    assert forced.startswith("Remembered in long-term memory:")
+    assert (memory_files / "memory/MEMORY.md").read_text().lower().count("pier 4") == 2
+
+
+async def test_the_models_add_memory_of_a_known_fact_is_told_where_it_is(memory_files):
+    from miniclaw.chat.tools import run_tool
+
+    async with Session(memory_files, EchoProvider()) as s:
+        await s.chat.handle("/remember The boat is moored at pier 4")
+        outcome = await run_tool(s.chat.store, "add_memory",
+                                 json.dumps({"content": "the boat is moored at pier 4",
+                                             "kind": "long_term"}))
+    assert outcome.result.startswith("already remembered at memory/MEMORY.md:")
+    assert "not saved again" in outcome.result

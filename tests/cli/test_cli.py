@@ -735,7 +735,7 @@ def test_root_help_and_suggestions_still_know_every_command(runner):
 
     assert listed() == list(SUBCOMMANDS)
     assert listed("memory") == ["add", "read", "recent", "rank", "forget", "edit", "index",
-                                "status"] == list(MemoryGroup.subcommands)
+                                "status", "tidy"] == list(MemoryGroup.subcommands)
     typo = runner.invoke(app, ["memroy", "rank"])
     assert typo.exit_code == 2
     assert typo.stderr == "Error: No such command 'memroy'. Did you mean 'memory'?\n"

@@ -257,3 +257,33 @@ def test_a_failed_resource_request_never_quotes_private_text():
 
     error = _internal(MiniclawError(f"cannot read notes/<private>{SECRET}</private>.md"))
     assert SECRET not in error.error.message and "cannot read notes/" in error.error.message
+
+
+async def test_add_memory_of_a_known_fact_returns_its_citation(memories):
+    async with connect(memories) as session:
+        added = await call(session, "add_memory", content="Prefers window seats on trains",
+                           kind="long_term")
+        again = await call(session, "add_memory", content="prefers WINDOW seats on trains.",
+                           kind="long_term")
+    assert added["saved"] and not again["saved"]
+    assert again["already_remembered"] == added["entry"]["citation"]
+    assert again["writes_left"] == added["writes_left"]
+    assert (memories / "memory/MEMORY.md").read_text().count("window seats") == 1
+
+
+async def test_add_memory_supersedes_and_search_all_versions(memories):
+    async with connect(memories) as session:
+        old = await call(session, "add_memory", content="The Atlas demo is on Monday",
+                         kind="long_term")
+        new = await call(session, "add_memory", content="The Atlas demo moved to Wednesday",
+                         kind="long_term", supersedes=old["entry"]["ref"])
+        found = await call(session, "search_memory", query="atlas demo", days=3650)
+        every = await call(session, "search_memory", query="atlas demo", days=3650,
+                           all_versions=True)
+        bad = await refused(session, "add_memory", content="The Atlas demo is off",
+                            supersedes="memory/MEMORY.md:999")
+    assert new["saved"] and new["superseded"]["content"] == "The Atlas demo is on Monday"
+    assert "Monday" not in str(found["results"])
+    hit = next(r for r in every["results"] if "Monday" in r["content"])
+    assert hit["meta"]["superseded_by"] == new["entry"]["ref"]
+    assert "cannot supersede memory/MEMORY.md:999" in bad

@@ -101,6 +101,7 @@ def test_any_date_value_reads_a_note_of_the_workspace_or_nothing(boxed, value):
     ["memory", "read", "--long"], ["memory", "read", "--date", "yesterday"], ["memory", "recent"],
     ["memory", "rank", "-q", "coffee"], ["memory", "add", "a fact"], ["memory", "add", "--long", "x"],
     ["memory", "status"], ["memory", "index", "--rebuild"], ["init"],
+    ["memory", "tidy"], ["memory", "tidy", "--apply", "--yes"],
     ["context", "-q", "coffee"], ["chat", "--once", "hello"]])
 def test_workspace_pointing_at_a_file_is_a_clear_error(tmp_path, command):
     target = tmp_path / "not-a-folder.md"

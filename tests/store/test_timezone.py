@@ -98,8 +98,9 @@ async def test_a_utc_workspace_is_written_byte_for_byte_as_before(workspace: Pat
     for zone in (None, timezone.utc):  # the setting, then the default
         store = MemoryStore(workspace, now=lambda: NOW, zone=zone)
         try:
-            await store.add_daily_note("Met Sam")
-            await store.add_long_term("Prefers tea")
+            # force: the same fact twice (the door would write it once: tests/store/test_door.py)
+            await store.add_daily_note("Met Sam", force=True)
+            await store.add_long_term("Prefers tea", force=True)
         finally:
             store.close()
     assert (workspace / "memory" / "2026-02-14.md").read_text() == (
