@@ -180,6 +180,8 @@ def search_markdown(found) -> str:
                 lines.append(f"<!-- @category: {hit.category} -->")
             text = " ".join(hit.content.split())
             lines.append(f"**Line {hit.line_start}:** {text}")  # the entry's first line
+            if hit.meta.get("superseded_by"):
+                lines.append(f"_{superseded_line(hit.meta)}_")
             if hit.explanation:
                 lines.append(f"_why: {_explanation(hit)}_")
             lines.append("")

@@ -151,19 +151,19 @@ def _guards(folded: str) -> tuple[frozenset[str], list[str]]:
 
 
 def _typo_of(a: str, b: str) -> bool:
-    """Whether two different words are one typo apart: a letter dropped, added, changed,
-    or two neighbours swapped (Damerau-Levenshtein 1), the longer of 4 letters or more."""
-    if max(len(a), len(b)) < 4 or abs(len(a) - len(b)) > 1:
+    """Whether two different words are one typo apart: a letter dropped, added or doubled,
+    or two neighbours swapped, the longer of 4 letters or more. Not a letter changed: that
+    makes another word as often as a typo (Mark / Mary, clientaxa / clientbxa)."""
+    if max(len(a), len(b)) < 4 or abs(len(a) - len(b)) > 1 or a == b:
         return False
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
         start += 1
     a, b = a[start:], b[start:]
     return (
-        a[1:] == b[1:]  # changed
-        or a[1:] == b  # dropped from b
+        a[1:] == b  # dropped from b
         or a == b[1:]  # added to b
-        or (len(a) >= 2 and len(b) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:])  # swapped
+        or (len(a) == len(b) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:])
     )
 
 

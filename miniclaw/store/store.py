@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("miniclaw")
 
 MAX_ENTRY_CHARS = 100_000
+# A MEMORY.md this large has its parsed entries kept for the next daily add's door.
+_KEEP_PARSED_BYTES = 256 * 1024
 def _check_characters(value: str, what: str) -> None:
     """UsageError naming the first character that must not be written (never the text):
     control characters but tab, newline and CR (normalized to a newline), and lone
@@ -92,6 +94,7 @@ class MemoryStore:
         self._shown = None  # shown.Shown: what the citations handed out stood for
         self._index: SearchIndex | None = None
         self._sources = tuple(sources) if sources is not None else None
+        self._kept = None  # MEMORY.md's entries for the door (`_known_entries`)
         self._roots = tuple(roots)
 
     # -- plumbing ------------------------------------------------------------------------
@@ -344,7 +347,12 @@ class MemoryStore:
 
         def known() -> Entry | None:
             """The entry of MEMORY.md holding the fact (a file that cannot be read as
-            text is not searched for it: the add is not refused for it)."""
+            text is not searched for it: the add is not refused for it). Its entries are
+            kept while its stat is unchanged (`_known_entries`): a chat or MCP session
+            adding many notes reads and parses a large MEMORY.md once."""
+            kept = self._known_entries(long_rel)
+            if kept is not None:
+                return door.same_among(checked, kept, old)
             try:
                 raw = files.read_bytes(self.long_term_path, self.workspace, long_rel)
             except (files.MemoryFileError, files.OutsideWorkspaceError) as exc:
@@ -355,7 +363,12 @@ class MemoryStore:
             text, warning = files.decode(raw, long_rel)
             if warning:
                 return None
-            return door.same_in(checked, text, lambda text: parse_long_term(text, long_rel), old)
+            if len(raw) < _KEEP_PARSED_BYTES:
+                return door.same_in(checked, text, lambda text: parse_long_term(text, long_rel),
+                                    old)
+            entries = parse_long_term(text, long_rel)
+            self._keep_entries(raw, entries)
+            return door.same_among(checked, entries, old)
 
         def write() -> door.Added:
             files.ensure_dir(self.memory_dir)
@@ -377,6 +390,32 @@ class MemoryStore:
             return door.Added(new, True)
 
         return await asyncio.to_thread(write)
+
+    def _known_entries(self, rel: str) -> list[Entry] | None:
+        """MEMORY.md's entries as last parsed by this store's door, if the file is the same
+        (device, inode, size, mtime) and was not changed within two seconds of that read
+        (a write in the same clock tick: as the index's sync, it is read again)."""
+        kept = self._kept
+        if kept is None:
+            return None
+        try:
+            st = os.stat(self.long_term_path)
+        except OSError:
+            return None
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return kept[1] if kept[0] == key else None
+
+    def _keep_entries(self, raw: bytes, entries: list[Entry]) -> None:
+        import time
+
+        try:
+            st = os.stat(self.long_term_path)
+        except OSError:
+            return
+        if st.st_size != len(raw) or time.time() - st.st_mtime < 2:
+            self._kept = None
+            return
+        self._kept = ((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), entries)
 
     # -- reading -------------------------------------------------------------------------
 

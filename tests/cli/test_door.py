@@ -75,6 +75,9 @@ def test_supersedes_marks_search_hides_and_all_versions_explains(runner: CliRunn
     assert "Oslo" in shown.stdout
     assert 'superseded by memory/MEMORY.md:6#' in shown.stdout
     assert ': "Sam moved to Bergen"' in shown.stdout
+    markdown = run(runner, workspace, "search", "Sam", "--all", "--all-versions", "-f",
+                   "markdown").stdout
+    assert '_superseded by memory/MEMORY.md:6#' in markdown
     data = json.loads(run(runner, workspace, "search", "Sam", "--all", "--all-versions",
                           "--json").stdout)
     old = next(r for r in data["results"] if "Oslo" in r["content"])

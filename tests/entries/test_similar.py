@@ -207,3 +207,18 @@ def test_a_word_swapped_for_one_the_text_holds_elsewhere_is_another_fact():
     # found by benchmarks/door.py --speed: words compared as sets saw no substitution
     assert not is_same_fact("A true fact number 0 is true about the boat",
                             "A true fact number 0 is false about the boat")
+
+
+def test_a_letter_changed_is_another_word_not_a_typo():
+    # found by tests/mcp/test_concurrent.py: "Agent note clientaxa" / "... clientbxa"
+    assert not is_same_fact("Lunch with Mark at the Italian place on Main Street",
+                            "Lunch with Mary at the Italian place on Main Street")
+    assert not is_same_fact("Agent note clientaxa", "Agent note clientbxa")
+
+
+@given(st.text(alphabet="abxyz", max_size=8), st.text(alphabet="abxyz", max_size=8))
+def test_typo_of_never_raises_and_is_symmetric(a, b):
+    from miniclaw.entries.similar import _typo_of
+
+    assert _typo_of(a, b) == _typo_of(b, a)
+    assert _typo_of("abxy", "abz") is False

@@ -150,3 +150,18 @@ def test_two_processes_adding_the_same_fact_at_once_write_it_once(tmp_path, work
 
 def test_added_is_exported():
     assert Added._fields[:3] == ("entry", "written", "duplicate_of")
+
+
+async def test_a_session_sees_a_fact_another_process_added_to_a_large_memory_md(workspace):
+    """The door keeps a large MEMORY.md's entries between adds: never stale."""
+    body = "".join(f"- Filler fact number {n} about the garden shed\n" for n in range(9000))
+    path = write(workspace, "memory/MEMORY.md", "# Memory\n\n## 2026-02-01\n" + body)
+    old = path.stat().st_mtime - 10
+    os.utime(path, (old, old))  # written a while ago, as a user's file is
+    async with MemoryStore(workspace, now=lambda: NOW) as store:
+        assert (await store.add("Noted while the file is kept")).written
+        assert store._kept is not None  # kept: the next add does not parse it again
+        assert not (await store.add("filler fact number 12 about the garden shed")).written
+        with path.open("a") as file:  # another process (an editor) adds a fact
+            file.write("- The spare key is under the blue pot\n")
+        assert not (await store.add("the spare key is under the blue pot")).written
