@@ -15,8 +15,10 @@ makes the float32 unit rows the retriever ranks with (numpy: `pip install numpy`
 
 from __future__ import annotations
 
+import json
 import math
 import threading
+import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,6 +27,9 @@ from miniclaw.errors import ModelUnavailable
 
 BATCH = 64  # texts a request unless `batch_size` says otherwise (OpenAI takes up to 2048)
 CONNECT_TIMEOUT = 5.0  # a server on this machine or network answers a connection at once
+# The longest answer read: 64 texts of 4,096 numbers as JSON take ~6 MB. Past this, a
+# server (or something posing as one) is sending what is not a batch of vectors.
+MAX_ANSWER = 64 << 20
 
 
 def shown_url(url: str) -> str:
@@ -81,26 +86,27 @@ class ServerEmbedder:
         headers = {"Authorization": f"Bearer {self.settings.api_key}"} \
             if self.settings.api_key else {}
         try:
-            response = self._http().post(self.url, headers=headers,
-                                         json={"model": self.model, "input": list(texts)})
+            status, body = self._post(headers, {"model": self.model, "input": list(texts)})
         except httpx.TimeoutException:
             raise self._fail(f"did not answer within {self.settings.timeout:g} s") from None
         except httpx.HTTPError as exc:
             why = "connection refused" if isinstance(exc, httpx.ConnectError) \
                 else type(exc).__name__
             raise self._fail(f"is not reachable ({why})") from None
-        if response.status_code != 200:
-            raise self._fail(f"answered HTTP {response.status_code} (check base_url, the "
-                             "model name and the API key)")
+        if status != 200:
+            raise self._fail(f"answered HTTP {status} (check base_url, the model name and the "
+                             "API key)")
+        if body is None:
+            raise self._fail(f"answered more than {MAX_ANSWER >> 20} MB")
         try:
-            data = response.json()["data"]
+            data = json.loads(body)["data"]
             rows = sorted(data, key=lambda item: item["index"]) \
                 if all("index" in item for item in data) else data
             vectors = [row["embedding"] for row in rows]
             if not all(isinstance(v, list) and all(
                     type(x) in (float, int) and math.isfinite(x) for x in v) for v in vectors):
                 raise ValueError
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             raise self._fail("did not answer with embeddings (is base_url an "
                              "OpenAI-compatible API ending in /v1?)") from None
         if len(vectors) != len(texts):
@@ -115,6 +121,25 @@ class ServerEmbedder:
                                 if self.dim is not None else ""))
         self.dim = expected
         return vectors
+
+    def _post(self, headers: dict[str, str], payload: dict) -> tuple[int, bytes | None]:
+        """(status, body) of one request; the body None when it is over MAX_ANSWER bytes.
+        The whole answer must come within the timeout: a server that trickles an endless
+        body is cut off as one that sends nothing (httpx's read timeout is per chunk)."""
+        import httpx
+
+        deadline = time.monotonic() + self.settings.timeout
+        with self._http().stream("POST", self.url, headers=headers, json=payload) as response:
+            if response.status_code != 200:
+                return response.status_code, b""
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_ANSWER:
+                    return 200, None
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("the answer took too long")
+            return 200, bytes(body)
 
     def embed(self, texts: Sequence[str]):
         """An (n, dim) float32 array of unit rows (a dot product is then the cosine)."""

@@ -4,9 +4,11 @@
 - "good": one vector per input, `dim` numbers, made from the text's words (each word hashed
   into a bucket), so texts that share words are close, deterministically;
 - "bundled": the bundled offline model's vectors (only where the semantic extra is there);
-- "slow": nothing until the test is over (the client's timeout);
+- "slow": nothing until the test is over (the client's timeout); "endless": a body that
+  never ends, sent a little at a time (each piece within the read timeout);
 - "wrong_dim": vectors of `dim + 1` numbers; "wrong_count": one vector fewer than inputs;
 - "garbage": a body that is not JSON; "not_embeddings": JSON without vectors;
+- bytes: that body, with status 200;
 - "error": HTTP 500 with a body that quotes the key sent (a server must never get it shown).
 
 Each request's JSON body and Authorization header are recorded in `requests`.
@@ -56,8 +58,21 @@ class EmbeddingServer:
     def answer(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         how = self.behaviour
+        if isinstance(how, bytes):  # this body, as it is
+            return self._send(handler, 200, how)
         if how == "slow":
             self.stop.wait(30)
+            return
+        if how == "endless":  # a body that never ends, a little at a time
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.end_headers()
+            handler.wfile.write(b'{"data": [')
+            while not self.stop.wait(0.01):
+                try:
+                    handler.wfile.write(b"[0.5, 0.5], " * 100)
+                except OSError:  # the client hung up
+                    return
             return
         if how == "error":
             return self._send(handler, 500, json.dumps({"error": {"message": "bad key "

@@ -17,6 +17,8 @@ import sys
 import types
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from miniclaw import config
@@ -129,6 +131,7 @@ def test_a_good_server_gives_a_vector_per_text_in_order_and_its_dimension(server
     ("not_embeddings", "did not answer with embeddings"),
     ("error", "answered HTTP 500"),
     ("slow", "did not answer within 0.5 s"),
+    ("endless", "did not answer within 0.5 s"),
 ])
 def test_a_server_that_fails_is_one_clear_reason_without_the_key(server, behaviour, said):
     embedder = ServerEmbedder(settings_for(server.url, timeout=0.5))
@@ -139,6 +142,35 @@ def test_a_server_that_fails_is_one_clear_reason_without_the_key(server, behavio
     message = str(caught.value)
     assert message.startswith(f"the embedding server {server.url} ") and said in message
     assert "SECRET" not in message and "\n" not in message
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.sampled_from(["data", "index", "embedding", "x"]),
+                                       inner, max_size=4), max_leaves=20)
+
+
+@pytest.fixture(scope="module")
+def shared_server():
+    running = EmbeddingServer(dim=4)
+    yield running
+    running.close()
+
+
+@given(body=_JSON)
+@settings(max_examples=40)
+def test_any_answer_is_vectors_or_one_clear_reason(shared_server, body):
+    """Whatever JSON a server answers, the client gives checked vectors or ModelUnavailable:
+    never another exception (a traceback) and never a vector of the wrong shape."""
+    shared_server.behaviour = json.dumps(body).encode()
+    embedder = ServerEmbedder(settings_for(shared_server.url, timeout=5))
+    try:
+        vectors = embedder.fetch(["one", "two"])
+    except ModelUnavailable as exc:
+        assert str(exc).startswith(f"the embedding server {shared_server.url} ")
+    else:
+        assert len(vectors) == 2 and len({len(v) for v in vectors}) == 1
+        assert all(isinstance(x, (int, float)) for v in vectors for x in v)
 
 
 def test_a_server_that_is_down_is_said_so():
