@@ -5,16 +5,16 @@ turns around it, as BM25's score does, scaled down for a long turn (`neighbours.
 entry's own cosine is scaled down by its length (`_by_length`), as BM25's score is.
 
 Vectors come from the configured embedder (`semantic/embedders.py`: the optional offline
-model by default, or a server or library the user chose) and are kept per text in the index's
-`derived` table (kind = the embedder's identity: kind, model and dimension; key = the text's
-hash), so a moved entry keeps its vector and a deleted one loses it with the sync, and a
-search only ever compares vectors of the model that embeds its query: another model's are
-another kind, left alone (a change of model embeds again, `embed_missing`). They are computed outside
-any index transaction: `prepare()` runs after the search's sync and before its reads, embeds
-the query and up to `EMBED_PER_SEARCH` texts that have no vector yet (a new entry is embedded
-by the next search that needs it; `miniclaw memory index` embeds the rest with a progress
-bar, `embed_missing`), and says how far along the vectors are while they are incomplete: the
-search ranks with the vectors it has.
+model by default, or a server or library the user chose) and are kept per text in the
+index's `derived` table (kind = the embedder's identity: kind, model and dimension; key = the
+text's hash), so a moved entry keeps its vector and a deleted one loses it with the sync, and
+a search only ever compares vectors of the model that embeds its query: another model's are
+another kind, left alone (a change of model embeds again, `embed_missing`). They are
+computed outside any index transaction: `prepare()` runs after the search's sync and
+before its reads, embeds the query and up to `EMBED_PER_SEARCH` texts that have no vector yet
+(a new entry is embedded by the next search that needs it; `miniclaw memory index` embeds the
+rest with a progress bar, `embed_missing`), and says how far along the vectors are while they
+are incomplete: the search ranks with the vectors it has.
 
 Why brute force: an L workspace (16,000 entries) is a 16,000 x 384 float32 matrix (25 MB)
 and one matrix-vector product (a few ms). The matrix is read from the index once per process
@@ -39,8 +39,9 @@ does not count (`counts`, applied by the ranker to the results it is about to sh
 
 When the model is not installed, `hybrid` and `vector` search by BM25 and say so
 (`SearchMode.degraded`): never an error; so does a search whose embedder fails (a server
-down, slow or answering garbage: `ModelUnavailable`, caught by the ranker). numpy and onnxruntime are imported only here, when
-a semantic mode runs, so the other modes' start-up pays nothing for them.
+down, slow or answering garbage: `ModelUnavailable`, caught by the ranker). numpy and
+onnxruntime are imported only here, when a semantic mode runs, so the other modes' start-up
+pays nothing for them.
 """
 
 from __future__ import annotations

@@ -471,8 +471,9 @@ class MemoryStore:
                 return embed_missing(index, embedders.load(), None, progress)
             except embedders.ModelUnavailable as exc:
                 log.warning("vectors not computed: %s", exc)
-                known = embedder.dim is not None and embedder.kind != "bundled"
-                return DerivedData(index, embedder.identity).progress() if known else None
+                if embedder.dim is None or embedder.kind == "bundled":
+                    return None
+                return DerivedData(index, embedder.identity).progress()
 
         return await asyncio.to_thread(index.retrying, work)
 
