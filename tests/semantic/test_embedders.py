@@ -394,3 +394,77 @@ def test_the_bundled_model_behind_a_local_server_finds_by_meaning(home, workspac
     found = json.loads(cli(workspace, "memory", "rank", "did I go hiking?", "--mode", "hybrid",
                            "--json").stdout)
     assert found["mode"] == "hybrid" and found["results"][0]["content"] == FACTS[3]
+
+
+@needs_numpy
+def test_one_shot_processes_learn_the_dimension_and_fall_back_when_it_changes(home, workspace,
+                                                                             server):
+    """Real `python -m miniclaw` processes (each learns the server's dimension afresh): a
+    server whose vectors change length is another model (its own vectors, computed again);
+    with `dimension` set it is an error, and the search runs bm25 and says so."""
+    import os
+    import subprocess
+
+    def miniclaw(*args):
+        done = subprocess.run([sys.executable, "-m", "miniclaw", "--workspace", str(workspace),
+                               *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "NO_COLOR": "1"})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done
+
+    configure(home, base_url=server.url, model="words", api_key=KEY)
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    assert "5 of 5 texts" in miniclaw("memory", "index").stdout
+    found = json.loads(miniclaw("memory", "rank", "Lisbon", "--mode", "hybrid", "--json").stdout)
+    assert found["mode"] == "hybrid" and found["results"][0]["content"] == FACTS[0]
+    server.behaviour = "wrong_dim"  # 65 numbers now: another model to this index
+    found = json.loads(miniclaw("memory", "rank", "tea", "--mode", "vector", "--json").stdout)
+    assert found["mode"] == "vector" and found["results"][0]["content"] == FACTS[2]
+    configure(home, base_url=server.url, model="words", api_key=KEY, dimension=64)
+    text = miniclaw("memory", "rank", "Lisbon", "--mode", "hybrid")
+    assert text.stdout.count("\u26a0") == 1 and FACTS[0] in text.stdout
+    assert "answered vectors of 65 numbers, expected 64 (the dimension set): searched by bm25" \
+        in text.stdout
+    server.close()
+    down = miniclaw("memory", "rank", "Lisbon", "--mode", "auto", "--json")
+    data = json.loads(down.stdout)
+    assert data["mode"] == "bm25" and "is not reachable" in data["degraded"]["reason"]
+    assert "SECRET" not in down.stdout + down.stderr + text.stdout + text.stderr
+
+
+class FakeTextEmbedding:
+    """fastembed's model class, at the import boundary: a generator of arrays, 16 numbers."""
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    def embed(self, texts, batch_size=256):
+        import numpy as np
+
+        for text in texts:
+            yield np.asarray(word_vector(text, 16), dtype=np.float32)
+
+
+@needs_numpy
+async def test_a_fastembed_model_by_name_embeds_and_a_failing_one_falls_back(
+        home, workspace, store, monkeypatch):
+    module = types.ModuleType("fastembed")
+    module.__spec__ = importlib.machinery.ModuleSpec("fastembed", None)
+    module.TextEmbedding = FakeTextEmbedding
+    monkeypatch.setitem(sys.modules, "fastembed", module)
+    configure(home, kind="fastembed", model="BAAI/bge-small-en-v1.5")
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    assert await store.embed_index() == (5, 5)
+    assert DerivedData(store.index, "fastembed:BAAI/bge-small-en-v1.5:16").progress() == (5, 5)
+    found = await store.search("brake pads car winter", mode="hybrid")
+    assert found.mode == "hybrid" and found.results[0].content == FACTS[1]
+
+    def broken(self, texts, batch_size=256):
+        raise RuntimeError("ONNXRuntimeError: the model file is damaged\nat line 3")
+
+    monkeypatch.setattr(FakeTextEmbedding, "embed", broken)
+    configure(home, kind="fastembed", model="BAAI/bge-base-en-v1.5", dimension=16)
+    found = await store.search("brake pads", mode="hybrid")
+    assert found.mode == "bm25" and found.results[0].content == FACTS[1]
+    assert found.degraded.params["reason"] == (
+        "the embedding model BAAI/bge-base-en-v1.5 (fastembed) did not load (at line 3)")
