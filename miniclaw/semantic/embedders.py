@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from miniclaw import config
 from miniclaw.errors import ModelUnavailable  # noqa: F401 (`embedders.ModelUnavailable`)
+from miniclaw.errors import UsageError
 from miniclaw.semantic import model as bundled_model
 
 LIBRARY_BATCH = 32  # texts per call to a local library's model
@@ -174,10 +175,15 @@ def available() -> tuple[bool, str]:
 
 
 def installed() -> bool:
-    """`available` without building the install hint (a bm25 search asks only this)."""
-    if settings().kind == "bundled":
-        return bundled_model.installed()
-    return available()[0]
+    """`available` without building the install hint (a bm25 search that found nothing asks
+    only this, to suggest meaning search: a bad embedder setting is then no error, only no
+    suggestion; the semantic modes say it)."""
+    try:
+        if settings().kind == "bundled":
+            return bundled_model.installed()
+        return available()[0]
+    except UsageError:
+        return False
 
 
 def load():

@@ -111,6 +111,9 @@ def test_a_bad_setting_is_one_clear_line_without_the_key(home, workspace, embedd
     done = cli(workspace, "memory", "rank", "Lisbon", "--mode", "hybrid")
     assert done.exit_code == 2 and said in done.output and "SECRET" not in done.output
     assert "Traceback" not in done.output
+    for query in ("Lisbon", "zebra"):  # a bm25 search does not depend on the embedder
+        plain = cli(workspace, "memory", "rank", query)
+        assert plain.exit_code == 0 and "Error" not in plain.output, plain.output
 
 
 # -- the server's client (no numpy) ---------------------------------------------------------
