@@ -507,9 +507,13 @@ def _check_model(report: Report) -> None:
 def _check_search(report: Report) -> None:
     """Which mode `auto` (the chat's, the context's, the MCP server's) runs here, and why:
     the embedding model is loaded to find out (memory/scoring: `best_available`)."""
+    from miniclaw.errors import UsageError
     from miniclaw.search.scoring import best_available
 
-    mode, why = best_available()
+    try:
+        mode, why = best_available()
+    except UsageError:  # a bad embedder setting: its own finding (`_check_embedder`)
+        return
     report.checked.append(f"search: auto runs {mode}: {why}")
 
 

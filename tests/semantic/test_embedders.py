@@ -114,6 +114,10 @@ def test_a_bad_setting_is_one_clear_line_without_the_key(home, workspace, embedd
     for query in ("Lisbon", "zebra"):  # a bm25 search does not depend on the embedder
         plain = cli(workspace, "memory", "rank", query)
         assert plain.exit_code == 0 and "Error" not in plain.output, plain.output
+    report = json.loads(cli(workspace, "doctor", "--json").stdout)  # a finding, not a crash
+    found = [f for f in report["findings"] if f["check"] == "embedder"]
+    assert len(found) == 1 and said in found[0]["message"] and found[0]["severity"] == "error"
+    assert "SECRET" not in json.dumps(report)
 
 
 # -- the server's client (no numpy) ---------------------------------------------------------
