@@ -475,3 +475,16 @@ async def test_a_fastembed_model_by_name_embeds_and_a_failing_one_falls_back(
     assert found.mode == "bm25" and found.results[0].content == FACTS[1]
     assert found.degraded.params["reason"] == (
         "the embedding model BAAI/bge-base-en-v1.5 (fastembed) did not load (at line 3)")
+
+
+def test_doctor_names_the_bundled_model_when_it_is_the_embedder(home, workspace):
+    from miniclaw.semantic import model
+
+    if not model.available()[0]:
+        pytest.skip("the semantic extra is not installed")
+    write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
+    assert cli(workspace, "memory", "rank", "Lisbon").exit_code == 0  # indexed, no vectors
+    report = json.loads(cli(workspace, "doctor", "--json").stdout)
+    assert [c for c in report["checked"] if c.startswith("embedder:")] == [
+        "embedder: bundled all-MiniLM-L6-v2-int8 (offline), 384 numbers a vector; 5 entries "
+        "without a vector (`miniclaw memory index` computes them)"]
