@@ -27,6 +27,9 @@ from miniclaw.errors import ModelUnavailable
 
 BATCH = 64  # texts a request unless `batch_size` says otherwise (OpenAI takes up to 2048)
 CONNECT_TIMEOUT = 5.0  # a server on this machine or network answers a connection at once
+# After a request timed out, a long-lived process (chat, MCP) does not ask again for this
+# long: each search would wait the whole timeout again before running bm25.
+RETRY_AFTER_TIMEOUT = 60.0
 # The longest answer read: 64 texts of 4,096 numbers as JSON take ~6 MB. Past this, a
 # server (or something posing as one) is sending what is not a batch of vectors.
 MAX_ANSWER = 64 << 20
@@ -57,6 +60,7 @@ class ServerEmbedder:
         self.label = f"{self.model} at {shown_url(settings.base_url)}"
         self._client = None
         self._lock = threading.Lock()
+        self._quiet_until = 0.0  # monotonic time before which a timed-out server is not asked
 
     @property
     def identity(self) -> str:
@@ -85,10 +89,14 @@ class ServerEmbedder:
 
         headers = {"Authorization": f"Bearer {self.settings.api_key}"} \
             if self.settings.api_key else {}
+        slow = f"did not answer within {self.settings.timeout:g} s"
+        if time.monotonic() < self._quiet_until:
+            raise self._fail(f"{slow} (asked again within a minute)")
         try:
             status, body = self._post(headers, {"model": self.model, "input": list(texts)})
         except httpx.TimeoutException:
-            raise self._fail(f"did not answer within {self.settings.timeout:g} s") from None
+            self._quiet_until = time.monotonic() + RETRY_AFTER_TIMEOUT
+            raise self._fail(slow) from None
         except httpx.HTTPError as exc:
             why = "connection refused" if isinstance(exc, httpx.ConnectError) \
                 else type(exc).__name__

@@ -180,6 +180,21 @@ def test_any_answer_is_vectors_or_one_clear_reason(shared_server, body):
         assert all(isinstance(x, (int, float)) for v in vectors for x in v)
 
 
+def test_a_server_that_timed_out_is_not_asked_again_for_a_while(server):
+    """A long-lived process (chat, MCP) would wait the whole timeout at every search."""
+    embedder = ServerEmbedder(settings_for(server.url, timeout=0.3))
+    server.behaviour = "slow"
+    with pytest.raises(ModelUnavailable, match="did not answer within 0.3 s$"):
+        embedder.fetch(["one"])
+    asked = len(server.requests)
+    with pytest.raises(ModelUnavailable, match=r"within 0.3 s \(asked again within a minute\)"):
+        embedder.fetch(["two"])
+    assert len(server.requests) == asked  # not asked
+    embedder._quiet_until = 0.0  # a minute later
+    server.behaviour = "good"
+    assert len(embedder.fetch(["three"])) == 1
+
+
 def test_a_server_that_is_down_is_said_so():
     url = closed_port_url()
     with pytest.raises(ModelUnavailable, match="is not reachable .connection refused."):
