@@ -9,7 +9,9 @@ workspace under ``$XDG_CACHE_HOME/miniclaw/`` (else ``%LOCALAPPDATA%\\miniclaw\\
 The `timezone` setting (an IANA name; `MINICLAW_TIMEZONE` over `"timezone"` in config.json;
 default UTC) decides which day's note is today. Settings for the model server come from ``$MINICLAW_HOME/config.json`` (its ``"llm"``
 object), overridden by ``MINICLAW_LLM_*`` environment variables, overridden by command-line
-flags. With no server configured the provider is ``echo``, which works offline.
+flags. With no server configured the provider is ``echo``, which works offline. The model that
+embeds memories for the semantic modes is chosen the same way (``"embedder"``,
+``MINICLAW_EMBEDDER_*``; `embedder_settings`): the bundled offline model by default.
 """
 
 from __future__ import annotations
@@ -114,6 +116,8 @@ class LLMSettings(NamedTuple):
 KNOWN_SETTINGS: dict[str, frozenset[str] | None] = {
     "llm": frozenset({"provider", "base_url", "model", "api_key", "connect_timeout",
                       "read_timeout", "deadline"}),
+    "embedder": frozenset({"kind", "model", "base_url", "api_key", "dimension", "batch_size",
+                           "timeout"}),
     "timezone": None,
     "workspaces": None,  # keyed by folder; each holds WORKSPACE_SETTINGS
 }
@@ -436,3 +440,89 @@ def _seconds(value: Any, key: str, default: float) -> float:
     if not 0 < seconds <= 3600:
         raise UsageError(f"{key} must be between 0 and 3600 seconds, not {value!r}")
     return seconds
+
+
+EMBEDDER_KINDS = ("bundled", "openai", "sentence-transformers", "fastembed")
+DEFAULT_EMBED_TIMEOUT = 30.0  # a local server may load its model at the first request
+
+
+class EmbedderSettings(NamedTuple):
+    """Which model embeds memories for the semantic modes (semantic/embedders.py)."""
+
+    kind: str = "bundled"  # one of EMBEDDER_KINDS
+    model: str | None = None  # the server's model name, or the library's model name or path
+    base_url: str | None = None  # openai: e.g. http://127.0.0.1:11434/v1
+    api_key: str | None = None  # openai: sent as a bearer token, never shown
+    dimension: int | None = None  # expected numbers a vector (checked, not sent)
+    batch_size: int | None = None  # texts a request (or a library call)
+    timeout: float = DEFAULT_EMBED_TIMEOUT
+
+
+_EMBEDDER_ENV = ("MINICLAW_EMBEDDER", "MINICLAW_EMBEDDER_MODEL", "MINICLAW_EMBEDDER_BASE_URL",
+                 "MINICLAW_EMBEDDER_API_KEY")
+
+
+def embedder_settings() -> EmbedderSettings:
+    """The embedder: MINICLAW_EMBEDDER_* over config.json's `"embedder"` object; the bundled
+    model when neither names one. A hybrid search asks at every start, so config.json is
+    parsed only when its text names an embedder (most have none: no JSON import)."""
+    env = os.environ
+    text = _config_text() if not any(env.get(name) for name in _EMBEDDER_ENV) else None
+    if not any(env.get(name) for name in _EMBEDDER_ENV) and (not text or "embedder" not in text):
+        return EmbedderSettings()
+    section = load_config(text).get("embedder", {})
+    if not isinstance(section, dict):
+        raise UsageError(f'{config_path()}: "embedder" must be an object, like '
+                         '{"kind": "openai", "base_url": "...", "model": "..."}')
+
+    def pick(env_name: str | None, key: str) -> Any:
+        if env_name and env.get(env_name):
+            return env[env_name]
+        return section.get(key)
+
+    def text_of(env_name: str | None, key: str) -> str | None:
+        value = pick(env_name, key)
+        if value is None:
+            return None
+        where = f"{env_name} or " if env_name else ""
+        shown = "" if key == "api_key" else f", not {value!r}"  # never show a key
+        if not isinstance(value, str) or first_unwritable(value.strip(), allow=""):
+            raise UsageError(f"the embedder's {key} ({where}\"{key}\" in config.json) must be "
+                             f"a line of text{shown}")
+        return value.strip() or None
+
+    from miniclaw.text import first_unwritable
+
+    base_url = text_of("MINICLAW_EMBEDDER_BASE_URL", "base_url")
+    kind = (text_of("MINICLAW_EMBEDDER", "kind") or ("openai" if base_url else "bundled")).lower()
+    if kind not in EMBEDDER_KINDS:
+        raise UsageError(f"unknown embedder kind {kind!r} (MINICLAW_EMBEDDER or \"kind\" in "
+                         f"config.json's \"embedder\"); choose from: {', '.join(EMBEDDER_KINDS)}")
+    settings = EmbedderSettings(
+        kind, text_of("MINICLAW_EMBEDDER_MODEL", "model"), base_url,
+        text_of("MINICLAW_EMBEDDER_API_KEY", "api_key"),
+        _count(section.get("dimension"), "dimension", 1, 65536),
+        _count(section.get("batch_size"), "batch_size", 1, 4096),
+        _seconds(section.get("timeout"), "timeout", DEFAULT_EMBED_TIMEOUT))
+    if settings.api_key is not None and not re.fullmatch(r"[\x21-\x7e]+", settings.api_key):
+        raise UsageError("the embedder's API key (MINICLAW_EMBEDDER_API_KEY or api_key in "
+                         "config.json) must be ASCII letters, digits and punctuation")
+    if kind != "bundled" and not settings.model:
+        raise UsageError(f"the {kind} embedder needs a model name: set MINICLAW_EMBEDDER_MODEL "
+                         "or \"model\" in config.json's \"embedder\"")
+    if kind == "openai":
+        if not base_url:
+            raise UsageError("the openai embedder needs the server's URL: set "
+                             "MINICLAW_EMBEDDER_BASE_URL or \"base_url\" in config.json's "
+                             "\"embedder\" (e.g. http://127.0.0.1:11434/v1)")
+        _check_url(base_url)
+    return settings
+
+
+def _count(value: Any, key: str, low: int, high: int) -> int | None:
+    if value is None:
+        return None
+    if type(value) is not int or not low <= value <= high:
+        raise UsageError(f"the embedder's {key} in config.json must be a whole number from "
+                         f"{low} to {high}, not {value!r}")
+    return value

@@ -27,6 +27,7 @@ from miniclaw.fs import platform
 
 SEVERITIES = ("info", "warning", "error")
 MODEL_TIMEOUT_S = 2.0
+EMBED_TIMEOUT_S = 10.0  # a local server may load its embedding model at the first request
 MCP_PACKAGE = "mcp"  # what `miniclaw mcp` imports (cli/mcp.py)
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this large means checkpoints keep failing
 
@@ -73,6 +74,8 @@ def examine(workspace: Path, *, cwd: Path | None = None) -> Report:
     if settings is not None:
         _check_model(report)
     _check_search(report)
+    if settings is not None:
+        _check_embedder(workspace, report)
     _check_mcp(report, cwd or Path.cwd())
     order = {name: i for i, name in enumerate(SEVERITIES)}
     report.findings.sort(key=lambda f: -order[f.severity])
@@ -505,10 +508,75 @@ def _check_model(report: Report) -> None:
 def _check_search(report: Report) -> None:
     """Which mode `auto` (the chat's, the context's, the MCP server's) runs here, and why:
     the embedding model is loaded to find out (memory/scoring: `best_available`)."""
+    from miniclaw.errors import UsageError
     from miniclaw.search.scoring import best_available
 
-    mode, why = best_available()
+    try:
+        mode, why = best_available()
+    except UsageError:  # a bad embedder setting: its own finding (`_check_embedder`)
+        return
     report.checked.append(f"search: auto runs {mode}: {why}")
+
+
+def _check_embedder(workspace: Path, report: Report) -> None:
+    """Which model embeds memories (the configured embedder; a server is asked for one
+    vector, within EMBED_TIMEOUT_S), and how many indexed entries have no vector of it yet."""
+    from miniclaw.errors import ModelUnavailable, UsageError
+    from miniclaw.semantic import embedders
+
+    try:
+        chosen = embedders.settings()
+    except UsageError as exc:
+        report.findings.append(Finding("error", "embedder", str(config.config_path()), str(exc),
+                                       "fix the setting (MINICLAW_EMBEDDER_* or config.json)"))
+        return
+    ok, why = embedders.available()
+    if not ok:
+        if chosen.kind != "bundled":  # the bundled model's absence: `search` says it
+            report.findings.append(Finding("warning", "embedder", None, why,
+                                           "install it, or remove \"embedder\" from config.json"))
+        return
+    if chosen.kind == "openai":
+        chosen = chosen._replace(timeout=min(chosen.timeout, EMBED_TIMEOUT_S))
+    embedder = embedders._made(chosen)
+    try:
+        if chosen.kind == "openai":  # asked now, whatever this process learnt before
+            embedder.fetch(["dimension"])
+        identity = embedder.identity  # a library's model: loaded now
+    except ModelUnavailable as exc:
+        report.findings.append(Finding("error", "embedder", chosen.base_url, str(exc),
+                                       "start the server (or check base_url, model and the "
+                                       "API key): hybrid searches run bm25 meanwhile"))
+        return
+    line = f"embedder: {embedder.label}, {embedder.dim} numbers a vector"
+    path = config.index_path(workspace)
+    try:
+        conn = _open_read_only(path, _size(f"{path}-wal")) if path.is_file() else None
+    except sqlite3.Error:
+        conn = None
+    if conn is not None:
+        try:
+            lacking, others = _vectors_lacking(conn, identity)
+        except sqlite3.Error:  # a damaged index: the index check says so
+            lacking = None
+        finally:
+            conn.close()
+        if lacking is not None:
+            line += f"; {lacking} entr{'y' if lacking == 1 else 'ies'} without a vector"
+            if lacking:
+                line += " (`miniclaw memory index` computes them)"
+            if others:
+                line += f"; vectors of {others} other model{'s' * (others != 1)} kept, unused"
+    report.checked.append(line)
+
+
+def _vectors_lacking(conn: sqlite3.Connection, kind: str) -> tuple[int, int]:
+    """(entries whose text has no vector of `kind`, other kinds of vectors stored)."""
+    lacking = conn.execute("SELECT COUNT(*) FROM entries e WHERE NOT EXISTS (SELECT 1 FROM "
+                           "derived d WHERE d.kind = ? AND d.hash = e.hash)", (kind,)).fetchone()
+    others = conn.execute("SELECT COUNT(DISTINCT kind) FROM derived WHERE kind != ?",
+                          (kind,)).fetchone()
+    return lacking[0], others[0]
 
 
 def model_listed(url: str, model: str, api_key: str | None) -> tuple[str, str, str] | None:

@@ -310,7 +310,7 @@ def test_unknown_config_keys_are_counted_warning_findings(workspace: Path, isola
          "fix": "did you mean 'model'? rename it in config.json"},
         {"severity": "warning", "check": "settings", "path": str(path),
          "message": "unknown setting 'colour' is ignored",
-         "fix": "remove it, or use a known setting (llm, timezone, workspaces)"}]
+         "fix": "remove it, or use a known setting (embedder, llm, timezone, workspaces)"}]
     code, text, stderr = _doctor()
     assert code == 1 and stderr == ""
     assert text.splitlines()[-1] == "0 errors, 2 warnings."

@@ -213,7 +213,7 @@ def rank(
     source: Annotated[list[str] | None, typer.Option("--source", metavar="SOURCE", help="Only this memory source (long_term, daily_note, transcripts, or one config.json adds); repeatable.", show_default=False)] = None,
     require: Annotated[list[str] | None, typer.Option("--require", metavar="WORDS", help="Words every result must hold; repeatable.", show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="WORDS", help="Words no result may hold; repeatable.", show_default=False)] = None,
-    mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|hybrid|vector|keyword|auto]", help="Ranking mode: bm25 (default: words), auto (the best available: hybrid when the embedding model is installed, else bm25; the chat's), hybrid (words and meaning, with the semantic extra: `miniclaw doctor` gives the command), vector (meaning only) or keyword (word count, also called basic).", show_default=False)] = None,
+    mode: Annotated[str | None, typer.Option("--mode", metavar="[bm25|hybrid|vector|keyword|auto]", help="Ranking mode: bm25 (default: words), auto (the best available: hybrid when the embedding model is installed, else bm25; the chat's), hybrid (words and meaning, with the semantic extra or the embedder in config.json: `miniclaw doctor` gives the command), vector (meaning only) or keyword (word count, also called basic).", show_default=False)] = None,
     output: Annotated[str | None, typer.Option("--format", "-f", metavar="[text|json|markdown|ef|mnemonic]", help="Output: text (default), json, markdown, or another tool's shape: ef (EF Memory's entry blocks), mnemonic (its search-subcall JSON).", show_default=False)] = None,
     json_out: JsonOption = False,
     meta: Annotated[list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="Only entries whose source metadata has this value (namespace=_semantic/decisions); repeatable.", show_default=False)] = None,
@@ -465,7 +465,9 @@ def index(
 ) -> None:
     """Bring the search index up to date now (searches also do this by themselves).
 
-    The index is a cache of the memory files; deleting it loses nothing.
+    The index is a cache of the memory files; deleting it loses nothing. With an embedder
+    (the semantic extra, or "embedder" in config.json), it also computes every memory's
+    vector for --mode hybrid, with a progress bar: after a change of model, all again.
 
     \b
     Example: miniclaw memory index --rebuild
@@ -477,7 +479,7 @@ def index(
         async with _store(ctx) as store:
             report = await store.refresh_index(rebuild=rebuild, progress=progress)
             progress.close()
-            # with the extra `semantic`: every text's vector, so hybrid search is complete
+            # with an embedder: every text's vector by it, so hybrid search is complete
             return report, await store.embed_index(progress=embedding)
 
     try:

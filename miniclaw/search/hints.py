@@ -37,7 +37,9 @@ The kinds and their parameters:
                                        `embedded` of `total` texts (the rest come later)
     degraded           requested, mode, reason   `SearchResults.degraded`: the mode asked
                                        for could not run (the model is not installed), so
-                                       `mode` ran instead; never an error
+                                       `mode` ran instead; never an error. Optional:
+                                       `installed` (it is, but failed: a server down),
+                                       `install` (the command another embedder needs)
 """
 
 from __future__ import annotations
@@ -124,5 +126,6 @@ def describe(hint: Hint, wording: Mapping[str, str] | None = None) -> str:
     if "{install}" in template:  # this project's command, worked out only when shown
         from miniclaw.install import install_command
 
-        return template.format(**hint.params, install=install_command("semantic"))
+        return template.format(**{**hint.params, "install": hint.params.get("install")
+                                  or install_command("semantic")})
     return template.format(**hint.params)

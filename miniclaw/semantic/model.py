@@ -132,7 +132,7 @@ class Embedder:
     """The loaded model: `embed(texts)` gives one normalized float32 row per memory's text,
     `embed_query(text)` a query's."""
 
-    name = NAME
+    name = identity = NAME  # its vectors' kind in the index (`embedders.py`)
     dim = DIM
 
     def __init__(self) -> None:

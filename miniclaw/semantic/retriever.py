@@ -4,14 +4,17 @@ as modes like any retriever. In a conversation a short turn's cosine takes conte
 turns around it, as BM25's score does, scaled down for a long turn (`neighbours.py`). A long
 entry's own cosine is scaled down by its length (`_by_length`), as BM25's score is.
 
-Vectors come from the optional offline model (`semantic/model.py`) and are kept per text
-in the index's `derived` table (kind = the model's name, key = the text's hash), so a moved
-entry keeps its vector and a deleted one loses it with the sync. They are computed outside
-any index transaction: `prepare()` runs after the search's sync and before its reads, embeds
-the query and up to `EMBED_PER_SEARCH` texts that have no vector yet (a new entry is embedded
-by the next search that needs it; `miniclaw memory index` embeds the rest with a progress
-bar, `embed_missing`), and says how far along the vectors are while they are incomplete: the
-search ranks with the vectors it has.
+Vectors come from the configured embedder (`semantic/embedders.py`: the optional offline
+model by default, or a server or library the user chose) and are kept per text in the
+index's `derived` table (kind = the embedder's identity: kind, model and dimension; key = the
+text's hash), so a moved entry keeps its vector and a deleted one loses it with the sync, and
+a search only ever compares vectors of the model that embeds its query: another model's are
+another kind, left alone (a change of model embeds again, `embed_missing`). They are
+computed outside any index transaction: `prepare()` runs after the search's sync and
+before its reads, embeds the query and up to `EMBED_PER_SEARCH` texts that have no vector yet
+(a new entry is embedded by the next search that needs it; `miniclaw memory index` embeds the
+rest with a progress bar, `embed_missing`), and says how far along the vectors are while they
+are incomplete: the search ranks with the vectors it has.
 
 Why brute force: an L workspace (16,000 entries) is a 16,000 x 384 float32 matrix (25 MB)
 and one matrix-vector product (a few ms). The matrix is read from the index once per process
@@ -35,8 +38,10 @@ question's by form as much as by topic: in hybrid, the cosine of an entry that o
 does not count (`counts`, applied by the ranker to the results it is about to show).
 
 When the model is not installed, `hybrid` and `vector` search by BM25 and say so
-(`SearchMode.degraded`): never an error. numpy and onnxruntime are imported only here, when
-a semantic mode runs, so the other modes' start-up pays nothing for them.
+(`SearchMode.degraded`): never an error; so does a search whose embedder fails (a server
+down, slow or answering garbage: `ModelUnavailable`, caught by the ranker). numpy and
+onnxruntime are imported only here, when a semantic mode runs, so the other modes' start-up
+pays nothing for them.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar
 
 from miniclaw.errors import SearchIndexError
+from miniclaw.semantic import embedders
 from miniclaw.semantic import model as embedding
 from miniclaw.search.hints import SearchWarning
 from miniclaw.search.scoring.base import Candidates, Request
@@ -59,8 +65,7 @@ if TYPE_CHECKING:
     from miniclaw.search.query import Query
     from miniclaw.sources.base import MemorySource
 
-STORED_BYTES = embedding.DIM * 2  # a vector as stored: bfloat16 (above)
-_FLOAT32_BYTES = embedding.DIM * 4  # as older indexes stored it: converted when read
+STORED_BYTES = embedding.DIM * 2  # the bundled model's vector as stored: bfloat16 (above)
 EMBED_PER_SEARCH = 32  # texts a search embeds before it ranks with what it has (~0.3 s)
 EMBED_BATCH = 256  # texts embedded and stored at a time by `embed_missing`
 # Entries per source the cosine brings to a fusion (BM25 brings the ranker's 50): turn
@@ -82,12 +87,14 @@ LONG_TERMS = 40
 
 
 class _Vectors:
-    """Every vector of one index in memory: a matrix, and each row's text hash. A text's
-    vector never changes (same model, same text), so rows are only added; rows of texts no
-    longer indexed are harmless (no entry maps to them) and dropped when they are many."""
+    """Every vector of one model (`dim` numbers each) in one index in memory: a matrix, and
+    each row's text hash. A text's vector never changes (same model, same text), so rows are
+    only added; rows of texts no longer indexed are harmless (no entry maps to them) and
+    dropped when they are many."""
 
-    def __init__(self) -> None:
+    def __init__(self, dim: int = embedding.DIM) -> None:
         self.lock = threading.Lock()  # held by whoever reads or grows the matrix
+        self.dim = dim
         self.clear()
 
     def clear(self) -> None:
@@ -95,7 +102,7 @@ class _Vectors:
 
         self.hashes: list[bytes] = []
         self.rows: dict[bytes, int] = {}
-        self.matrix = np.zeros((0, embedding.DIM), dtype=np.float32)
+        self.matrix = np.zeros((0, self.dim), dtype=np.float32)
         self.stored = -1  # the derived table's count of this kind when last read
 
     def add(self, values: dict[bytes, bytes]) -> None:
@@ -104,7 +111,7 @@ class _Vectors:
         import numpy as np
 
         known = self.rows
-        vectors = {h: _unpacked(v) for h, v in values.items() if h not in known}
+        vectors = {h: _unpacked(v, self.dim) for h, v in values.items() if h not in known}
         new = [h for h, vector in vectors.items() if vector is not None]
         if not new:
             return
@@ -116,7 +123,7 @@ class _Vectors:
     def start(self, hashes: list[bytes], values: bytearray) -> None:
         """Begin with these vectors (their stored bytes one after another, `joined`), made
         float32 in one step (read-only: searches share the matrix)."""
-        matrix = _float32(values).reshape(len(hashes), embedding.DIM)
+        matrix = _float32(values).reshape(len(hashes), self.dim)
         matrix.flags.writeable = False
         self.hashes, self.rows, self.matrix = hashes, dict(zip(hashes, range(len(hashes)))), matrix
 
@@ -136,14 +143,14 @@ class _Vectors:
             if len(self.hashes) > 2 * stored + 1000:  # mostly texts gone: start over
                 self.clear()
         if not self.hashes:
-            hashes, values, others = derived.joined(STORED_BYTES)
+            hashes, values, others = derived.joined(self.dim * 2)
             self.start(hashes, values)
             stored = len(hashes) + len(others)  # the values read are the count
         else:
             known = self.rows
             others = derived.get([h for h in derived.hashes() if h not in known])
         older = {h: _packed(_float32_value(v)) for h, v in others.items()
-                 if len(v) == _FLOAT32_BYTES}
+                 if len(v) == self.dim * 4}
         if older:  # stored by an older miniclaw: converted once, for every process
             try:
                 derived.put(older)
@@ -154,31 +161,37 @@ class _Vectors:
         return stored
 
 
-_TABLES: dict[str, _Vectors] = {}  # index file -> its vectors, for the life of the process
+_TABLES: dict[tuple[str, str], _Vectors] = {}  # (index file, embedder) -> its vectors, kept
 _TABLES_LOCK = threading.Lock()
 
 
-def _vectors(index: SearchIndex) -> _Vectors:
+def _vectors(index: SearchIndex, kind: str = embedding.NAME,
+             dim: int = embedding.DIM) -> _Vectors:
+    """The vectors of the embedder `kind` (its identity) in this index: one matrix per model,
+    so two models' vectors are never compared."""
     with _TABLES_LOCK:
-        return _TABLES.setdefault(str(index.db.path), _Vectors())
+        return _TABLES.setdefault((str(index.db.path), kind), _Vectors(dim))
 
 
 def embed_missing(index: SearchIndex, model, limit: int | None = None,
                   progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
-    """Embed texts of the index that have no vector yet (at most `limit`; all with None),
-    storing each batch as it is done (outside any other transaction). Returns (texts with a
-    vector, texts in all) afterwards; `progress(done, total)` before the first batch and
-    after each."""
+    """Embed texts of the index that have no vector of `model` (an embedder) yet (at most
+    `limit`; all with None), storing each batch as it is done (outside any other
+    transaction): a failure (`ModelUnavailable`) loses none stored before it. Returns
+    (texts with a vector, texts in all) afterwards; `progress(done, total)` before the
+    first batch and after each. A model not used before has none: all are embedded."""
     from miniclaw.index.derived import DerivedData
 
-    derived = DerivedData(index, model.name)
+    kind = model.identity
+    derived = DerivedData(index, kind)
     done, total = derived.progress()
     todo = derived.missing(limit) if done < total else []
-    table = _vectors(index)
+    table = _vectors(index, kind, model.dim)
     if todo and progress is not None:
         progress(done, total)  # the start: a rate is then measured from here
-    for start in range(0, len(todo), EMBED_BATCH):
-        batch = todo[start:start + EMBED_BATCH]
+    step = getattr(model, "batch", EMBED_BATCH)
+    for start in range(0, len(todo), step):
+        batch = todo[start:start + step]
         vectors = model.embed([text for _, text in batch])
         values = {h: _packed(vectors[row]) for row, (h, _) in enumerate(batch)}
         done += derived.put(values)
@@ -228,10 +241,10 @@ class _Awaited:
 
 
 @functools.lru_cache(maxsize=256)
-def _query_vector(text: str):
-    """A query's vector: embedding it is most of a warm hybrid search, and a chat or an agent
-    asks the same question again."""
-    vector = embedding.load().embed_query(text)
+def _query_vector(text: str, embedder=None):
+    """A query's vector by `embedder` (None: the configured one): embedding it is most of a
+    warm hybrid search, and a chat or an agent asks the same question again."""
+    vector = (embedder or embedders.current()).embed_query(text)
     vector.flags.writeable = False
     return vector
 
@@ -256,6 +269,7 @@ class VectorRetriever:
         self.min_similarity = float(min_similarity)
         self._query = None  # the query's unit vector, set by prepare()
         self._table: _Vectors | None = None
+        self._kind = embedding.NAME  # the identity of the embedder that made the vectors
         self._similar = None  # (text hashes, their cosines with the query), set by prepare()
 
     def scored_terms(self, terms: list[str]) -> list[str]:
@@ -285,17 +299,21 @@ class VectorRetriever:
         from miniclaw.index.derived import DerivedData
 
         embedding.import_numpy()  # here, first: how numpy starts BLAS is set by its import
-        vector = _background().submit(_query_vector, query.text)
-        self._table = table = _vectors(index)
+        embedder = embedders.current()
+        vector = _background().submit(_query_vector, query.text, embedder)
+        if embedder.dim is None:  # a server's first answer says how long its vectors are
+            vector.result()
+        self._kind = kind = embedder.identity
+        self._table = table = _vectors(index, kind, embedder.dim)
         with table.lock:  # a process's first look reads every vector, and so counts them
-            read = None if table.stored >= 0 else table.catch_up(index, embedding.NAME)
-        done, total = DerivedData(index, embedding.NAME).progress(read)
+            read = None if table.stored >= 0 else table.catch_up(index, kind)
+        done, total = DerivedData(index, kind).progress(read)
         if done < total:
             vector.result()  # the query's first: the model that embedded it embeds texts
-            done, total = embed_missing(index, embedding.load(), self.embed_per_search)
+            done, total = embed_missing(index, embedder, self.embed_per_search)
         with table.lock:
             # complete, `done` is the kind's count just read: no second count
-            table.catch_up(index, embedding.NAME, done if done == total else None)
+            table.catch_up(index, kind, done if done == total else None)
             hashes, matrix = list(table.hashes), table.matrix
         self._query = vector
         # queued behind the query's vector on the one thread: it is there when this runs
@@ -344,9 +362,10 @@ class VectorRetriever:
                 if row is not None and row < len(hashes) and hashes[row] == text_hash:
                     cosine[entry_id] = float(similar[row])
         rest = [i for i in entry_ids if i not in cosine]
-        values = DerivedData(index, embedding.NAME).for_entries(rest) if rest else {}
+        values = DerivedData(index, self._kind).for_entries(rest) if rest else {}
+        dim = self._table.dim if self._table is not None else embedding.DIM
         for i in rest:  # a damaged value (wrong size) counts as no vector
-            vector = _unpacked(values[i]) if i in values else None
+            vector = _unpacked(values[i], dim) if i in values else None
             cosine[i] = 0.0 if vector is None else float(vector @ self._query)
         return {i: {self.name: _by_length(cosine[i], texts[i][1] if i in texts else 0)}
                 for i in entry_ids}
@@ -369,10 +388,10 @@ def _float32(stored) -> object:
     return np.left_shift(np.frombuffer(stored, "<u2"), 16, dtype=np.uint32).view(np.float32)
 
 
-def _unpacked(value: bytes):
-    """A stored vector as float32, or None for a damaged one (a wrong size; an older
-    index's float32 values are converted as they are read, `_Vectors.catch_up`)."""
-    return _float32(value) if len(value) == STORED_BYTES else None
+def _unpacked(value: bytes, dim: int = embedding.DIM):
+    """A stored vector of `dim` numbers as float32, or None for a damaged one (a wrong size;
+    an older index's float32 values are converted as they are read, `_Vectors.catch_up`)."""
+    return _float32(value) if len(value) == dim * 2 else None
 
 
 def _float32_value(value: bytes):
@@ -392,26 +411,30 @@ def _by_length(cosine: float, length: int) -> float:
 
 
 def _degraded(requested: str):
-    """BM25 in place of a semantic mode the model is not installed for, or could not load in
-    this process, saying so (None when the model is there)."""
-    ok, why = embedding.available()
-    if ok and embedding.failed() is None:
+    """BM25 in place of a semantic mode the embedder is not installed for, or could not load
+    in this process, saying so (None when it is there)."""
+    ok, why = embedders.available()
+    if ok and embedders.failed() is None:
         return None
     if not ok:
-        return without_model(requested, why)
-    return without_model(requested, embedding.failed(), installed=True)
+        library = embedders.settings().kind != "bundled"  # its own install command
+        return without_model(requested, why, install=why.partition(" (")[2].rstrip(")")
+                             if library else None)
+    return without_model(requested, embedders.failed(), installed=True)
 
 
-def without_model(requested: str, why: str, *, installed: bool = False):
+def without_model(requested: str, why: str, *, installed: bool = False,
+                  install: str | None = None):
     """BM25 in place of the semantic mode `requested`, with the notice that says why: the
-    model is not installed (the notice gives the install command), or it is but failed to
-    load or run (`embedding.ModelUnavailable`, e.g. out of memory: no install command,
-    `installed` in the warning)."""
+    model is not installed (the notice gives the install command: the `semantic` extra's,
+    or `install` for another embedder's library), or it is but failed to load or run
+    (`embedding.ModelUnavailable`, e.g. out of memory, or a server down: no install
+    command, `installed` in the warning)."""
     from miniclaw.search.scoring import SearchMode
 
     bm25 = BM25Scorer()
     reason = why if installed else why.split(" (")[0]
-    extra = {"installed": True} if installed else {}
+    extra = {"installed": True} if installed else {"install": install} if install else {}
     return SearchMode(bm25.name, (bm25,), bm25.neighbor_weights, bm25.date_weight,
                       degraded=SearchWarning("degraded", requested=requested, mode=bm25.name,
                                              reason=reason, **extra))

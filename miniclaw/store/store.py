@@ -584,19 +584,30 @@ class MemoryStore:
 
     async def embed_index(self, progress: Callable[[int, int], None] | None = None
                           ) -> tuple[int, int] | None:
-        """Compute the vector of every indexed text that has none yet, for the semantic
-        modes (scoring/semantic.py): (texts with a vector, texts); None without the model."""
-        from miniclaw.semantic import model as embedding
+        """Compute the vector of every indexed text that has none yet by the configured
+        embedder, for the semantic modes (semantic/retriever.py): (texts with a vector,
+        texts); None without the model. After a change of model, that is every text. An
+        embedder that fails part way (a server down) keeps the vectors stored so far: one
+        warning, and the count as it stands."""
+        from miniclaw.semantic import embedders
 
-        if not embedding.available()[0]:
+        if not embedders.available()[0]:
             return None
+        from miniclaw.index.derived import DerivedData
         from miniclaw.semantic.retriever import embed_missing
 
         index = self.index
 
-        def work() -> tuple[int, int]:
+        def work() -> tuple[int, int] | None:
             index.refresh()  # an operation syncs first: the texts of now
-            return embed_missing(index, embedding.load(), None, progress)
+            embedder = embedders.current()
+            try:
+                return embed_missing(index, embedders.load(), None, progress)
+            except embedders.ModelUnavailable as exc:
+                log.warning("vectors not computed: %s", exc)
+                if embedder.dim is None or embedder.kind == "bundled":
+                    return None
+                return DerivedData(index, embedder.identity).progress()
 
         return await asyncio.to_thread(index.retrying, work)
 

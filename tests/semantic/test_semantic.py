@@ -656,9 +656,9 @@ async def test_the_query_is_embedded_while_the_search_goes_on(store, workspace, 
     release = threading.Event()
     embed = semantic._query_vector.__wrapped__
 
-    def held(text):
+    def held(text, embedder=None):
         assert release.wait(60), "never released"
-        return embed(text)
+        return embed(text, embedder)
 
     monkeypatch.setattr(semantic, "_query_vector", held)
     retriever = semantic.VectorRetriever()

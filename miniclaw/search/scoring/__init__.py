@@ -48,7 +48,7 @@ class SearchMode(NamedTuple):
 #: The modes that find by meaning live a floor up (miniclaw.semantic: the embedding model and
 #: its retriever, which builds on this registry), named here by module path and imported
 #: only when one runs: search never imports semantic, so the two make no import circle.
-PLUGINS = {"model": "miniclaw.semantic.model", "retriever": "miniclaw.semantic.retriever"}
+PLUGINS = {"model": "miniclaw.semantic.embedders", "retriever": "miniclaw.semantic.retriever"}
 
 
 def plugin(name: str) -> ModuleType:
