@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--resamples", type=int, default=RESAMPLES)
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--brief", action="store_true",
+                    help="one line: each set's R@5 and MRR delta [interval], and the rule")
     args = ap.parse_args(argv)
     if args.command == "fit":
         base, mode = load(args.files[0])
@@ -182,6 +184,10 @@ def main(argv: list[str] | None = None) -> None:
         name = f"{base_spec} -> {new_spec}"
         results[name] = compare(base, new, resamples=args.resamples, seed=args.seed)
         primary.append(results[name]["R@5"]["questions"])
+    if args.brief:
+        print("  ".join(f"{m} {_line('', r[m]['questions'], 0)}" for r in results.values()
+                        for m in METRICS), " KEPT" if kept(primary) else " REJECTED")
+        return
     if args.json:
         json.dump(results, sys.stdout, indent=1)
         print()
