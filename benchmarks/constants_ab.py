@@ -75,16 +75,7 @@ def _vector_candidates(scale):
     retriever.VectorRetriever.candidates = int(retriever.CANDIDATES * scale)
 
 
-def _set(module, name, value):
-    """A technique's switch set to `value` as given (not scaled): NAME:VALUE."""
-    import importlib
-
-    setattr(importlib.import_module(module), name, value)
-
-
 VARIANTS = {
-    "day_penalty": partial(_set, "miniclaw.search.ranker", "DAY_PENALTY"),
-    "recency": partial(_set, "miniclaw.search.ranker", "RECENCY_WEIGHT"),
     "k1": partial(_bm25_default, "k1"),
     "b": partial(_bm25_default, "b"),
     "common_share": partial(_bm25_default, "common_share"),

@@ -90,52 +90,6 @@ def _first(ids: list[int], scores: dict[int, float], places: dict[int, Place],
     return sorted(ids, key=lambda i: _order_key(scores[i], places[i]))
 
 
-#: Diversity across days (issue 35): in the results, each further entry of a day already
-#: shown counts this share of its score less (a greedy, MMR-like re-rank on the day), so a
-#: question that spans several sessions gets turns of several days rather than five of one.
-#: 0 turns the stage off.
-DAY_PENALTY = 0.0
-_SPREAD_POOL = 3  # candidates re-ranked per result wanted
-
-
-#: Time-aware scoring (issue 35): what was said later supersedes what was said before (a
-#: move, a new job), so among the candidates each gains up to this share of its score by
-#: how late its date is between the oldest and newest candidate. Not when the query names
-#: a date (the date cue decides). 0 turns it off.
-RECENCY_WEIGHT = 0.0
-
-
-def _newer_first(scores: dict[int, float], places: dict[int, Place],
-                 weight: float) -> dict[int, float]:
-    days = [p.date.toordinal() for i in scores if (p := places[i]).date]
-    if not days or max(days) == min(days):
-        return scores
-    first, span = min(days), max(days) - min(days)
-    return {i: score * (1.0 + weight * (places[i].date.toordinal() - first) / span)
-            if places[i].date else score for i, score in scores.items()}
-
-
-def _spread(ranked: list[int], scores: dict[int, float], places: dict[int, Place],
-            penalty: float) -> list[int]:
-    """`ranked` (best first) re-ranked greedily: each step takes the entry whose score,
-    less `penalty` x its score for each entry of the same day taken before, is highest
-    (the earlier in `ranked` on a tie). Entries with no date are never lowered."""
-    if not penalty or len(ranked) < 2:
-        return ranked
-    taken: dict = {}
-    rest, out = list(ranked), []
-    while rest:
-        def worth(i: int) -> float:
-            day = places[i].date
-            return scores[i] * (1.0 - penalty * taken.get(day, 0) if day else 1.0)
-        best = max(rest, key=worth)  # max keeps the first of equals
-        rest.remove(best)
-        out.append(best)
-        if places[best].date:
-            taken[places[best].date] = taken.get(places[best].date, 0) + 1
-    return out
-
-
 class MemoryRanker:
     """Ranks the entries of one workspace's index for a query."""
 
@@ -210,11 +164,8 @@ class MemoryRanker:
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
-        if RECENCY_WEIGHT and not spans:
-            own = _newer_first(own, places, RECENCY_WEIGHT)
         ties = any(_has_priority(s) for s in selected)
         wanted = options.limit + _MAX_TIES if ties else options.limit
-        pool = max(wanted, options.limit * _SPREAD_POOL) if DAY_PENALTY else wanted
         # The sources were read in separate snapshots: keep only entries that have a score.
         candidates = [i for i in places if i in own]
         judged = [n for n, r in enumerate(mode.retrievers) if hasattr(r, "counts")] \
@@ -224,11 +175,9 @@ class MemoryRanker:
             read: dict[int, Entry | None] = {}
             if judged:  # reads the entries it ranks: one worker thread for both
                 ranked, read = self._counted_first(mode, judged, candidates, own, shares,
-                                                   dated, places, pool)
+                                                   dated, places, wanted)
             else:
-                ranked = _first(candidates, own, places, pool)
-            if DAY_PENALTY:
-                ranked = _spread(ranked[:pool], own, places, DAY_PENALTY)
+                ranked = _first(candidates, own, places, wanted)
             ranked = ranked[: _with_ties(ranked, own, options.limit) if ties else options.limit]
             return ranked, *self._finish(ranked, options.explain, mode, request, shares, read)
 
