@@ -28,8 +28,7 @@ def _bm25_default(name, scale):
     if name == "neighbor_weights":
         defaults[position] = () if scale == "off" else tuple((o, w * scale) for o, w in value)
     else:
-        defaults[position] = {"common_weight": 1.0}.get(name, 0.0) if scale == "off" \
-            else value * scale
+        defaults[position] = 0.0 if scale == "off" else value * scale
     BM25Scorer.__init__.__defaults__ = tuple(defaults)
 
 
@@ -78,8 +77,6 @@ def _vector_candidates(scale):
 VARIANTS = {
     "k1": partial(_bm25_default, "k1"),
     "b": partial(_bm25_default, "b"),
-    "common_share": partial(_bm25_default, "common_share"),
-    "common_weight": partial(_bm25_default, "common_weight"),
     "neighbours": partial(_bm25_default, "neighbor_weights"),
     "date_weight": partial(_bm25_default, "date_weight"),
     "date_slack": partial(_module, "miniclaw.search.ranker", "DATE_SLACK_DAYS",

@@ -243,7 +243,6 @@ def print_table(report: dict) -> None:
 ABLATIONS = {
     "bm25-no-neighbours": dict(neighbor_weights=()),
     "bm25-no-date-cue": dict(date_weight=0.0),
-    "bm25-no-downweight": dict(common_weight=1.0),
     "bm25-b0.5": dict(b=0.5),
     "bm25-b0.75": dict(b=0.75),
 }
