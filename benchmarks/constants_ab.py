@@ -84,6 +84,7 @@ VARIANTS = {
     "max_gap": partial(_module, "miniclaw.search.neighbours", "MAX_GAP_S", cast=int, neutral=0),
     "candidates": partial(_module, "miniclaw.search.ranker", "_CANDIDATES", cast=int),
     "pivot": _pivot,
+    "own_weight": partial(_module, "miniclaw.search.ranker", "OWN_WEIGHT", neutral=0.0),
     "spelling": _no_spelling,
     "fusion_weight": partial(_vector_default, "fusion_weight"),
     "min_similarity": partial(_vector_default, "min_similarity"),
