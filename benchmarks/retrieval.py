@@ -155,9 +155,10 @@ async def run(conversations: list[Conversation], modes: list[str], speed: bool =
     --as transcripts`): `layout.sources(tmp)` gives the store's (sources, roots) and
     `await layout.write(store, conversation, tmp)` the spans as `write_conversation` does."""
     scores = {mode: defaultdict(list) for mode in modes}
+    rows = {mode: [] for mode in modes}  # per question, for `paired.py`
     seconds = {"build": 0.0, **{mode: 0.0 for mode in modes}}
     timings: list[float] = []
-    for conversation in conversations:
+    for number, conversation in enumerate(conversations):
         session_of = {t.id: s.id for s in conversation.sessions for t in s.turns}
         with scratch("miniclaw-bench-") as (tmp, workspace):
             clock = Clock(conversation.sessions[-1].when + timedelta(days=1))
@@ -175,7 +176,7 @@ async def run(conversations: list[Conversation], modes: list[str], speed: bool =
                     start = time.perf_counter()
                     if mode == PLAIN:
                         plain = PlainBM25([t for s in conversation.sessions for t in s.turns])
-                    for question in conversation.questions:
+                    for asked, question in enumerate(conversation.questions):
                         clock.current = question.asked
                         if mode == PLAIN:
                             ranked = [{turn} for turn in plain.search(question.text)]
@@ -186,6 +187,8 @@ async def run(conversations: list[Conversation], modes: list[str], speed: bool =
                         one = score(ranked, question.evidence, session_of)
                         scores[mode]["all"].append(one)
                         scores[mode][question.group].append(one)
+                        rows[mode].append({"id": f"{number}:{asked}", "cluster": number,
+                                           "group": question.group, **one})
                     seconds[mode] += time.perf_counter() - start
                 if speed:
                     timings += await warm_timings(store, clock, conversation.questions)
@@ -196,7 +199,8 @@ async def run(conversations: list[Conversation], modes: list[str], speed: bool =
                                                 key=lambda kv: (kv[0] != "all", kv[0]))}
                for mode, groups in scores.items()}
     report = {"conversations": len(conversations),
-              "seconds": {k: round(v, 2) for k, v in seconds.items()}, "modes": summary}
+              "seconds": {k: round(v, 2) for k, v in seconds.items()}, "modes": summary,
+              "questions": rows}
     if timings:
         cuts = statistics.quantiles(timings, n=10)
         report["warm_ms"] = {"n": len(timings), "p50": round(statistics.median(timings), 2),
@@ -239,7 +243,6 @@ def print_table(report: dict) -> None:
 ABLATIONS = {
     "bm25-no-neighbours": dict(neighbor_weights=()),
     "bm25-no-date-cue": dict(date_weight=0.0),
-    "bm25-no-downweight": dict(common_weight=1.0),
     "bm25-b0.5": dict(b=0.5),
     "bm25-b0.75": dict(b=0.75),
 }
@@ -283,6 +286,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--vector-cache", type=_Path, default=None, metavar="FILE",
                     help="look vectors up in (and add them to) this SQLite file instead of "
                          "embedding every text again (vector_cache.py)")
+    ap.add_argument("--per-question", type=_Path, default=None, metavar="FILE",
+                    help="write every question's scores per mode to FILE (JSON), for paired.py")
     ap.add_argument("--fusion-weight", type=float, default=None, metavar="W",
                     help="the cosine's weight in hybrid's fusion (default: semantic.FUSION_WEIGHT)")
 
@@ -318,7 +323,14 @@ def main(description: str, load, layouts=None) -> None:
         from miniclaw.semantic import retriever as semantic
 
         semantic.FUSION_WEIGHT = args.fusion_weight
+    patch = os.environ.get("MC_BENCH_PATCH")
+    if patch:  # a variant for this process only: a small Python file run before the questions
+        exec(compile(Path(patch).read_text(encoding="utf-8"), patch, "exec"), {})
     report = asyncio.run(run(conversations, modes, speed=args.speed, layout=layout))
+    questions = report.pop("questions")
+    if args.per_question:
+        args.per_question.write_text(json.dumps(
+            {"data": str(args.path), "patch": patch, "modes": questions}), encoding="utf-8")
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         print()

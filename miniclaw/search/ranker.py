@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import date as Date
@@ -159,8 +160,8 @@ class MemoryRanker:
         asked = [part for source, part in zip(
             [s for s in selected if s.name not in plan.empty], found)
             if _is_chat(source)] if options.asked_below else []  # chats: asked < said
-        lowered = await asyncio.to_thread(self._weigh_asked, asked, own, shares) \
-            if asked else set()
+        weighed = await asyncio.to_thread(self._weigh_chat, asked, own, shares,
+                                          _about_user(query.text)) if asked else {}
         total = max(sum(part.totals[n] for part in found) for n in range(len(mode.retrievers)))
         dated = _date_bonus(own, places, spans, mode.date_weight)
         own = {i: score + dated.get(i, 0.0) for i, score in own.items()}
@@ -197,7 +198,7 @@ class MemoryRanker:
             windowed = await asyncio.to_thread(lambda: [s for s in windowed if self.index.has_older(
                 s, filters.window_start)])
         older = await self._older(mode, request, ks, phrases, windowed, found, places, results,
-                                  options.limit, lowered) if windowed else 0
+                                  options.limit, weighed) if windowed else 0
         unheld = await asyncio.to_thread(self.index.unheld, filters) \
             if not results and (filters.category is not None or filters.tags) else []
         hints = search_hints(query, results, options.limit,
@@ -212,25 +213,32 @@ class MemoryRanker:
                              degraded=mode.degraded, auto=mode.auto, older=older,
                              days=options.days if older else None)
 
-    def _weigh_asked(self, asked: list[_Found], own: dict[int, float],
-                     shares: dict[int, tuple[float, ...]] | None) -> set[int]:
+    def _weigh_chat(self, asked: list[_Found], own: dict[int, float],
+                    shares: dict[int, tuple[float, ...]] | None,
+                    about_user: bool = False) -> dict[int, float]:
         """A question the user asked in a chat ("what is my job?") is not a memory: its
-        score (and shares) scaled by `ASKED_WEIGHT`, so what was stated ranks above it.
-        Only the candidates of chat transcripts (`asked`) are read. Returns those lowered."""
+        score (and shares) scaled by `ASKED_WEIGHT`, so what was stated ranks above it. When
+        the query is about the user (`about_user`), what the user said gains `OWN_WEIGHT`.
+        Only the candidates of chat transcripts (`asked`) are read. Returns the factor of
+        each entry scaled."""
         ids = [i for part in asked for i in part.places if i in own]
-        lowered = set()
+        weighed = {}
         for i, entry in self.index.entries(ids).items() if ids else ():
-            if entry.meta.get("role") == "user" and asks_only(entry.text):
-                lowered.add(i)
-                own[i] *= ASKED_WEIGHT
+            if entry.meta.get("role") != "user":
+                continue
+            factor = ASKED_WEIGHT if asks_only(entry.text) else \
+                1.0 + OWN_WEIGHT if about_user else 1.0
+            if factor != 1.0:
+                weighed[i] = factor
+                own[i] *= factor
                 if shares is not None:
-                    shares[i] = tuple(v * ASKED_WEIGHT for v in shares[i])
-        return lowered
+                    shares[i] = tuple(v * factor for v in shares[i])
+        return weighed
 
     async def _older(self, mode: SearchMode, request: Request, ks: tuple[int, ...],
                      phrases: tuple[tuple[str, ...], ...], windowed: list, found: list[_Found],
                      places: dict[int, Place], results: list[RankedMemory], limit: int,
-                     lowered: set[int] = frozenset()) -> int:
+                     weighed: dict[int, float] | None = None) -> int:
         """How many entries of the notes before the window would be among the `limit` best
         without it: the window hid them, and the output says so (issue 39: older notes were
         hidden without a word). Their candidates are ranked with the window's (one fusion
@@ -245,7 +253,7 @@ class MemoryRanker:
         if not old_places:
             return 0
         scores, _ = _fuse(mode, [*found, *old])
-        scores.update((i, scores[i] * ASKED_WEIGHT) for i in lowered if i in scores)
+        scores.update((i, scores[i] * f) for i, f in (weighed or {}).items() if i in scores)
         both = {**places, **old_places}
         # the weakest result shown is the bar (entries since read out are not counted)
         shown = {(r.path, r.line_start) for r in results}
@@ -586,11 +594,24 @@ def _fuse(mode: SearchMode, found: list[_Found]
     return {i: sum(parts) for i, parts in shares.items()}, shares
 
 
-#: What a question the user asked in a chat is worth beside what was stated (`_weigh_asked`):
+#: What a question the user asked in a chat is worth beside what was stated (`_weigh_chat`):
 #: measured in tests/search/test_asked.py (bm25); low enough that in hybrid a question found
 #: by its words (a fused share of 1 at most) stays below a statement found by meaning (a
 #: cosine share of at least `MIN_SIMILARITY`, 0.2).
 ASKED_WEIGHT = 0.1
+
+#: What the user said about themself answers a question about them (issue 35): when the
+#: query speaks in the first person, a chat message the user wrote (not a question) gains
+#: this share of its score over the assistant's replies, which often repeat the user's words
+#: around advice. LongMemEval dev written as transcripts, turn R@5 +0.037 [+0.017, +0.061]
+#: (benchmarks/README.md); daily notes do not say who spoke, so they are not touched.
+OWN_WEIGHT = 0.3
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def _about_user(text: str) -> bool:
+    """Whether a query speaks in the first person ("what is my job?", "where did I go")."""
+    return bool(_FIRST_PERSON.search(text))
 
 
 def _is_chat(source) -> bool:

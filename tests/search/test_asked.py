@@ -111,3 +111,41 @@ def test_a_question_is_a_message_that_only_asks(text, asks):
     from miniclaw.text import asks_only
 
     assert asks_only(text) is asks
+
+
+@pytest.fixture
+def advised(workspace: Path) -> Path:
+    """A chat where the assistant's reply repeats the user's words around advice."""
+    when = NOW - timedelta(days=2)
+    write(workspace, "sessions/s3.jsonl", "".join([
+        _record("user", "My favourite tea is jasmine green tea from Fujian", when, "s3"),
+        _record("assistant", "Favourite tea ideas: jasmine tea, green tea, oolong tea, "
+                "black tea; a favourite tea tastes best brewed at 80 degrees.", when, "s3")]))
+    return workspace
+
+
+async def _first(workspace: Path, query: str) -> str:
+    async with MemoryStore(workspace, now=lambda: NOW) as store:
+        return (await store.search(query, days=None, mode="bm25")).results[0].content
+
+
+async def test_a_question_about_the_user_finds_what_the_user_said(advised: Path, monkeypatch):
+    user_said = "My favourite tea is jasmine green tea from Fujian"
+    assert await _first(advised, "what is my favourite tea?") == user_said
+    # by its words alone, the assistant's reply is first
+    monkeypatch.setattr(ranker, "OWN_WEIGHT", 0.0)
+    assert await _first(advised, "what is my favourite tea?") != user_said
+
+
+async def test_a_question_not_about_the_user_ranks_by_its_words(advised: Path, monkeypatch):
+    plain = await _first(advised, "favourite tea jasmine")
+    monkeypatch.setattr(ranker, "OWN_WEIGHT", 0.0)
+    assert await _first(advised, "favourite tea jasmine") == plain
+
+
+@pytest.mark.parametrize("text, about", [
+    ("what is my job?", True), ("Where did I go?", True), ("I’m looking for the recipe", True),
+    ("tell me again", True), ("the team's mine schedule", True),
+    ("what is Caroline's job?", False), ("items in the list", False), ("", False)])
+def test_a_query_about_the_user_speaks_in_the_first_person(text, about):
+    assert ranker._about_user(text) is about

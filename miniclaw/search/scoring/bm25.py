@@ -5,12 +5,13 @@ On top of textbook BM25 (k1, b, Lucene's always-positive idf):
 - lengths are normalized against the median entry length, not the mean (`index.corpus`);
 - stop words are left out (the index does not hold them either: measured, counting them
   made ranking worse), so a query of only stop words finds nothing;
-- a term found in more than `common_share` of all entries (a speaker's own name, "today")
-  is weighted down further, since it tells entries apart poorly;
 - in sequence sources (daily notes) a matching entry gains a share of its neighbours' scores
   for the query terms it lacks: a question often matches the turn before or after the one
   holding the answer (`neighbours.py`, a stage run by the ranker with these shares);
 - a matching entry dated on a day the query names gains `date_weight` of its score.
+
+Each constant's worth is in benchmarks/README.md ("The ranking's constants"); a term in over
+a quarter of the entries is no longer weighted down further: that moved recall within noise.
 """
 
 from __future__ import annotations
@@ -34,13 +35,10 @@ class BM25Scorer(TermRetriever):
     name = "bm25"
     summary = "BM25 relevance with shared corpus statistics (default)"
 
-    def __init__(self, k1: float = 1.2, b: float = 0.6, common_share: float = 0.25,
-                 common_weight: float = 0.5,
+    def __init__(self, k1: float = 1.2, b: float = 0.6,
                  neighbor_weights: tuple[tuple[int, float], ...] = NEIGHBOR_WEIGHTS,
                  date_weight: float = DATE_WEIGHT) -> None:
         self.k1, self.b = float(k1), float(b)
-        self.common_share = common_share
-        self.common_weight = common_weight
         self.neighbor_weights = tuple(neighbor_weights)
         self.date_weight = float(date_weight)
         self.term_score_sql = (
@@ -57,11 +55,5 @@ class BM25Scorer(TermRetriever):
         return content or terms
 
     def weights(self, terms: list[str], stats: CorpusStats) -> dict[str, float]:
-        weights = {}
-        for term in dict.fromkeys(terms):
-            df = stats.df.get(term, 0)
-            weight = self.idf(df, max(stats.entries, 1))
-            if stats.entries and df / stats.entries > self.common_share:
-                weight *= self.common_weight
-            weights[term] = weight
-        return weights
+        return {term: self.idf(stats.df.get(term, 0), max(stats.entries, 1))
+                for term in dict.fromkeys(terms)}
