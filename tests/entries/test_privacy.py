@@ -501,4 +501,8 @@ def test_no_private_part_of_typed_text_is_ever_visible(before, after, opening, c
     assert secret not in visible
     assert visible_typed(visible) == visible  # applying it again changes nothing
     if closing in ("</private>", "</ private >", "</Private foo>"):
-        assert after.strip() in visible  # a closed part hides only itself
+        # A closed part hides only itself (an invisible character touching a tag, which
+        # the tag matcher skips, goes with the tag: nothing a reader sees is lost).
+        from miniclaw.entries.privacy import _INVISIBLE
+
+        assert _INVISIBLE.sub("", after).strip() in _INVISIBLE.sub("", visible)
