@@ -10,17 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from miniclaw.entries.parsing import parse_long_term
+from tests.chat.conftest import no_model_settings  # noqa: F401 (autouse: no settings leak in)
 from tests.chat.server import FakeModelServer, reply, stream, text_chunks
 from tests.cli.test_cli import assert_usage_error, run, snapshot
 from tests.conftest import write
-
-
-@pytest.fixture(autouse=True)
-def no_model_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("MINICLAW_LLM_BASE_URL", "MINICLAW_LLM_MODEL", "MINICLAW_LLM_API_KEY",
-                 "MINICLAW_LLM_PROVIDER", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                 "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
