@@ -28,6 +28,7 @@ from miniclaw.index.derived import DerivedData
 from miniclaw.semantic import embedders
 from miniclaw.semantic.endpoint import ServerEmbedder
 from tests.conftest import long_term, write
+from tests.semantic import needs_model
 from tests.semantic.embedding_server import EmbeddingServer, closed_port_url, word_vector
 
 needs_numpy = pytest.mark.skipif(importlib.util.find_spec("numpy") is None,
@@ -403,12 +404,9 @@ def test_doctor_says_which_model_embeds_and_how_many_entries_lack_a_vector(home,
     assert "not reachable" in found[0]["message"] and "SECRET" not in json.dumps(report)
 
 
+@needs_model
 @needs_numpy
 def test_the_bundled_model_behind_a_local_server_finds_by_meaning(home, workspace, server):
-    from miniclaw.semantic import model
-
-    if not model.available()[0]:
-        pytest.skip("the semantic extra is not installed")
     server.behaviour = "bundled"
     configure(home, base_url=server.url, model="minilm")
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
@@ -492,11 +490,8 @@ async def test_a_fastembed_model_by_name_embeds_and_a_failing_one_falls_back(
         "the embedding model BAAI/bge-base-en-v1.5 (fastembed) did not load (at line 3)")
 
 
+@needs_model
 def test_doctor_names_the_bundled_model_when_it_is_the_embedder(home, workspace):
-    from miniclaw.semantic import model
-
-    if not model.available()[0]:
-        pytest.skip("the semantic extra is not installed")
     write(workspace, "memory/MEMORY.md", long_term(("2026-02-10", FACTS)))
     assert cli(workspace, "memory", "rank", "Lisbon").exit_code == 0  # indexed, no vectors
     report = json.loads(cli(workspace, "doctor", "--json").stdout)

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from miniclaw.semantic import model as embedding
 
-_READY, _WHY = embedding.available()
-needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
+from tests.semantic import needs_model
 
 
 def test_missing_package_is_told_with_the_install_command(monkeypatch):

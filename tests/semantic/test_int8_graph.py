@@ -7,8 +7,9 @@ import pytest
 
 from miniclaw.semantic import model as embedding
 
-_READY, _WHY = embedding.available()
-pytestmark = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
+from tests.semantic import needs_model
+
+pytestmark = needs_model
 
 _TEXTS = ["did I go hiking?", "I walked the whole trail up the mountain this morning.",
           "Caroline: I started at the adoption agency in May.", "Ünïcödé café, 東京 🙂",

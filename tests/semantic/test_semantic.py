@@ -29,8 +29,7 @@ from miniclaw.search.scoring import Request, get_mode
 from miniclaw.semantic import retriever as semantic
 from tests.conftest import daily_note, long_term, write
 
-_READY, _WHY = embedding.available()
-needs_model = pytest.mark.skipif(not _READY, reason=_WHY or "embedding model not installed")
+from tests.semantic import needs_model
 
 FACTS = ["Caroline started working at the adoption agency",
          "Walked the Blue Ridge trail up to the summit with Dana",
