@@ -128,13 +128,12 @@ def _grams(folded: str) -> frozenset[str]:
 def similarity_of_folds(a: str, b: str) -> float:
     """`similarity` of two texts already folded (a caller comparing one text to many folds
     each once)."""
-    if a == b:
-        return 1.0
-    grams_a, grams_b = _grams(a), _grams(b)
-    if not grams_a or not grams_b:
-        return 0.0
-    shared = len(grams_a & grams_b)
-    return shared / (len(grams_a) + len(grams_b) - shared)
+    return 1.0 if a == b else jaccard(_grams(a), _grams(b))
+
+
+def jaccard(a: frozenset | set, b: frozenset | set) -> float:
+    """The share of the two sets' members that both hold (0 for two empty sets)."""
+    return len(a & b) / len(a | b) if a or b else 0.0
 
 
 def similarity(a: str, b: str) -> float:

@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from miniclaw.entries.similar import NEAR_COPY
+from miniclaw.entries.similar import NEAR_COPY, jaccard
 from miniclaw.entries.tokenizer import index_terms, tokenize
 
 RARE_DF = 64  # a term in more texts than this files nothing: its pairs would be quadratic
@@ -84,7 +84,7 @@ def candidates(terms: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
         for x, i in enumerate(holders):
             for j in holders[x + 1:]:
                 pairs.add((i, j))
-    return {(i, j) for i, j in pairs if _jaccard(terms[i], terms[j]) >= MIN_OVERLAP}
+    return {(i, j) for i, j in pairs if jaccard(terms[i], terms[j]) >= MIN_OVERLAP}
 
 
 def group(texts: Sequence[str], same: Callable[[str, str], bool],
@@ -152,10 +152,6 @@ def group(texts: Sequence[str], same: Callable[[str, str], bool],
     return groups, conflicts
 
 
-def _jaccard(a: set | frozenset, b: set | frozenset) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
-
-
 def changes_value(a: _Terms, b: _Terms) -> bool:
     """Each text has a value the other lacks: another number, date, name or place. The
     door's rule lets a changed name or month through as a near copy ("met Sarah at the
@@ -182,7 +178,7 @@ def conflict(a: _Terms, b: _Terms, alike: float = 0.0) -> tuple[float, str] | No
     common = sa & sb
     if len(common) < 2:
         return None
-    overlap = _jaccard(sa, sb)
+    overlap = jaccard(sa, sb)
     if overlap >= SUBJECT_OVERLAP and changes_value(a, b):
         return round(overlap, 3), "values"
     return None
